@@ -1,0 +1,282 @@
+//! Records inside a batch: parsing them in place (borrowed slices, no copies) and as owned
+//! `Bytes` that share the batch's buffer.
+//!
+//! ```text
+//! length: varint            bytes after this field
+//! attributes: int8          unused, 0
+//! timestamp_delta: varlong  from the batch's base_timestamp
+//! offset_delta: varint      from the batch's base_offset
+//! key_length: varint        -1 = null key
+//! key: bytes
+//! value_length: varint      -1 = null value
+//! value: bytes
+//! header_count: varint
+//! headers: [key_length varint, key bytes, value_length varint (-1 = null), value bytes]
+//! ```
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+
+use super::varint::{read_varint, read_varlong};
+use super::{BatchRef, Compression};
+use crate::error::{Error, Result};
+
+/// The records of one batch, decompressed if needed.
+#[derive(Debug, Clone)]
+pub struct Records<'a> {
+    payload: Cow<'a, [u8]>,
+    base_offset: i64,
+    base_timestamp: i64,
+    /// Set for log-append-time batches: every record's timestamp is the batch's max timestamp.
+    log_append_time: Option<i64>,
+}
+
+impl<'a> Records<'a> {
+    pub(super) fn new(batch: &BatchRef<'a>, max_decompressed: usize) -> Result<Records<'a>> {
+        let header = &batch.header;
+        let payload = match header.compression()? {
+            Compression::None => Cow::Borrowed(batch.records_payload()),
+            codec => Cow::Owned(codec.decompress(batch.records_payload(), max_decompressed)?),
+        };
+        Ok(Records {
+            payload,
+            base_offset: header.base_offset,
+            base_timestamp: header.base_timestamp,
+            log_append_time: header.is_log_append_time().then_some(header.max_timestamp),
+        })
+    }
+
+    /// Iterates over the records, borrowing keys, values and headers.
+    pub fn iter(&self) -> RecordIter<'_> {
+        RecordIter {
+            buf: &self.payload,
+            pos: 0,
+            index: 0,
+            base_offset: self.base_offset,
+            base_timestamp: self.base_timestamp,
+            log_append_time: self.log_append_time,
+        }
+    }
+
+    /// True when the records were decompressed into a buffer of their own.
+    pub fn is_decompressed(&self) -> bool {
+        matches!(self.payload, Cow::Owned(_))
+    }
+}
+
+/// Iterator over the records in a (decompressed) record payload.
+#[derive(Debug, Clone)]
+pub struct RecordIter<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    index: usize,
+    base_offset: i64,
+    base_timestamp: i64,
+    log_append_time: Option<i64>,
+}
+
+/// One record, borrowing its bytes from the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// Absolute offset: the batch's base offset plus `offset_delta`.
+    pub offset: i64,
+    /// Offset relative to the batch's base offset.
+    pub offset_delta: i32,
+    /// Absolute timestamp in ms.
+    pub timestamp: i64,
+    /// The key, `None` for a null key.
+    pub key: Option<&'a [u8]>,
+    /// The value, `None` for a null value (a tombstone).
+    pub value: Option<&'a [u8]>,
+    /// The headers, in the order the producer wrote them (duplicate keys kept).
+    pub headers: Headers<'a>,
+}
+
+/// The headers of one record; already validated when the record was parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Headers<'a> {
+    buf: &'a [u8],
+    remaining: usize,
+}
+
+/// One record header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderRef<'a> {
+    /// Header key (UTF-8 by Kafka convention, not checked).
+    pub key: &'a [u8],
+    /// Header value, `None` for null.
+    pub value: Option<&'a [u8]>,
+}
+
+impl<'a> Headers<'a> {
+    /// Number of headers.
+    pub fn len(&self) -> usize {
+        self.remaining
+    }
+
+    /// True when the record has no headers.
+    pub fn is_empty(&self) -> bool {
+        self.remaining == 0
+    }
+}
+
+impl<'a> Iterator for Headers<'a> {
+    type Item = HeaderRef<'a>;
+
+    fn next(&mut self) -> Option<HeaderRef<'a>> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let mut pos = 0;
+        // The record parser already walked these bytes, so a failure here cannot happen; end
+        // the iteration rather than panic if it ever did.
+        let header = parse_header(self.buf, &mut pos)?;
+        self.buf = &self.buf[pos..];
+        self.remaining -= 1;
+        Some(header)
+    }
+}
+
+fn parse_header<'a>(buf: &'a [u8], pos: &mut usize) -> Option<HeaderRef<'a>> {
+    let key = read_bytes(buf, pos)??;
+    let value = read_bytes(buf, pos)?;
+    Some(HeaderRef { key, value })
+}
+
+/// Reads a varint length and that many bytes: `Some(None)` for length -1, `None` if invalid.
+fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Option<Option<&'a [u8]>> {
+    let mut at = *pos;
+    let len = read_varint(buf, &mut at)?;
+    if len == -1 {
+        *pos = at;
+        return Some(None);
+    }
+    let len = usize::try_from(len).ok()?;
+    let bytes = buf.get(at..at.checked_add(len)?)?;
+    *pos = at + len;
+    Some(Some(bytes))
+}
+
+impl<'a> Iterator for RecordIter<'a> {
+    type Item = Result<RecordRef<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let index = self.index;
+        let result = self.parse_one().ok_or(Error::InvalidRecord {
+            index,
+            reason: "fields do not parse or do not fill the record length",
+        });
+        if result.is_err() {
+            self.pos = self.buf.len();
+        }
+        self.index += 1;
+        Some(result)
+    }
+}
+
+impl<'a> RecordIter<'a> {
+    fn parse_one(&mut self) -> Option<RecordRef<'a>> {
+        let buf = self.buf;
+        let mut pos = self.pos;
+        let len = usize::try_from(read_varint(buf, &mut pos)?).ok()?;
+        let end = pos.checked_add(len)?;
+        let record = buf.get(..end)?;
+        let _attributes = *record.get(pos)?;
+        pos += 1;
+        let timestamp_delta = read_varlong(record, &mut pos)?;
+        let offset_delta = read_varint(record, &mut pos)?;
+        let key = read_bytes(record, &mut pos)?;
+        let value = read_bytes(record, &mut pos)?;
+        let header_count = usize::try_from(read_varint(record, &mut pos)?).ok()?;
+        let headers_start = pos;
+        for _ in 0..header_count {
+            parse_header(record, &mut pos)?;
+        }
+        if pos != end {
+            return None;
+        }
+        self.pos = end;
+        let timestamp = match self.log_append_time {
+            Some(ts) => ts,
+            None => self.base_timestamp.wrapping_add(timestamp_delta),
+        };
+        Some(RecordRef {
+            offset: self.base_offset + i64::from(offset_delta),
+            offset_delta,
+            timestamp,
+            key,
+            value,
+            headers: Headers {
+                buf: &record[headers_start..end],
+                remaining: header_count,
+            },
+        })
+    }
+}
+
+/// A record that owns its bytes (shared with the batch buffer where possible).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Absolute offset.
+    pub offset: i64,
+    /// Timestamp in ms.
+    pub timestamp: i64,
+    /// The key, `None` for a null key.
+    pub key: Option<Bytes>,
+    /// The value, `None` for a null value.
+    pub value: Option<Bytes>,
+    /// Headers in order, duplicates kept.
+    pub headers: Vec<RecordHeader>,
+}
+
+/// An owned record header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordHeader {
+    /// Header key.
+    pub key: Bytes,
+    /// Header value, `None` for null.
+    pub value: Option<Bytes>,
+}
+
+impl Record {
+    /// Decodes every record of the whole batches in `batches` (CRC checked), sharing `batches`'
+    /// buffer for uncompressed keys and values rather than copying them.
+    pub fn decode_all(batches: &Bytes, max_decompressed: usize) -> Result<Vec<Record>> {
+        let mut out = Vec::new();
+        for item in super::BatchIter::new(batches, 0) {
+            let (position, batch) = item?;
+            batch.verify_crc(position)?;
+            let records = batch.records(max_decompressed)?;
+            let base = match &records.payload {
+                Cow::Borrowed(slice) => batches.slice_ref(slice),
+                Cow::Owned(vec) => Bytes::copy_from_slice(vec),
+            };
+            for record in records.iter() {
+                let r = record?;
+                let share = |s: &[u8]| {
+                    // `s` borrows from `records.payload`; find the same range in `base`.
+                    let start = s.as_ptr() as usize - records.payload.as_ptr() as usize;
+                    base.slice(start..start + s.len())
+                };
+                out.push(Record {
+                    offset: r.offset,
+                    timestamp: r.timestamp,
+                    key: r.key.map(share),
+                    value: r.value.map(share),
+                    headers: r
+                        .headers
+                        .map(|h| RecordHeader {
+                            key: share(h.key),
+                            value: h.value.map(share),
+                        })
+                        .collect(),
+                });
+            }
+        }
+        Ok(out)
+    }
+}

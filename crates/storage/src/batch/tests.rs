@@ -1,0 +1,246 @@
+use bytes::Bytes;
+use proptest::prelude::*;
+
+use super::*;
+
+const KAFKA_PYTHON_NONE: &[u8] = include_bytes!("testdata/kafka-python-none.bin");
+const KAFKA_PYTHON_COMPRESSED: [(&str, Compression, &[u8]); 4] = [
+    ("gzip", Compression::Gzip, include_bytes!("testdata/kafka-python-gzip.bin")),
+    ("snappy", Compression::Snappy, include_bytes!("testdata/kafka-python-snappy.bin")),
+    ("lz4", Compression::Lz4, include_bytes!("testdata/kafka-python-lz4.bin")),
+    ("zstd", Compression::Zstd, include_bytes!("testdata/kafka-python-zstd.bin")),
+];
+const LIMIT: usize = 1 << 20;
+
+/// The records `testdata/kafka_python_batches.py` writes.
+fn expected_records() -> Vec<(i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>)> {
+    vec![
+        (0, 1796011734556, Some(b"k1".to_vec()), Some(b"hello".to_vec()), vec![]),
+        (
+            1,
+            1796011734557,
+            None,
+            Some(b"world".to_vec()),
+            vec![(b"h1".to_vec(), Some(b"v1".to_vec())), (b"h1".to_vec(), None)],
+        ),
+        (2, 1796011734550, Some(b"k3".to_vec()), None, vec![]),
+        (3, 1796011734560, Some(b"k4".to_vec()), Some(b"abcdefgh".repeat(16)), vec![]),
+    ]
+}
+
+fn decoded(bytes: &[u8]) -> Vec<(i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>)> {
+    let (batch, rest) = BatchRef::parse(bytes, 0).unwrap();
+    assert!(rest.is_empty());
+    batch.validate(0, LIMIT).unwrap();
+    let records = batch.records(LIMIT).unwrap();
+    records
+        .iter()
+        .map(|r| {
+            let r = r.unwrap();
+            (
+                r.offset,
+                r.timestamp,
+                r.key.map(<[u8]>::to_vec),
+                r.value.map(<[u8]>::to_vec),
+                r.headers.map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn golden_kafka_python_batch_header_field_by_field() {
+    let b = KAFKA_PYTHON_NONE;
+    // base_offset: 0, the producer's placeholder.
+    assert_eq!(&b[0..8], &[0, 0, 0, 0, 0, 0, 0, 0]);
+    // batch_length: 233 = 245 bytes total - 12.
+    assert_eq!(&b[8..12], &233i32.to_be_bytes());
+    assert_eq!(b.len(), 245);
+    // partition_leader_epoch: 0.
+    assert_eq!(&b[12..16], &[0, 0, 0, 0]);
+    // magic: 2.
+    assert_eq!(b[16], 2);
+    // crc: CRC-32C of bytes 21.. (attributes to end).
+    assert_eq!(&b[17..21], &crc32c::crc32c(&b[21..]).to_be_bytes());
+    // attributes: 0 (no compression, create time, not transactional, not control).
+    assert_eq!(&b[21..23], &[0, 0]);
+    // last_offset_delta: 3 (four records).
+    assert_eq!(&b[23..27], &3i32.to_be_bytes());
+    // base_timestamp: the first record's timestamp.
+    assert_eq!(&b[27..35], &1796011734556i64.to_be_bytes());
+    // max_timestamp: the largest record timestamp, the fourth record's.
+    assert_eq!(&b[35..43], &1796011734560i64.to_be_bytes());
+    // producer_id -1, producer_epoch -1, base_sequence -1: not idempotent.
+    assert_eq!(&b[43..53], &[0xff; 10]);
+    assert_eq!(&b[53..57], &[0xff; 4]);
+    // record_count: 4.
+    assert_eq!(&b[57..61], &4i32.to_be_bytes());
+    // First record: length 13 (zigzag 0x1a), attributes 0, timestamp delta 0, offset delta 0,
+    // key length 2 (0x04) "k1", value length 5 (0x0a) "hello", header count 0.
+    assert_eq!(&b[61..75], b"\x1a\x00\x00\x00\x04k1\x0ahello\x00");
+
+    let header = BatchHeader::parse(b, 0).unwrap();
+    assert_eq!(header.batch_length, 233);
+    assert_eq!(header.last_offset_delta, 3);
+    assert_eq!(header.max_timestamp, 1796011734560);
+    assert_eq!(header.record_count, 4);
+    assert_eq!(header.compression().unwrap(), Compression::None);
+}
+
+#[test]
+fn golden_kafka_python_batches_decode_with_every_codec() {
+    assert_eq!(decoded(KAFKA_PYTHON_NONE), expected_records());
+    for (name, codec, bytes) in KAFKA_PYTHON_COMPRESSED {
+        let header = BatchHeader::parse(bytes, 0).unwrap();
+        assert_eq!(header.compression().unwrap(), codec, "{name}");
+        assert_eq!(decoded(bytes), expected_records(), "{name}");
+    }
+}
+
+#[test]
+fn builder_reproduces_kafka_python_bytes_exactly() {
+    let mut builder = BatchBuilder::new(Compression::None);
+    for (_, ts, key, value, headers) in expected_records() {
+        let headers: Vec<(&[u8], Option<&[u8]>)> =
+            headers.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
+        builder.push(ts, key.as_deref(), value.as_deref(), &headers);
+    }
+    assert_eq!(builder.build(0).unwrap(), KAFKA_PYTHON_NONE);
+}
+
+#[test]
+fn owned_decoding_shares_the_buffer() {
+    let bytes = Bytes::from_static(KAFKA_PYTHON_NONE);
+    let records = Record::decode_all(&bytes, LIMIT).unwrap();
+    assert_eq!(records.len(), 4);
+    let value = records[0].value.as_ref().unwrap();
+    assert_eq!(&value[..], b"hello");
+    let inside = bytes.as_ptr() as usize..bytes.as_ptr() as usize + bytes.len();
+    assert!(inside.contains(&(value.as_ptr() as usize)), "value was copied");
+    assert_eq!(records[1].headers.len(), 2, "duplicate header keys are kept");
+}
+
+#[test]
+fn a_flipped_bit_anywhere_in_the_crc_range_is_caught() {
+    for at in ATTRIBUTES..KAFKA_PYTHON_NONE.len() {
+        let mut bad = KAFKA_PYTHON_NONE.to_vec();
+        bad[at] ^= 0x10;
+        let (batch, _) = BatchRef::parse(&bad, 0).unwrap();
+        assert!(
+            matches!(batch.verify_crc(0), Err(Error::ChecksumMismatch { .. })),
+            "flip at {at} not caught"
+        );
+    }
+}
+
+#[test]
+fn validate_rejects_what_a_producer_must_not_send() {
+    let mut old_magic = KAFKA_PYTHON_NONE.to_vec();
+    old_magic[MAGIC] = 1;
+    assert!(matches!(BatchRef::parse(&old_magic, 7), Err(Error::UnsupportedMagic { position: 7, magic: 1 })));
+
+    let short = &KAFKA_PYTHON_NONE[..100];
+    assert!(matches!(BatchRef::parse(short, 0), Err(Error::Truncated { needed: 245, available: 100, .. })));
+
+    // A record count that disagrees with last_offset_delta, with the CRC fixed up so only the
+    // structure is wrong.
+    let mut wrong_count = KAFKA_PYTHON_NONE.to_vec();
+    wrong_count[RECORD_COUNT + 3] = 5;
+    let crc = crc32c::crc32c(&wrong_count[ATTRIBUTES..]);
+    wrong_count[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    let (batch, _) = BatchRef::parse(&wrong_count, 0).unwrap();
+    assert!(matches!(batch.validate(0, LIMIT), Err(Error::InvalidBatch { .. })));
+
+    // A max timestamp that does not match the records.
+    let mut wrong_max = KAFKA_PYTHON_NONE.to_vec();
+    wrong_max[MAX_TIMESTAMP + 7] ^= 1;
+    let crc = crc32c::crc32c(&wrong_max[ATTRIBUTES..]);
+    wrong_max[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    let (batch, _) = BatchRef::parse(&wrong_max, 0).unwrap();
+    assert!(matches!(
+        batch.validate(0, LIMIT),
+        Err(Error::InvalidBatch { reason: "max timestamp does not match the records", .. })
+    ));
+}
+
+fn arb_record() -> impl Strategy<Value = (i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>)> {
+    (
+        0i64..4_000_000_000_000,
+        proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
+        proptest::option::of(proptest::collection::vec(any::<u8>(), 0..300)),
+        proptest::collection::vec(
+            (proptest::collection::vec(any::<u8>(), 0..10), proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10))),
+            0..3,
+        ),
+    )
+}
+
+fn arb_compression() -> impl Strategy<Value = Compression> {
+    prop_oneof![
+        Just(Compression::None),
+        Just(Compression::Gzip),
+        Just(Compression::Snappy),
+        Just(Compression::Lz4),
+        Just(Compression::Zstd),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn build_then_decode_round_trips(
+        records in proptest::collection::vec(arb_record(), 1..20),
+        codec in arb_compression(),
+        base_offset in 0i64..1 << 40,
+    ) {
+        let mut builder = BatchBuilder::new(codec);
+        for (ts, key, value, headers) in &records {
+            let headers: Vec<(&[u8], Option<&[u8]>)> =
+                headers.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
+            builder.push(*ts, key.as_deref(), value.as_deref(), &headers);
+        }
+        let bytes = builder.build(base_offset).unwrap();
+        let (batch, rest) = BatchRef::parse(&bytes, 0).unwrap();
+        prop_assert!(rest.is_empty());
+        batch.validate(0, LIMIT).unwrap();
+        prop_assert_eq!(batch.header.base_offset, base_offset);
+        prop_assert_eq!(batch.header.record_count as usize, records.len());
+        let decoded = batch.records(LIMIT).unwrap();
+        for (i, (r, (ts, key, value, headers))) in decoded.iter().zip(&records).enumerate() {
+            let r = r.unwrap();
+            prop_assert_eq!(r.offset, base_offset + i as i64);
+            prop_assert_eq!(r.timestamp, *ts);
+            prop_assert_eq!(r.key, key.as_deref());
+            prop_assert_eq!(r.value, value.as_deref());
+            let got: Vec<_> = r.headers.map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect();
+            prop_assert_eq!(&got, headers);
+        }
+        prop_assert_eq!(decoded.iter().count(), records.len());
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        for item in BatchIter::new(&bytes, 0) {
+            let Ok((position, batch)) = item else { break };
+            let _ = batch.validate(position, 1 << 16);
+            if let Ok(records) = batch.records(1 << 16) {
+                for r in records.iter() {
+                    if let Ok(r) = r { let _ = r.headers.count(); }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn corrupting_a_valid_batch_never_panics(at in 0usize..245, byte: u8, cut in 0usize..=245) {
+        let mut bytes = KAFKA_PYTHON_NONE.to_vec();
+        bytes[at] = byte;
+        bytes.truncate(cut);
+        if let Ok((batch, _)) = BatchRef::parse(&bytes, 0) {
+            let _ = batch.validate(0, LIMIT);
+            // Skip the CRC: the record parser must survive garbage on its own.
+            if let Ok(records) = batch.records(LIMIT) {
+                for r in records.iter().flatten() { let _ = r.headers.count(); }
+            }
+        }
+    }
+}

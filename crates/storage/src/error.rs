@@ -1,0 +1,166 @@
+//! The one error type of `logd-storage`: what went wrong, with the offsets, positions and paths
+//! a caller needs to act on it.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::batch::Compression;
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything `logd-storage` can report.
+///
+/// Input errors (a bad batch handed to `append` or to the codec) name the byte position inside
+/// that input; on-disk errors ([`Error::Corrupted`]) name the file and position.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file-system operation failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// The operation, e.g. `write` or `fsync`.
+        op: &'static str,
+        /// The file or directory it was applied to.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// An earlier write or fsync failed; the log refuses writes until it is reopened.
+    #[error("partition log {dir} is poisoned by an earlier write or fsync failure; reopen it")]
+    Poisoned {
+        /// The partition directory.
+        dir: PathBuf,
+    },
+    /// Another process (or another `PartitionLog` in this one) holds the directory lock.
+    #[error("partition directory {dir} is locked by another user")]
+    Locked {
+        /// The partition directory.
+        dir: PathBuf,
+    },
+    /// A read asked for an offset outside `[log_start, log_end]`.
+    #[error("offset {requested} is out of range [{log_start}, {log_end}]")]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        requested: i64,
+        /// The first offset still in the log.
+        log_start: i64,
+        /// The next offset to be written (readers see up to here).
+        log_end: i64,
+    },
+    /// The bytes end before the structure they announce.
+    #[error("truncated input at byte {position}: need {needed} more bytes, {available} present")]
+    Truncated {
+        /// Where the structure starts in the input.
+        position: usize,
+        /// Bytes the structure needs.
+        needed: usize,
+        /// Bytes actually present.
+        available: usize,
+    },
+    /// A batch is larger than the configured maximum.
+    #[error("batch at byte {position} is {size} bytes, more than the maximum {max}")]
+    BatchTooLarge {
+        /// Where the batch starts in the input.
+        position: usize,
+        /// Its size in bytes, header included.
+        size: usize,
+        /// The configured maximum.
+        max: usize,
+    },
+    /// A batch that is not RecordBatch v2 (magic 2).
+    #[error("batch at byte {position} has magic {magic}; only record batch v2 (magic 2) is supported")]
+    UnsupportedMagic {
+        /// Where the batch starts in the input.
+        position: usize,
+        /// The magic byte found.
+        magic: i8,
+    },
+    /// The CRC-32C of a batch does not match its contents.
+    #[error("batch at byte {position} fails its checksum: stored {stored:#010x}, computed {computed:#010x}")]
+    ChecksumMismatch {
+        /// Where the batch starts in the input.
+        position: usize,
+        /// CRC stored in the batch header.
+        stored: u32,
+        /// CRC computed over attributes..end.
+        computed: u32,
+    },
+    /// A batch or record whose fields contradict each other.
+    #[error("invalid batch at byte {position}: {reason}")]
+    InvalidBatch {
+        /// Where the batch starts in the input.
+        position: usize,
+        /// Which rule it broke.
+        reason: &'static str,
+    },
+    /// A record inside a batch whose fields do not parse or do not fill its length.
+    #[error("invalid record {index} in batch: {reason}")]
+    InvalidRecord {
+        /// The record's position in the batch, from 0.
+        index: usize,
+        /// Which rule it broke.
+        reason: &'static str,
+    },
+    /// Compression codec id 5, 6 or 7.
+    #[error("unknown compression codec {codec}")]
+    UnknownCompression {
+        /// Attribute bits 0-2.
+        codec: u8,
+    },
+    /// A payload did not compress or decompress.
+    #[error("{codec:?} codec failed: {source}")]
+    Codec {
+        /// The codec.
+        codec: Compression,
+        /// The decoder's error.
+        source: io::Error,
+    },
+    /// A compressed payload expands past the configured limit (a decompression bomb).
+    #[error("{codec:?} payload decompresses to more than {limit} bytes")]
+    DecompressedTooLarge {
+        /// The codec.
+        codec: Compression,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// Data that was already durable is damaged: reported, never skipped or deleted.
+    #[error("corrupt data in {path} at byte {position}: {source}")]
+    Corrupted {
+        /// The file.
+        path: PathBuf,
+        /// Byte position in the file.
+        position: u64,
+        /// What is wrong there.
+        source: Box<Error>,
+    },
+    /// A small file (checkpoint, index) whose content cannot be used.
+    #[error("corrupt file {path}: {reason}")]
+    CorruptFile {
+        /// The file.
+        path: PathBuf,
+        /// Which rule it broke.
+        reason: &'static str,
+    },
+    /// A configuration value out of its allowed range.
+    #[error("invalid configuration: {reason}")]
+    InvalidConfig {
+        /// Which rule it broke.
+        reason: &'static str,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Io { op, path, source }
+    }
+
+    pub(crate) fn corrupted(path: impl Into<PathBuf>, position: u64, source: Error) -> Error {
+        Error::Corrupted {
+            path: path.into(),
+            position,
+            source: Box::new(source),
+        }
+    }
+}
