@@ -69,7 +69,9 @@ pub enum Error {
         max: usize,
     },
     /// A batch that is not RecordBatch v2 (magic 2).
-    #[error("batch at byte {position} has magic {magic}; only record batch v2 (magic 2) is supported")]
+    #[error(
+        "batch at byte {position} has magic {magic}; only record batch v2 (magic 2) is supported"
+    )]
     UnsupportedMagic {
         /// Where the batch starts in the input.
         position: usize,
@@ -77,7 +79,9 @@ pub enum Error {
         magic: i8,
     },
     /// The CRC-32C of a batch does not match its contents.
-    #[error("batch at byte {position} fails its checksum: stored {stored:#010x}, computed {computed:#010x}")]
+    #[error(
+        "batch at byte {position} fails its checksum: stored {stored:#010x}, computed {computed:#010x}"
+    )]
     ChecksumMismatch {
         /// Where the batch starts in the input.
         position: usize,
@@ -151,7 +155,10 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io { op, path, source }
     }

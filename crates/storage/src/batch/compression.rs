@@ -40,11 +40,15 @@ impl Compression {
 
     /// Compresses `input`.
     pub fn compress(self, input: &[u8]) -> Result<Vec<u8>> {
-        let fail = |source| Error::Codec { codec: self, source };
+        let fail = |source| Error::Codec {
+            codec: self,
+            source,
+        };
         match self {
             Compression::None => Ok(input.to_vec()),
             Compression::Gzip => {
-                let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                let mut enc =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
                 enc.write_all(input).map_err(fail)?;
                 enc.finish().map_err(fail)
             }
@@ -74,8 +78,11 @@ impl Compression {
             Compression::Snappy => self.decompress_snappy(input, limit),
             Compression::Lz4 => self.read_capped(lz4_flex::frame::FrameDecoder::new(input), limit),
             Compression::Zstd => {
-                let decoder = zstd::stream::read::Decoder::new(input)
-                    .map_err(|source| Error::Codec { codec: self, source })?;
+                let decoder =
+                    zstd::stream::read::Decoder::new(input).map_err(|source| Error::Codec {
+                        codec: self,
+                        source,
+                    })?;
                 self.read_capped(decoder, limit)
             }
         }
@@ -87,7 +94,10 @@ impl Compression {
         reader
             .take(cap)
             .read_to_end(&mut out)
-            .map_err(|source| Error::Codec { codec: self, source })?;
+            .map_err(|source| Error::Codec {
+                codec: self,
+                source,
+            })?;
         if out.len() > limit {
             return Err(Error::DecompressedTooLarge { codec: self, limit });
         }
@@ -193,7 +203,9 @@ mod tests {
     #[test]
     fn unknown_codec_ids_are_errors() {
         for id in 5..8 {
-            assert!(matches!(Compression::from_id(id), Err(Error::UnknownCompression { codec }) if codec == id));
+            assert!(
+                matches!(Compression::from_id(id), Err(Error::UnknownCompression { codec }) if codec == id)
+            );
         }
     }
 

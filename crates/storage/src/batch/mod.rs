@@ -126,13 +126,17 @@ impl BatchHeader {
             partition_leader_epoch: be_i32(buf, PARTITION_LEADER_EPOCH),
             magic: buf[MAGIC] as i8,
             crc: u32::from_be_bytes(buf[CRC..CRC + 4].try_into().expect("4 bytes")),
-            attributes: i16::from_be_bytes(buf[ATTRIBUTES..ATTRIBUTES + 2].try_into().expect("2 bytes")),
+            attributes: i16::from_be_bytes(
+                buf[ATTRIBUTES..ATTRIBUTES + 2].try_into().expect("2 bytes"),
+            ),
             last_offset_delta: be_i32(buf, LAST_OFFSET_DELTA),
             base_timestamp: be_i64(buf, BASE_TIMESTAMP),
             max_timestamp: be_i64(buf, MAX_TIMESTAMP),
             producer_id: be_i64(buf, PRODUCER_ID),
             producer_epoch: i16::from_be_bytes(
-                buf[PRODUCER_EPOCH..PRODUCER_EPOCH + 2].try_into().expect("2 bytes"),
+                buf[PRODUCER_EPOCH..PRODUCER_EPOCH + 2]
+                    .try_into()
+                    .expect("2 bytes"),
             ),
             base_sequence: be_i32(buf, BASE_SEQUENCE),
             record_count: be_i32(buf, RECORD_COUNT),

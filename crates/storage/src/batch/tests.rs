@@ -5,30 +5,75 @@ use super::*;
 
 const KAFKA_PYTHON_NONE: &[u8] = include_bytes!("testdata/kafka-python-none.bin");
 const KAFKA_PYTHON_COMPRESSED: [(&str, Compression, &[u8]); 4] = [
-    ("gzip", Compression::Gzip, include_bytes!("testdata/kafka-python-gzip.bin")),
-    ("snappy", Compression::Snappy, include_bytes!("testdata/kafka-python-snappy.bin")),
-    ("lz4", Compression::Lz4, include_bytes!("testdata/kafka-python-lz4.bin")),
-    ("zstd", Compression::Zstd, include_bytes!("testdata/kafka-python-zstd.bin")),
+    (
+        "gzip",
+        Compression::Gzip,
+        include_bytes!("testdata/kafka-python-gzip.bin"),
+    ),
+    (
+        "snappy",
+        Compression::Snappy,
+        include_bytes!("testdata/kafka-python-snappy.bin"),
+    ),
+    (
+        "lz4",
+        Compression::Lz4,
+        include_bytes!("testdata/kafka-python-lz4.bin"),
+    ),
+    (
+        "zstd",
+        Compression::Zstd,
+        include_bytes!("testdata/kafka-python-zstd.bin"),
+    ),
 ];
 const LIMIT: usize = 1 << 20;
 
 /// The records `testdata/kafka_python_batches.py` writes.
-fn expected_records() -> Vec<(i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>)> {
+fn expected_records() -> Vec<(
+    i64,
+    i64,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Vec<(Vec<u8>, Option<Vec<u8>>)>,
+)> {
     vec![
-        (0, 1796011734556, Some(b"k1".to_vec()), Some(b"hello".to_vec()), vec![]),
+        (
+            0,
+            1796011734556,
+            Some(b"k1".to_vec()),
+            Some(b"hello".to_vec()),
+            vec![],
+        ),
         (
             1,
             1796011734557,
             None,
             Some(b"world".to_vec()),
-            vec![(b"h1".to_vec(), Some(b"v1".to_vec())), (b"h1".to_vec(), None)],
+            vec![
+                (b"h1".to_vec(), Some(b"v1".to_vec())),
+                (b"h1".to_vec(), None),
+            ],
         ),
         (2, 1796011734550, Some(b"k3".to_vec()), None, vec![]),
-        (3, 1796011734560, Some(b"k4".to_vec()), Some(b"abcdefgh".repeat(16)), vec![]),
+        (
+            3,
+            1796011734560,
+            Some(b"k4".to_vec()),
+            Some(b"abcdefgh".repeat(16)),
+            vec![],
+        ),
     ]
 }
 
-fn decoded(bytes: &[u8]) -> Vec<(i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>)> {
+fn decoded(
+    bytes: &[u8],
+) -> Vec<(
+    i64,
+    i64,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Vec<(Vec<u8>, Option<Vec<u8>>)>,
+)> {
     let (batch, rest) = BatchRef::parse(bytes, 0).unwrap();
     assert!(rest.is_empty());
     batch.validate(0, LIMIT).unwrap();
@@ -42,7 +87,9 @@ fn decoded(bytes: &[u8]) -> Vec<(i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec
                 r.timestamp,
                 r.key.map(<[u8]>::to_vec),
                 r.value.map(<[u8]>::to_vec),
-                r.headers.map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect(),
+                r.headers
+                    .map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec)))
+                    .collect(),
             )
         })
         .collect()
@@ -101,8 +148,10 @@ fn golden_kafka_python_batches_decode_with_every_codec() {
 fn builder_reproduces_kafka_python_bytes_exactly() {
     let mut builder = BatchBuilder::new(Compression::None);
     for (_, ts, key, value, headers) in expected_records() {
-        let headers: Vec<(&[u8], Option<&[u8]>)> =
-            headers.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
+        let headers: Vec<(&[u8], Option<&[u8]>)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_deref()))
+            .collect();
         builder.push(ts, key.as_deref(), value.as_deref(), &headers);
     }
     assert_eq!(builder.build(0).unwrap(), KAFKA_PYTHON_NONE);
@@ -116,8 +165,15 @@ fn owned_decoding_shares_the_buffer() {
     let value = records[0].value.as_ref().unwrap();
     assert_eq!(&value[..], b"hello");
     let inside = bytes.as_ptr() as usize..bytes.as_ptr() as usize + bytes.len();
-    assert!(inside.contains(&(value.as_ptr() as usize)), "value was copied");
-    assert_eq!(records[1].headers.len(), 2, "duplicate header keys are kept");
+    assert!(
+        inside.contains(&(value.as_ptr() as usize)),
+        "value was copied"
+    );
+    assert_eq!(
+        records[1].headers.len(),
+        2,
+        "duplicate header keys are kept"
+    );
 }
 
 #[test]
@@ -137,10 +193,23 @@ fn a_flipped_bit_anywhere_in_the_crc_range_is_caught() {
 fn validate_rejects_what_a_producer_must_not_send() {
     let mut old_magic = KAFKA_PYTHON_NONE.to_vec();
     old_magic[MAGIC] = 1;
-    assert!(matches!(BatchRef::parse(&old_magic, 7), Err(Error::UnsupportedMagic { position: 7, magic: 1 })));
+    assert!(matches!(
+        BatchRef::parse(&old_magic, 7),
+        Err(Error::UnsupportedMagic {
+            position: 7,
+            magic: 1
+        })
+    ));
 
     let short = &KAFKA_PYTHON_NONE[..100];
-    assert!(matches!(BatchRef::parse(short, 0), Err(Error::Truncated { needed: 245, available: 100, .. })));
+    assert!(matches!(
+        BatchRef::parse(short, 0),
+        Err(Error::Truncated {
+            needed: 245,
+            available: 100,
+            ..
+        })
+    ));
 
     // A record count that disagrees with last_offset_delta, with the CRC fixed up so only the
     // structure is wrong.
@@ -149,7 +218,10 @@ fn validate_rejects_what_a_producer_must_not_send() {
     let crc = crc32c::crc32c(&wrong_count[ATTRIBUTES..]);
     wrong_count[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
     let (batch, _) = BatchRef::parse(&wrong_count, 0).unwrap();
-    assert!(matches!(batch.validate(0, LIMIT), Err(Error::InvalidBatch { .. })));
+    assert!(matches!(
+        batch.validate(0, LIMIT),
+        Err(Error::InvalidBatch { .. })
+    ));
 
     // A max timestamp that does not match the records.
     let mut wrong_max = KAFKA_PYTHON_NONE.to_vec();
@@ -159,17 +231,30 @@ fn validate_rejects_what_a_producer_must_not_send() {
     let (batch, _) = BatchRef::parse(&wrong_max, 0).unwrap();
     assert!(matches!(
         batch.validate(0, LIMIT),
-        Err(Error::InvalidBatch { reason: "max timestamp does not match the records", .. })
+        Err(Error::InvalidBatch {
+            reason: "max timestamp does not match the records",
+            ..
+        })
     ));
 }
 
-fn arb_record() -> impl Strategy<Value = (i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>)> {
+fn arb_record() -> impl Strategy<
+    Value = (
+        i64,
+        Option<Vec<u8>>,
+        Option<Vec<u8>>,
+        Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ),
+> {
     (
         0i64..4_000_000_000_000,
         proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
         proptest::option::of(proptest::collection::vec(any::<u8>(), 0..300)),
         proptest::collection::vec(
-            (proptest::collection::vec(any::<u8>(), 0..10), proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10))),
+            (
+                proptest::collection::vec(any::<u8>(), 0..10),
+                proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10)),
+            ),
             0..3,
         ),
     )

@@ -1,0 +1,97 @@
+//! Per-log configuration: segment size and age, index density, retention, and the fsync policy
+//! that decides what an acknowledged append survives.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// When appended bytes are forced to stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    /// `append` returns after its bytes are on stable storage (`fdatasync`); concurrent appends
+    /// share one `fdatasync` (group commit). Survives process kill and power loss. Readers see a
+    /// record only once it is durable, so a crash never takes back a record anyone has read.
+    Always,
+    /// `append` returns once the bytes are in the OS page cache; an append that finds the last
+    /// `fdatasync` older than the interval performs one, and [`crate::PartitionLog::flush`] can
+    /// be called on a timer. Survives process kill; power loss can lose up to the interval
+    /// (plus the time since the last append), including records readers have seen.
+    Interval(Duration),
+    /// `append` never waits for `fdatasync`; data reaches disk at segment roll, checkpoint
+    /// (every `checkpoint_interval_bytes`), close, or when the kernel writes it back. Survives
+    /// process kill; power loss can lose everything since the last checkpoint.
+    Never,
+}
+
+/// How a partition log stores, indexes, syncs and expires data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// Roll to a new segment when the active one would exceed this size (Kafka
+    /// `segment.bytes`; default 1 GiB, at most 2 GiB - 1 so positions fit the index).
+    pub segment_bytes: u64,
+    /// Roll when the incoming batch's timestamp is this much later than the active segment's
+    /// first batch (Kafka `segment.ms`; default 7 days).
+    pub segment_ms: Option<i64>,
+    /// Bytes of batches between two sparse index entries (Kafka `index.interval.bytes`;
+    /// default 4096).
+    pub index_interval_bytes: u64,
+    /// Delete sealed segments whose newest record is older than this (Kafka `retention.ms`;
+    /// default 7 days, `None` keeps forever).
+    pub retention_ms: Option<i64>,
+    /// Delete the oldest sealed segments while the log would stay at least this big (Kafka
+    /// `retention.bytes`; default `None`, unlimited).
+    pub retention_bytes: Option<u64>,
+    /// What an acknowledged append survives; default [`FsyncPolicy::Always`].
+    pub fsync: FsyncPolicy,
+    /// Write a recovery checkpoint after this many appended bytes, bounding the scan after a
+    /// crash (default 64 MiB).
+    pub checkpoint_interval_bytes: u64,
+    /// Largest batch `append` accepts, header included (Kafka `max.message.bytes`; default
+    /// 1 MiB + 12).
+    pub max_batch_bytes: usize,
+    /// Largest size a compressed batch may expand to when it is validated or decoded
+    /// (default 64 MiB).
+    pub max_decompressed_bytes: usize,
+}
+
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+impl Default for LogConfig {
+    fn default() -> LogConfig {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            segment_ms: Some(7 * DAY_MS),
+            index_interval_bytes: 4096,
+            retention_ms: Some(7 * DAY_MS),
+            retention_bytes: None,
+            fsync: FsyncPolicy::Always,
+            checkpoint_interval_bytes: 64 << 20,
+            max_batch_bytes: (1 << 20) + 12,
+            max_decompressed_bytes: 64 << 20,
+        }
+    }
+}
+
+impl LogConfig {
+    /// Checks every value is in its allowed range.
+    pub fn validate(&self) -> Result<()> {
+        let reason = if self.segment_bytes < 1024 || self.segment_bytes > i32::MAX as u64 {
+            "segment_bytes must be between 1 KiB and 2 GiB - 1"
+        } else if self.index_interval_bytes == 0 {
+            "index_interval_bytes must be positive"
+        } else if self.checkpoint_interval_bytes == 0 {
+            "checkpoint_interval_bytes must be positive"
+        } else if self.max_batch_bytes < crate::batch::HEADER_LEN {
+            "max_batch_bytes must hold at least a batch header"
+        } else if self.segment_ms.is_some_and(|ms| ms <= 0)
+            || self.retention_ms.is_some_and(|ms| ms < 0)
+        {
+            "segment_ms must be positive and retention_ms not negative"
+        } else if matches!(self.fsync, FsyncPolicy::Interval(d) if d.is_zero()) {
+            "an fsync interval must be positive; use FsyncPolicy::Always"
+        } else {
+            return Ok(());
+        };
+        Err(Error::InvalidConfig { reason })
+    }
+}

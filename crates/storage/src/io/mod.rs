@@ -1,0 +1,64 @@
+//! The file operations the log needs, behind a trait so the same code runs on the real file
+//! system ([`RealFs`]) and on a simulated one that models power loss ([`SimFs`]).
+//!
+//! The trait is deliberately small: positioned writes, `fdatasync`, directory fsync, rename,
+//! remove, and a read-only mapping. Everything durable in the log goes through it.
+
+mod real;
+mod sim;
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+pub use real::RealFs;
+pub use sim::{CrashMode, FaultKind, SimFs, SplitMix64};
+
+/// A file system: the directory operations the log uses.
+pub trait Storage: Send + Sync + fmt::Debug {
+    /// Creates `path` and its parents; directories are private to the owner (0700).
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Names of the entries in directory `path`.
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+    /// Opens `path` for reading and writing, creating it (0600) when `create` is set.
+    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn StorageFile>>;
+    /// Removes the file `path`; durable only after [`Storage::sync_dir`] of its directory.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Atomically renames `from` to `to` in the same directory, replacing `to`; durable only
+    /// after [`Storage::sync_dir`].
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes the directory's entries (creates, renames, removes) durable.
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// Takes an exclusive lock on directory `path`, held until the returned guard is dropped;
+    /// fails with `WouldBlock` when someone else holds it.
+    fn lock_dir(&self, path: &Path) -> io::Result<DirLock>;
+}
+
+/// An open file.
+pub trait StorageFile: Send + Sync + fmt::Debug {
+    /// Current length in bytes (including what is written but not yet durable).
+    fn len(&self) -> io::Result<u64>;
+    /// Writes all of `buf` at `pos`.
+    fn write_all_at(&self, buf: &[u8], pos: u64) -> io::Result<()>;
+    /// Fills `buf` from `pos`.
+    fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()>;
+    /// Truncates or extends the file to `len` bytes.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// `fdatasync`: the file's data and length are durable when this returns `Ok`.
+    fn sync_data(&self) -> io::Result<()>;
+    /// A read-only view of bytes `[0, len)`, memory-mapped on a real file system. The caller
+    /// must not shrink the file below `len` while the view is alive.
+    fn map(&self, len: u64) -> io::Result<Bytes>;
+}
+
+/// Holds a directory lock; dropping it releases the lock.
+pub struct DirLock(#[allow(dead_code, reason = "held for its Drop")] Box<dyn Send + Sync>);
+
+impl fmt::Debug for DirLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DirLock")
+    }
+}

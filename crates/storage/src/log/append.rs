@@ -1,0 +1,146 @@
+//! Appending: validate the producer's batches, assign offsets by rewriting each batch's base
+//! offset in place, write them with one positioned write, then wait for durability as the
+//! fsync policy asks.
+
+use std::sync::atomic::Ordering;
+
+use super::PartitionLog;
+use super::state::{Disk, LogState};
+use crate::batch::{self, BatchHeader, BatchIter};
+use crate::config::{FsyncPolicy, LogConfig};
+use crate::error::{Error, Result};
+use crate::{AppendInfo, Offset};
+
+impl PartitionLog {
+    /// Appends one or more concatenated RecordBatch v2 batches.
+    ///
+    /// Every batch is checked (length, magic, CRC-32C, records filling the batch) before
+    /// anything is written: a bad batch rejects the whole call and stores nothing. The batches'
+    /// base offsets (and leader epochs, set to 0) are rewritten in `batches`; the CRC does not
+    /// cover those bytes. Returns once the records are as durable as the fsync policy promises.
+    pub fn append(&self, batches: &mut [u8]) -> Result<AppendInfo> {
+        let headers = validate_input(batches, &self.config)?;
+        let (first, next) = {
+            let mut state = self.state.lock();
+            self.check_writable()?;
+            let first = state.end_offset;
+            let mut next = first;
+            for (position, header) in &headers {
+                batch::set_base_offset(&mut batches[*position..], next);
+                batch::set_partition_leader_epoch(&mut batches[*position..], 0);
+                next += i64::from(header.last_offset_delta) + 1;
+            }
+            if let Err(e) = self.write_locked(&mut state, batches, &headers, first) {
+                drop(state);
+                self.poison();
+                return Err(e);
+            }
+            (first, next)
+        };
+        self.end_offset.store(next, Ordering::Release);
+        match self.config.fsync {
+            FsyncPolicy::Always if self.acks_before_fsync() => {}
+            FsyncPolicy::Always => self.make_durable(next)?,
+            FsyncPolicy::Interval(interval) => {
+                if self.sync.lock().last_sync.elapsed() >= interval {
+                    self.make_durable(next)?;
+                }
+                self.notify_data();
+            }
+            FsyncPolicy::Never => self.notify_data(),
+        }
+        Ok(AppendInfo {
+            base_offset: Offset(first),
+            last_offset: Offset(next - 1),
+            batches: headers.len(),
+        })
+    }
+
+    fn write_locked(
+        &self,
+        state: &mut LogState,
+        batches: &[u8],
+        headers: &[(usize, BatchHeader)],
+        first: i64,
+    ) -> Result<()> {
+        let disk: Disk<'_> = self.disk();
+        let total = batches.len() as u64;
+        let next = first
+            + headers
+                .iter()
+                .map(|(_, h)| i64::from(h.last_offset_delta) + 1)
+                .sum::<i64>();
+        let active = state.active();
+        let too_old = self.config.segment_ms.is_some_and(|ms| {
+            let incoming = headers[0].1.max_timestamp;
+            active
+                .roll_timestamp
+                .is_some_and(|t0| incoming.saturating_sub(t0) > ms)
+        });
+        if active.size > 0
+            && (active.size + total > self.config.segment_bytes
+                || !active.fits_offset(next)
+                || too_old)
+        {
+            state.roll(disk)?;
+            self.advance_durable(first);
+        }
+        let active = state.active_mut();
+        let start = active.size;
+        active
+            .log
+            .write_all_at(batches, start)
+            .map_err(Error::io("write", &active.log_path))?;
+        let mut base = first;
+        for (position, header) in headers {
+            let header = BatchHeader {
+                base_offset: base,
+                ..*header
+            };
+            active.note_batch(
+                start + *position as u64,
+                &header,
+                self.config.index_interval_bytes,
+            );
+            base = header.next_offset();
+        }
+        state.end_offset = next;
+        state.bytes_since_checkpoint += total;
+        if state.bytes_since_checkpoint >= self.config.checkpoint_interval_bytes {
+            state.checkpoint(disk)?;
+            self.advance_durable(next);
+        }
+        Ok(())
+    }
+}
+
+/// Checks every batch in a producer's input; returns each batch's position and header.
+fn validate_input(batches: &[u8], config: &LogConfig) -> Result<Vec<(usize, BatchHeader)>> {
+    if batches.is_empty() {
+        return Err(Error::InvalidBatch {
+            position: 0,
+            reason: "no batches to append",
+        });
+    }
+    if batches.len() as u64 > config.segment_bytes {
+        return Err(Error::BatchTooLarge {
+            position: 0,
+            size: batches.len(),
+            max: config.segment_bytes as usize,
+        });
+    }
+    let mut headers = Vec::new();
+    for item in BatchIter::new(batches, 0) {
+        let (position, batch) = item?;
+        if batch.bytes.len() > config.max_batch_bytes {
+            return Err(Error::BatchTooLarge {
+                position,
+                size: batch.bytes.len(),
+                max: config.max_batch_bytes,
+            });
+        }
+        batch.validate(position, config.max_decompressed_bytes)?;
+        headers.push((position, batch.header));
+    }
+    Ok(headers)
+}

@@ -1,0 +1,362 @@
+//! [`PartitionLog`]: one partition's append-only log. Appends assign offsets and are durable
+//! per the [`FsyncPolicy`]; reads return whole stored batches without copying; a failed write
+//! or fsync poisons the log until it is reopened.
+//!
+//! Locking: `state` guards segments and offsets (held for a write syscall, never for an
+//! fsync of appended data); `sync` serialises `fdatasync` so concurrent appends share one
+//! (group commit); `data` only pairs with the condvar that wakes readers waiting for records.
+
+mod append;
+mod read;
+mod recover;
+mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use self::state::{Disk, LogState};
+use crate::config::{FsyncPolicy, LogConfig};
+use crate::error::{Error, Result};
+use crate::io::{DirLock, RealFs, Storage};
+use crate::{Offset, RecoveryReport, RetentionReport};
+
+/// One partition's log in one directory. Share it between threads with `Arc`.
+#[derive(Debug)]
+pub struct PartitionLog {
+    dir: PathBuf,
+    storage: Arc<dyn Storage>,
+    config: LogConfig,
+    state: Mutex<LogState>,
+    sync: Mutex<SyncState>,
+    synced: Condvar,
+    data: Mutex<()>,
+    data_ready: Condvar,
+    end_offset: AtomicI64,
+    durable_end: AtomicI64,
+    log_start: AtomicI64,
+    poisoned: AtomicBool,
+    closed: AtomicBool,
+    recovery: RecoveryReport,
+    #[cfg(test)]
+    bugs: Bugs,
+    _lock: DirLock,
+}
+
+#[derive(Debug)]
+struct SyncState {
+    syncing: bool,
+    last_sync: Instant,
+}
+
+/// Deliberately broken behaviours, so the crash tests can prove their checker catches them.
+#[cfg(test)]
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Bugs {
+    /// `Always` acknowledges appends without waiting for `fdatasync`.
+    pub ack_before_fsync: bool,
+    /// No directory fsync after creating a segment or renaming a checkpoint.
+    pub skip_dir_sync: bool,
+}
+
+impl PartitionLog {
+    /// Opens (creating if needed) the log in `dir` on the real file system, recovering from a
+    /// crash if the last run did not close it.
+    pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<PartitionLog> {
+        PartitionLog::open_with(Arc::new(RealFs), dir, config)
+    }
+
+    /// Opens the log in `dir` on `storage`.
+    pub fn open_with(
+        storage: Arc<dyn Storage>,
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+    ) -> Result<PartitionLog> {
+        PartitionLog::open_inner(storage, dir.as_ref(), config, true)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn open_with_bugs(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        config: LogConfig,
+        bugs: Bugs,
+    ) -> Result<PartitionLog> {
+        let mut log = PartitionLog::open_inner(storage, dir, config, !bugs.skip_dir_sync)?;
+        log.bugs = bugs;
+        Ok(log)
+    }
+
+    fn open_inner(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        config: LogConfig,
+        sync_dir: bool,
+    ) -> Result<PartitionLog> {
+        config.validate()?;
+        storage
+            .create_dir_all(dir)
+            .map_err(Error::io("create", dir))?;
+        let lock = storage.lock_dir(dir).map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock => Error::Locked {
+                dir: dir.to_owned(),
+            },
+            _ => Error::io("lock", dir)(e),
+        })?;
+        let disk = Disk {
+            storage: &*storage,
+            dir,
+            sync_dir,
+        };
+        let (state, recovery) = recover::recover(disk, &config)?;
+        Ok(PartitionLog {
+            dir: dir.to_owned(),
+            end_offset: AtomicI64::new(state.end_offset),
+            durable_end: AtomicI64::new(state.end_offset),
+            log_start: AtomicI64::new(state.log_start),
+            state: Mutex::new(state),
+            sync: Mutex::new(SyncState {
+                syncing: false,
+                last_sync: Instant::now(),
+            }),
+            synced: Condvar::new(),
+            data: Mutex::new(()),
+            data_ready: Condvar::new(),
+            poisoned: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            recovery,
+            #[cfg(test)]
+            bugs: Bugs::default(),
+            storage,
+            config,
+            _lock: lock,
+        })
+    }
+
+    fn disk(&self) -> Disk<'_> {
+        Disk {
+            storage: &*self.storage,
+            dir: &self.dir,
+            sync_dir: self.dir_sync_enabled(),
+        }
+    }
+
+    fn dir_sync_enabled(&self) -> bool {
+        #[cfg(test)]
+        return !self.bugs.skip_dir_sync;
+        #[cfg(not(test))]
+        true
+    }
+
+    fn acks_before_fsync(&self) -> bool {
+        #[cfg(test)]
+        return self.bugs.ack_before_fsync;
+        #[cfg(not(test))]
+        false
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The configuration the log was opened with.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// What opening the log found and repaired.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    /// The first offset still in the log (earlier ones were deleted by retention).
+    pub fn log_start_offset(&self) -> Offset {
+        Offset(self.log_start.load(Ordering::Acquire))
+    }
+
+    /// The offset the next appended record will get (written, maybe not yet durable).
+    pub fn end_offset(&self) -> Offset {
+        Offset(self.end_offset.load(Ordering::Acquire))
+    }
+
+    /// Every record below this offset is on stable storage.
+    pub fn durable_end_offset(&self) -> Offset {
+        Offset(self.durable_end.load(Ordering::Acquire))
+    }
+
+    /// Readers see records below this offset: the durable end under [`FsyncPolicy::Always`],
+    /// the written end otherwise (Kafka's high watermark).
+    pub fn high_watermark(&self) -> Offset {
+        match self.config.fsync {
+            FsyncPolicy::Always => self.durable_end_offset(),
+            _ => self.end_offset(),
+        }
+    }
+
+    /// Bytes in all segments.
+    pub fn size_bytes(&self) -> u64 {
+        self.state.lock().segments.iter().map(|s| s.size).sum()
+    }
+
+    /// Number of segment files.
+    pub fn segment_count(&self) -> usize {
+        self.state.lock().segments.len()
+    }
+
+    /// True after a write or fsync failed; every write is refused until the log is reopened.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::Acquire)
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if self.is_poisoned() {
+            return Err(Error::Poisoned {
+                dir: self.dir.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Marks the log failed: fsync is never retried (a failed fsync may have dropped dirty
+    /// pages, so a later success would prove nothing). Wakes every waiter so none hangs.
+    fn poison(&self) {
+        self.poisoned.store(true, Ordering::Release);
+        let _sync = self.sync.lock();
+        self.synced.notify_all();
+        self.notify_data();
+    }
+
+    fn notify_data(&self) {
+        let _data = self.data.lock();
+        self.data_ready.notify_all();
+    }
+
+    fn advance_durable(&self, end: i64) {
+        self.durable_end.fetch_max(end, Ordering::AcqRel);
+        if self.config.fsync == FsyncPolicy::Always {
+            self.notify_data();
+        }
+    }
+
+    /// Runs `op` on the state; a failure poisons the log.
+    fn mutate<T>(&self, op: impl FnOnce(&mut LogState, Disk<'_>) -> Result<T>) -> Result<T> {
+        let mut state = self.state.lock();
+        self.check_writable()?;
+        let result = op(&mut state, self.disk());
+        if result.is_err() {
+            drop(state);
+            self.poison();
+        }
+        result
+    }
+
+    /// Returns once every record below `target` is durable, running the `fdatasync` itself or
+    /// waiting for the one in flight (group commit).
+    fn make_durable(&self, target: i64) -> Result<()> {
+        let mut sync = self.sync.lock();
+        loop {
+            if self.durable_end.load(Ordering::Acquire) >= target {
+                return Ok(());
+            }
+            self.check_writable()?;
+            if sync.syncing {
+                self.synced.wait(&mut sync);
+                continue;
+            }
+            sync.syncing = true;
+            drop(sync);
+            let (file, path, end) = {
+                let state = self.state.lock();
+                let active = state.active();
+                (
+                    active.log.clone(),
+                    active.log_path.clone(),
+                    state.end_offset,
+                )
+            };
+            let result = file.sync_data();
+            sync = self.sync.lock();
+            sync.syncing = false;
+            sync.last_sync = Instant::now();
+            match result {
+                Ok(()) => {
+                    self.advance_durable(end);
+                    self.synced.notify_all();
+                }
+                Err(source) => {
+                    drop(sync);
+                    self.poison();
+                    return Err(Error::Io {
+                        op: "fsync",
+                        path,
+                        source,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Makes every appended record durable now (for a timer under [`FsyncPolicy::Interval`]).
+    pub fn flush(&self) -> Result<()> {
+        self.make_durable(self.end_offset.load(Ordering::Acquire))
+    }
+
+    /// Seals the active segment and starts a new one, even if it is not full.
+    pub fn roll(&self) -> Result<()> {
+        self.mutate(|state, disk| state.roll(disk))?;
+        self.advance_durable(self.end_offset.load(Ordering::Acquire));
+        Ok(())
+    }
+
+    /// Deletes whole sealed segments that retention no longer keeps, as of `now_ms`.
+    pub fn apply_retention(&self, now_ms: i64) -> Result<RetentionReport> {
+        let report =
+            self.mutate(|state, disk| state.apply_retention(now_ms, &self.config, disk))?;
+        self.log_start
+            .store(report.log_start_offset.0, Ordering::Release);
+        Ok(report)
+    }
+
+    /// Blocks until a record at `offset` or later is readable or `timeout` passes; true if it
+    /// is. Woken by appends, not by polling.
+    pub fn wait_for_data(&self, offset: Offset, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut guard = self.data.lock();
+        loop {
+            if self.high_watermark() > offset {
+                return true;
+            }
+            if self.is_poisoned() || self.data_ready.wait_until(&mut guard, deadline).timed_out() {
+                return self.high_watermark() > offset;
+            }
+        }
+    }
+
+    /// Writes everything durably and records a checkpoint, so the next open scans nothing.
+    /// Dropping the log does the same, ignoring errors.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.mutate(|state, disk| state.checkpoint(disk))?;
+        self.advance_durable(self.end_offset.load(Ordering::Acquire));
+        Ok(())
+    }
+}
+
+impl Drop for PartitionLog {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,114 @@
+//! Reading: whole stored batches as zero-copy slices of the memory-mapped segment, starting
+//! with the batch that holds the requested offset; and the offset for a timestamp.
+
+use bytes::Bytes;
+
+use super::PartitionLog;
+use crate::Offset;
+use crate::batch::BatchIter;
+use crate::error::{Error, Result};
+use crate::segment::Segment;
+
+impl PartitionLog {
+    /// Reads whole batches from one segment, starting with the batch that contains `from`,
+    /// up to `max_bytes` (but always at least one batch, as Kafka's fetch does). Returns an
+    /// empty buffer at the high watermark. Every returned batch's CRC is checked; a mismatch
+    /// is [`Error::Corrupted`] naming the file and position.
+    pub fn read(&self, from: Offset, max_bytes: usize) -> Result<Bytes> {
+        let Some((view, position, path, high_watermark)) = self.locate(from)? else {
+            return Ok(Bytes::new());
+        };
+        let mut range: Option<(usize, usize)> = None;
+        let mut cursor = position;
+        for item in BatchIter::new(&view[position..], position) {
+            let (at, batch) = item.map_err(|e| Error::corrupted(&path, cursor as u64, e))?;
+            let header = &batch.header;
+            cursor = at + batch.bytes.len();
+            if header.base_offset >= high_watermark {
+                break;
+            }
+            if header.last_offset() < from.0 {
+                continue;
+            }
+            if let Some((start, end)) = range
+                && end - start + batch.bytes.len() > max_bytes
+            {
+                break;
+            }
+            batch
+                .verify_crc(at)
+                .map_err(|e| Error::corrupted(&path, at as u64, e))?;
+            range = Some((range.map_or(at, |(start, _)| start), cursor));
+        }
+        Ok(range.map_or_else(Bytes::new, |(start, end)| view.slice(start..end)))
+    }
+
+    /// The view of the segment holding `from`, the position to scan from, the segment's path
+    /// and the high watermark; `None` at the high watermark.
+    fn locate(&self, from: Offset) -> Result<Option<(Bytes, usize, std::path::PathBuf, i64)>> {
+        let high_watermark = self.high_watermark().0;
+        let mut state = self.state.lock();
+        if from.0 < state.log_start || from.0 > high_watermark {
+            return Err(Error::OffsetOutOfRange {
+                requested: from.0,
+                log_start: state.log_start,
+                log_end: high_watermark,
+            });
+        }
+        if from.0 == high_watermark {
+            return Ok(None);
+        }
+        let index = state.segment_for(from.0);
+        let segment: &mut Segment = &mut state.segments[index];
+        let position = segment.position_for(from.0) as usize;
+        Ok(Some((
+            segment.view()?,
+            position,
+            segment.log_path.clone(),
+            high_watermark,
+        )))
+    }
+
+    /// The first offset whose record timestamp is at least `timestamp`, or `None` if every
+    /// readable record is older (Kafka's ListOffsets by time).
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<Offset>> {
+        let high_watermark = self.high_watermark().0;
+        let (view, position, start, path) = {
+            let mut state = self.state.lock();
+            let Some(segment) = state
+                .segments
+                .iter_mut()
+                .find(|s| s.max_timestamp >= timestamp)
+            else {
+                return Ok(None);
+            };
+            let start = segment.first_offset_not_older_than(timestamp);
+            let position = segment.position_for(start) as usize;
+            (segment.view()?, position, start, segment.log_path.clone())
+        };
+        let mut cursor = position;
+        for item in BatchIter::new(&view[position..], position) {
+            let (at, batch) = item.map_err(|e| Error::corrupted(&path, cursor as u64, e))?;
+            cursor = at + batch.bytes.len();
+            let header = &batch.header;
+            if header.base_offset >= high_watermark {
+                break;
+            }
+            if header.last_offset() < start || header.max_timestamp < timestamp {
+                continue;
+            }
+            let corrupt = |e| Error::corrupted(&path, at as u64, e);
+            batch.verify_crc(at).map_err(corrupt)?;
+            let records = batch
+                .records(self.config.max_decompressed_bytes)
+                .map_err(corrupt)?;
+            for record in records.iter() {
+                let record = record.map_err(corrupt)?;
+                if record.offset >= start && record.timestamp >= timestamp {
+                    return Ok(Some(Offset(record.offset)));
+                }
+            }
+        }
+        Ok(None)
+    }
+}

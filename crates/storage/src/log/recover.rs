@@ -1,0 +1,258 @@
+//! Opening a partition directory: trust what the recovery checkpoint vouches for, scan only
+//! what came after it, cut a torn tail, rebuild damaged indexes, and refuse (with file and
+//! position) to open over damage to data that was already durable.
+//!
+//! Rules, in the order applied:
+//! 1. A stale `recovery-checkpoint.tmp` is deleted.
+//! 2. Segments that end at or before the checkpoint's log start are deleted: a retention run
+//!    was interrupted after it made the new log start durable.
+//! 3. Segments before the checkpoint's segment are sealed and trusted; their indexes are
+//!    checked for wholeness and rebuilt from the log if short or missing.
+//! 4. The checkpoint's segment is trusted up to the checkpoint's byte count; the rest, and
+//!    every later segment, is scanned batch by batch (header and CRC).
+//! 5. An invalid batch in the last segment is a torn tail: the file is cut there. An invalid
+//!    batch anywhere else was durable before the crash: [`Error::Corrupted`].
+//! 6. Without a checkpoint every segment is scanned, under the same rules.
+
+use std::path::Path;
+
+use super::state::{Disk, LogState};
+use crate::RecoveryReport;
+use crate::checkpoint::{self, Checkpoint};
+use crate::config::LogConfig;
+use crate::error::{Error, Result};
+use crate::segment::{self, Known, ScanEnd, Segment};
+
+/// Recovers the log in `disk.dir`, creating it when empty.
+pub(crate) fn recover(disk: Disk<'_>, config: &LogConfig) -> Result<(LogState, RecoveryReport)> {
+    let storage = disk.storage;
+    let dir = disk.dir;
+    let names = storage.list_dir(dir).map_err(Error::io("list", dir))?;
+    if names.iter().any(|n| n == checkpoint::TEMP_NAME) {
+        let temp = dir.join(checkpoint::TEMP_NAME);
+        storage
+            .remove_file(&temp)
+            .map_err(Error::io("remove", &temp))?;
+    }
+    let mut bases: Vec<i64> = names
+        .iter()
+        .filter_map(|n| segment::parse_log_name(n))
+        .collect();
+    bases.sort_unstable();
+    let checkpoint = Checkpoint::read(storage, dir)?;
+    let mut report = RecoveryReport {
+        had_checkpoint: checkpoint.is_some(),
+        ..RecoveryReport::default()
+    };
+
+    if let Some(cp) = &checkpoint {
+        let mut removed = false;
+        while bases.len() >= 2 && bases[1] <= cp.log_start_offset {
+            remove_leftover_segment(disk, bases.remove(0))?;
+            removed = true;
+        }
+        if removed {
+            disk.sync_dir()?;
+        }
+    }
+
+    if bases.is_empty() {
+        if let Some(cp) = checkpoint {
+            return Err(missing_segment(dir, cp.segment_base_offset));
+        }
+        return create_empty(disk);
+    }
+
+    let trusted_upto = match &checkpoint {
+        Some(cp) => bases
+            .iter()
+            .position(|&b| b == cp.segment_base_offset)
+            .ok_or_else(|| missing_segment(dir, cp.segment_base_offset))?,
+        None => 0,
+    };
+    let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
+    for (i, &base) in bases.iter().enumerate() {
+        let is_last = i + 1 == bases.len();
+        if let Some(prev) = segments.last()
+            && prev.next_offset != base
+        {
+            return Err(Error::CorruptFile {
+                path: dir.join(segment::file_name(base, segment::LOG_EXT)),
+                reason: "segment does not start where the previous one ends",
+            });
+        }
+        let segment = match &checkpoint {
+            Some(_) if i < trusted_upto => {
+                open_sealed(disk, base, bases[i + 1], config, &mut report)?
+            }
+            Some(cp) if i == trusted_upto => {
+                let segment = open_from_checkpoint(disk, cp, &mut report)?;
+                scan_rest(segment, is_last, cp.segment_bytes, config, &mut report)?
+            }
+            _ => {
+                // Not vouched for by any checkpoint: index from byte 0, dropping old indexes.
+                let segment = Segment::create(storage, dir, base)?;
+                scan_rest(segment, is_last, 0, config, &mut report)?
+            }
+        };
+        segments.push(segment);
+    }
+
+    let log_start = checkpoint.map_or(bases[0], |cp| cp.log_start_offset.max(bases[0]));
+    let end_offset = segments.last().expect("at least one segment").next_offset;
+    let mut state = LogState {
+        segments,
+        log_start,
+        end_offset,
+        bytes_since_checkpoint: 0,
+    };
+    let changed = report.scanned_bytes > 0
+        || report.truncated_bytes > 0
+        || report.rebuilt_indexes > 0
+        || trusted_upto + 1 < bases.len()
+        || checkpoint.is_none();
+    if changed {
+        // Whatever the scan accepted may still be only in the page cache (a process crash
+        // under a lazy fsync policy): make it durable before the checkpoint vouches for it.
+        for segment in &mut state.segments[trusted_upto..] {
+            segment.sync()?;
+        }
+        state.checkpoint(disk)?;
+    }
+    Ok((state, report))
+}
+
+fn create_empty(disk: Disk<'_>) -> Result<(LogState, RecoveryReport)> {
+    let segment = Segment::create(disk.storage, disk.dir, 0)?;
+    disk.sync_dir()?;
+    let mut state = LogState {
+        segments: vec![segment],
+        log_start: 0,
+        end_offset: 0,
+        bytes_since_checkpoint: 0,
+    };
+    state.checkpoint(disk)?;
+    Ok((state, RecoveryReport::default()))
+}
+
+fn missing_segment(dir: &Path, base: i64) -> Error {
+    Error::CorruptFile {
+        path: dir.join(segment::file_name(base, segment::LOG_EXT)),
+        reason: "segment named by the recovery checkpoint is missing or short",
+    }
+}
+
+fn remove_leftover_segment(disk: Disk<'_>, base: i64) -> Result<()> {
+    for ext in [
+        segment::LOG_EXT,
+        segment::INDEX_EXT,
+        segment::TIME_INDEX_EXT,
+    ] {
+        let path = disk.dir.join(segment::file_name(base, ext));
+        match disk.storage.remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("remove", &path)(e)),
+        }
+    }
+    Ok(())
+}
+
+fn log_len(disk: Disk<'_>, base: i64) -> Result<u64> {
+    let path = disk.dir.join(segment::file_name(base, segment::LOG_EXT));
+    let file = disk
+        .storage
+        .open(&path, false)
+        .map_err(Error::io("open", &path))?;
+    file.len().map_err(Error::io("stat", &path))
+}
+
+/// Opens a sealed segment without reading its log, unless its indexes must be rebuilt.
+fn open_sealed(
+    disk: Disk<'_>,
+    base: i64,
+    next_base: i64,
+    config: &LogConfig,
+    report: &mut RecoveryReport,
+) -> Result<Segment> {
+    let size = log_len(disk, base)?;
+    let known = Known {
+        size,
+        next_offset: next_base,
+        max_timestamp: None,
+        index_entries: None,
+        time_index_entries: None,
+    };
+    let mut segment = Segment::open(disk.storage, disk.dir, base, known)?;
+    if segment.sealed_indexes_are_whole() {
+        return Ok(segment);
+    }
+    report.rebuilt_indexes += 1;
+    segment.reset_for_rebuild()?;
+    if let ScanEnd::Invalid { position, error } = segment.scan(config.index_interval_bytes)? {
+        return Err(Error::corrupted(&segment.log_path, position, error));
+    }
+    if segment.next_offset != next_base {
+        return Err(Error::CorruptFile {
+            path: segment.log_path.clone(),
+            reason: "sealed segment does not end where the next one starts",
+        });
+    }
+    segment.seal()?;
+    Ok(segment)
+}
+
+/// Opens the checkpoint's segment, trusting the prefix the checkpoint vouches for. If index
+/// entries it vouched for are gone, the segment is indexed again from byte 0.
+fn open_from_checkpoint(
+    disk: Disk<'_>,
+    cp: &Checkpoint,
+    report: &mut RecoveryReport,
+) -> Result<Segment> {
+    let base = cp.segment_base_offset;
+    if log_len(disk, base)? < cp.segment_bytes {
+        return Err(missing_segment(disk.dir, base));
+    }
+    let known = Known {
+        size: cp.segment_bytes,
+        next_offset: cp.next_offset,
+        max_timestamp: Some(cp.max_timestamp),
+        index_entries: Some(cp.index_entries as usize),
+        time_index_entries: Some(cp.time_index_entries as usize),
+    };
+    let mut segment = Segment::open(disk.storage, disk.dir, base, known)?;
+    if segment.index.len() < cp.index_entries as usize
+        || segment.time_index.len() < cp.time_index_entries as usize
+    {
+        report.rebuilt_indexes += 1;
+        segment.reset_for_rebuild()?;
+    }
+    Ok(segment)
+}
+
+/// Scans a segment past its valid prefix. An invalid batch at or past `durable_until` in the
+/// last segment is a torn tail and is cut; anywhere else it is corruption of durable data.
+fn scan_rest(
+    mut segment: Segment,
+    is_last: bool,
+    durable_until: u64,
+    config: &LogConfig,
+    report: &mut RecoveryReport,
+) -> Result<Segment> {
+    let from = segment.size;
+    let file_len = segment
+        .log
+        .len()
+        .map_err(Error::io("stat", &segment.log_path))?;
+    report.scanned_bytes += file_len.saturating_sub(from);
+    match segment.scan(config.index_interval_bytes)? {
+        ScanEnd::Complete => {}
+        ScanEnd::Invalid { position, .. } if is_last && position >= durable_until => {
+            report.truncated_bytes += segment.truncate_to_size()?;
+        }
+        ScanEnd::Invalid { position, error } => {
+            return Err(Error::corrupted(&segment.log_path, position, error));
+        }
+    }
+    Ok(segment)
+}

@@ -1,0 +1,137 @@
+//! The mutable heart of a partition log, always used under its mutex: the segment list, the
+//! end offset, and the operations that change which segments exist (roll, checkpoint,
+//! retention). Each leaves the directory in a state recovery understands at every step.
+
+use std::path::Path;
+
+use crate::checkpoint::Checkpoint;
+use crate::config::LogConfig;
+use crate::error::{Error, Result};
+use crate::io::Storage;
+use crate::segment::Segment;
+use crate::{Offset, RetentionReport};
+
+#[derive(Debug)]
+pub(crate) struct LogState {
+    /// Ascending by base offset; the last one is active (receives appends). Never empty.
+    pub segments: Vec<Segment>,
+    pub log_start: i64,
+    pub end_offset: i64,
+    pub bytes_since_checkpoint: u64,
+}
+
+/// Where the state lives and whether directory fsyncs are skipped (only the crash tests'
+/// deliberately broken variant skips them).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Disk<'a> {
+    pub storage: &'a dyn Storage,
+    pub dir: &'a Path,
+    pub sync_dir: bool,
+}
+
+impl Disk<'_> {
+    pub(crate) fn sync_dir(&self) -> Result<()> {
+        if self.sync_dir {
+            self.storage
+                .sync_dir(self.dir)
+                .map_err(Error::io("fsync", self.dir))?;
+        }
+        Ok(())
+    }
+}
+
+impl LogState {
+    pub(crate) fn active(&self) -> &Segment {
+        self.segments
+            .last()
+            .expect("a log always has an active segment")
+    }
+
+    pub(crate) fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .last_mut()
+            .expect("a log always has an active segment")
+    }
+
+    /// Index of the segment holding `offset` (`log_start <= offset`).
+    pub(crate) fn segment_for(&self, offset: i64) -> usize {
+        self.segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1)
+    }
+
+    /// Makes the active segment durable and records how far it is valid, so recovery starts
+    /// scanning there.
+    pub(crate) fn checkpoint(&mut self, disk: Disk<'_>) -> Result<()> {
+        let log_start = self.log_start;
+        let active = self.active_mut();
+        active.sync()?;
+        let checkpoint = Checkpoint {
+            log_start_offset: log_start,
+            segment_base_offset: active.base_offset,
+            segment_bytes: active.size,
+            next_offset: active.next_offset,
+            index_entries: active.index.len() as u32,
+            time_index_entries: active.time_index.len() as u32,
+            max_timestamp: active.max_timestamp,
+        };
+        checkpoint.write(disk.storage, disk.dir, disk.sync_dir)?;
+        self.bytes_since_checkpoint = 0;
+        Ok(())
+    }
+
+    /// Seals the active segment and starts a new one at the end offset. Order matters for
+    /// recovery: the old segment is durable before the new file exists, and the new file's
+    /// directory entry is durable before the checkpoint names it.
+    pub(crate) fn roll(&mut self, disk: Disk<'_>) -> Result<()> {
+        if self.active().size == 0 {
+            return Ok(());
+        }
+        self.active_mut().seal()?;
+        let segment = Segment::create(disk.storage, disk.dir, self.end_offset)?;
+        disk.sync_dir()?;
+        self.segments.push(segment);
+        self.checkpoint(disk)
+    }
+
+    /// Deletes whole sealed segments past `retention_ms` (by their newest record) or beyond
+    /// `retention_bytes`, oldest first. The new log start is made durable before any file is
+    /// removed, so a crash in between only leaves files that recovery deletes.
+    pub(crate) fn apply_retention(
+        &mut self,
+        now_ms: i64,
+        config: &LogConfig,
+        disk: Disk<'_>,
+    ) -> Result<RetentionReport> {
+        let mut remaining: u64 = self.segments.iter().map(|s| s.size).sum();
+        let mut expired = 0;
+        let mut deleted_bytes = 0;
+        for segment in &self.segments[..self.segments.len() - 1] {
+            let too_old = config
+                .retention_ms
+                .is_some_and(|ms| segment.max_timestamp < now_ms.saturating_sub(ms));
+            let too_big = config
+                .retention_bytes
+                .is_some_and(|max| remaining - segment.size >= max);
+            if !(too_old || too_big) {
+                break;
+            }
+            remaining -= segment.size;
+            deleted_bytes += segment.size;
+            expired += 1;
+        }
+        if expired > 0 {
+            self.log_start = self.segments[expired].base_offset;
+            self.checkpoint(disk)?;
+            for segment in self.segments.drain(..expired) {
+                segment.remove_files(disk.storage)?;
+            }
+            disk.sync_dir()?;
+        }
+        Ok(RetentionReport {
+            deleted_segments: expired,
+            deleted_bytes,
+            log_start_offset: Offset(self.log_start),
+        })
+    }
+}
