@@ -109,7 +109,7 @@ impl Checkpoint {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io("open", &path)(e)),
         };
-        let len = file.len().map_err(Error::io("stat", &path))?;
+        let len = file.size().map_err(Error::io("stat", &path))?;
         if len != LEN as u64 {
             return Err(Error::CorruptFile {
                 path,

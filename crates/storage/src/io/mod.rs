@@ -39,8 +39,8 @@ pub trait Storage: Send + Sync + fmt::Debug {
 
 /// An open file.
 pub trait StorageFile: Send + Sync + fmt::Debug {
-    /// Current length in bytes (including what is written but not yet durable).
-    fn len(&self) -> io::Result<u64>;
+    /// Current size in bytes (including what is written but not yet durable).
+    fn size(&self) -> io::Result<u64>;
     /// Writes all of `buf` at `pos`.
     fn write_all_at(&self, buf: &[u8], pos: u64) -> io::Result<()>;
     /// Fills `buf` from `pos`.

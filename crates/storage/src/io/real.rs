@@ -78,7 +78,7 @@ impl Storage for RealFs {
 }
 
 impl StorageFile for RealFile {
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
 

@@ -372,7 +372,7 @@ impl Drop for SimLock {
 }
 
 impl StorageFile for SimFile {
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.state.lock().inodes[self.ino].written.len() as u64)
     }
 
@@ -439,14 +439,14 @@ mod tests {
 
     fn write(fs: &SimFs, path: &str, data: &[u8]) -> Arc<dyn StorageFile> {
         let file = fs.open(Path::new(path), true).unwrap();
-        let len = file.len().unwrap();
+        let len = file.size().unwrap();
         file.write_all_at(data, len).unwrap();
         file
     }
 
     fn read(fs: &SimFs, path: &str) -> Option<Vec<u8>> {
         let file = fs.open(Path::new(path), false).ok()?;
-        Some(file.map(file.len().unwrap()).unwrap().to_vec())
+        Some(file.map(file.size().unwrap()).unwrap().to_vec())
     }
 
     #[test]
@@ -502,7 +502,7 @@ mod tests {
         fs.cut_power_after(fs.ops());
         assert!(f.write_all_at(b"y", 1).is_err());
         assert_eq!(
-            f.len().unwrap(),
+            f.size().unwrap(),
             1,
             "nothing changes after the power is cut"
         );

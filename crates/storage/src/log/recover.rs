@@ -164,7 +164,7 @@ fn log_len(disk: Disk<'_>, base: i64) -> Result<u64> {
         .storage
         .open(&path, false)
         .map_err(Error::io("open", &path))?;
-    file.len().map_err(Error::io("stat", &path))
+    file.size().map_err(Error::io("stat", &path))
 }
 
 /// Opens a sealed segment without reading its log, unless its indexes must be rebuilt.
@@ -242,7 +242,7 @@ fn scan_rest(
     let from = segment.size;
     let file_len = segment
         .log
-        .len()
+        .size()
         .map_err(Error::io("stat", &segment.log_path))?;
     report.scanned_bytes += file_len.saturating_sub(from);
     match segment.scan(config.index_interval_bytes)? {

@@ -47,7 +47,7 @@ impl IndexFile {
         let file = storage
             .open(&path, true)
             .map_err(Error::io("open", &path))?;
-        let len = file.len().map_err(Error::io("stat", &path))?;
+        let len = file.size().map_err(Error::io("stat", &path))?;
         let whole = len - len % entry_len as u64;
         let want = keep.map_or(whole, |n| (n * entry_len) as u64).min(whole);
         if want != len {

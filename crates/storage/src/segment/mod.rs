@@ -240,7 +240,7 @@ impl Segment {
     /// Validates the bytes past `self.size` up to the end of the file, batch by batch (header
     /// and CRC, never the records), indexing each valid batch.
     pub(crate) fn scan(&mut self, interval: u64) -> Result<ScanEnd> {
-        let file_len = self.log.len().map_err(Error::io("stat", &self.log_path))?;
+        let file_len = self.log.size().map_err(Error::io("stat", &self.log_path))?;
         if file_len <= self.size {
             return Ok(ScanEnd::Complete);
         }
@@ -279,7 +279,7 @@ impl Segment {
 
     /// Cuts the log back to its valid size (dropping a torn tail) and makes that durable.
     pub(crate) fn truncate_to_size(&mut self) -> Result<u64> {
-        let file_len = self.log.len().map_err(Error::io("stat", &self.log_path))?;
+        let file_len = self.log.size().map_err(Error::io("stat", &self.log_path))?;
         self.view = Bytes::new();
         self.log
             .set_len(self.size)

@@ -28,7 +28,7 @@ fn crashed_log(batches: usize) -> (SimFs, Vec<(usize, usize)>) {
     let image = fs.crash_image(CrashMode::TearTail, 0);
     std::mem::drop(log);
     let file = image.open(Path::new(SEGMENT), false).unwrap();
-    let bytes = file.map(file.len().unwrap()).unwrap();
+    let bytes = file.map(file.size().unwrap()).unwrap();
     let spans = BatchIter::new(&bytes, 0)
         .map(|b| {
             let (at, batch) = b.unwrap();
