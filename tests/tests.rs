@@ -1,1 +1,3 @@
-//! Scenario tests for logd.
+//! Scenario tests for logd: whole programs and processes, as users run them.
+
+mod storage;

@@ -14,6 +14,7 @@ mod log;
 mod offset;
 mod segment;
 
+pub use bytes::Bytes;
 pub use config::{FsyncPolicy, LogConfig};
 pub use error::{Error, Result};
 pub use io::{CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile};

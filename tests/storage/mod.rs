@@ -1,0 +1,3 @@
+//! Scenarios for `logd-storage` that need real processes.
+
+mod process_crash;
