@@ -144,6 +144,7 @@ fn parse_header<'a>(buf: &'a [u8], pos: &mut usize) -> Option<HeaderRef<'a>> {
     Some(HeaderRef { key, value })
 }
 
+#[inline(always)]
 /// Reads a varint length and that many bytes: `Some(None)` for length -1, `None` if invalid.
 fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Option<Option<&'a [u8]>> {
     let mut at = *pos;
@@ -166,7 +167,7 @@ impl<'a> Iterator for RecordIter<'a> {
             return None;
         }
         let index = self.index;
-        let result = self.parse_one().ok_or(Error::InvalidRecord {
+        let result = self.parse_one().ok_or_else(|| Error::InvalidRecord {
             index,
             reason: "fields do not parse or do not fill the record length",
         });
@@ -179,6 +180,7 @@ impl<'a> Iterator for RecordIter<'a> {
 }
 
 impl<'a> RecordIter<'a> {
+    #[inline(always)]
     fn parse_one(&mut self) -> Option<RecordRef<'a>> {
         let buf = self.buf;
         let mut pos = self.pos;

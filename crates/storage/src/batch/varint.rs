@@ -2,6 +2,7 @@
 //! to unsigned, then written 7 bits at a time, low bits first, high bit set on all but the last.
 
 /// Reads a zigzag varint of at most 5 bytes (an `i32`); `None` if truncated or too long.
+#[inline(always)]
 pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
     let raw = read_unsigned(buf, pos, 5)?;
     let raw = u32::try_from(raw).ok()?;
@@ -9,12 +10,21 @@ pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
 }
 
 /// Reads a zigzag varint of at most 10 bytes (an `i64`); `None` if truncated or too long.
+#[inline(always)]
 pub(crate) fn read_varlong(buf: &[u8], pos: &mut usize) -> Option<i64> {
     let raw = read_unsigned(buf, pos, 10)?;
     Some(((raw >> 1) as i64) ^ -((raw & 1) as i64))
 }
 
+#[inline(always)]
 fn read_unsigned(buf: &[u8], pos: &mut usize, max_len: usize) -> Option<u64> {
+    // Most varints in a record (attributes aside: deltas, short lengths, header counts) fit
+    // one byte; take that path without the loop.
+    let first = *buf.get(*pos)?;
+    if first & 0x80 == 0 {
+        *pos += 1;
+        return Some(u64::from(first));
+    }
     let mut value = 0u64;
     for i in 0..max_len {
         let byte = *buf.get(*pos + i)?;
