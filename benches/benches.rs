@@ -5,4 +5,8 @@
 
 mod storage;
 
-criterion::criterion_main!(storage::append::benches, storage::read::benches, storage::reopen::benches);
+criterion::criterion_main!(
+    storage::append::benches,
+    storage::read::benches,
+    storage::reopen::benches
+);

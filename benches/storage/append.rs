@@ -42,7 +42,9 @@ fn policies() -> [(&'static str, FsyncPolicy); 3] {
 fn append(c: &mut Criterion) {
     for batch_records in [1usize, 100, 1000] {
         let mut group = c.benchmark_group(format!("storage/append/100B-x{batch_records}"));
-        group.sample_size(10).measurement_time(Duration::from_secs(4));
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(4));
         let template = batch(batch_records, 0);
         for (name, policy) in policies() {
             let total = records_for(batch_records, policy == FsyncPolicy::Always);
@@ -50,7 +52,10 @@ fn append(c: &mut Criterion) {
             group.bench_function(BenchmarkId::new("logd", name), |b| {
                 b.iter_custom(|iters| {
                     timed_in_fresh_dir(iters, |dir| {
-                        let config = LogConfig { fsync: policy, ..LogConfig::default() };
+                        let config = LogConfig {
+                            fsync: policy,
+                            ..LogConfig::default()
+                        };
                         let log = PartitionLog::open(dir, config).expect("open");
                         let mut buf = template.clone();
                         let started = Instant::now();
@@ -65,14 +70,18 @@ fn append(c: &mut Criterion) {
                 })
             });
         }
-        for (name, sync_each) in [("raw-bufwriter+fdatasync-at-end", false), ("raw-bufwriter+fdatasync-per-batch", true)] {
+        for (name, sync_each) in [
+            ("raw-bufwriter+fdatasync-at-end", false),
+            ("raw-bufwriter+fdatasync-per-batch", true),
+        ] {
             let total = records_for(batch_records, sync_each);
             group.throughput(Throughput::Elements(total as u64));
             group.bench_function(BenchmarkId::new("baseline", name), |b| {
                 b.iter_custom(|iters| {
                     timed_in_fresh_dir(iters, |dir| {
                         let started = Instant::now();
-                        let mut out = BufWriter::new(File::create(dir.join("raw.log")).expect("create"));
+                        let mut out =
+                            BufWriter::new(File::create(dir.join("raw.log")).expect("create"));
                         for _ in 0..total / batch_records {
                             out.write_all(&template).expect("write");
                             if sync_each {

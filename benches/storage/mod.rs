@@ -16,5 +16,7 @@ pub fn batch(records: usize, ts: i64) -> Vec<u8> {
     for i in 0..records {
         builder.push(ts + i as i64, None, Some(&value), &[]);
     }
-    builder.build(0).expect("uncompressed batches always encode")
+    builder
+        .build(0)
+        .expect("uncompressed batches always encode")
 }

@@ -21,10 +21,15 @@ const PER_BATCH: usize = 1000;
 const FETCH_BYTES: usize = 1 << 20;
 
 fn build_log(dir: &Path) -> PartitionLog {
-    let config = LogConfig { fsync: FsyncPolicy::Never, retention_ms: None, ..LogConfig::default() };
+    let config = LogConfig {
+        fsync: FsyncPolicy::Never,
+        retention_ms: None,
+        ..LogConfig::default()
+    };
     let log = PartitionLog::open(dir, config.clone()).expect("open");
     for i in 0..RECORDS / PER_BATCH {
-        log.append(&mut batch(PER_BATCH, (i * PER_BATCH) as i64)).expect("append");
+        log.append(&mut batch(PER_BATCH, (i * PER_BATCH) as i64))
+            .expect("append");
     }
     log.close().expect("close");
     PartitionLog::open(dir, config).expect("reopen")
@@ -50,7 +55,9 @@ fn read(c: &mut Criterion) {
     let file_bytes = std::fs::read(&segment).expect("read segment");
 
     let mut group = c.benchmark_group("storage/read/1M-x100B");
-    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4));
     group.throughput(Throughput::Elements(RECORDS as u64));
     group.bench_function("logd/visit-every-record", |b| {
         b.iter(|| {
@@ -60,7 +67,8 @@ fn read(c: &mut Criterion) {
                     let (_, batch) = item.expect("batch");
                     for record in batch.records(1 << 20).expect("records").iter() {
                         let record = record.expect("record");
-                        sum += record.value.map_or(0, <[u8]>::len) + record.key.map_or(0, <[u8]>::len);
+                        sum +=
+                            record.value.map_or(0, <[u8]>::len) + record.key.map_or(0, <[u8]>::len);
                         count += 1;
                     }
                     next = batch.header.next_offset();
@@ -74,9 +82,17 @@ fn read(c: &mut Criterion) {
     group.bench_function("logd/fetch-whole-batches-1MiB", |b| {
         b.iter(|| {
             read_all(&log, |bytes| {
-                let last = BatchIter::new(bytes, 0).last().expect("a batch").expect("valid").1.header;
+                let last = BatchIter::new(bytes, 0)
+                    .last()
+                    .expect("a batch")
+                    .expect("valid")
+                    .1
+                    .header;
                 black_box(bytes.len());
-                (last.next_offset(), (last.next_offset() - last.base_offset) as usize)
+                (
+                    last.next_offset(),
+                    (last.next_offset() - last.base_offset) as usize,
+                )
             })
         })
     });
@@ -117,7 +133,9 @@ fn read(c: &mut Criterion) {
         b.iter(|| {
             let (mut next, mut count, mut sum) = (0u64, 0usize, 0usize);
             while count < RECORDS {
-                let buf = clog.read(next, ReadLimit::max_bytes(FETCH_BYTES)).expect("read");
+                let buf = clog
+                    .read(next, ReadLimit::max_bytes(FETCH_BYTES))
+                    .expect("read");
                 for message in buf.iter() {
                     sum += message.payload().len();
                     count += 1;
@@ -130,12 +148,17 @@ fn read(c: &mut Criterion) {
     group.finish();
 
     let mut group = c.benchmark_group("storage/offset_for_timestamp");
-    group.sample_size(20).measurement_time(Duration::from_secs(3));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(3));
     let mut target = 0i64;
     group.bench_function("1M-records", |b| {
         b.iter(|| {
             target = (target + 7_919) % RECORDS as i64;
-            assert_eq!(log.offset_for_timestamp(target).expect("lookup"), Some(Offset(target)));
+            assert_eq!(
+                log.offset_for_timestamp(target).expect("lookup"),
+                Some(Offset(target))
+            );
         })
     });
     group.finish();

@@ -36,7 +36,9 @@ fn reopen(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     append_bytes(dir.path(), LOG_BYTES);
     let mut group = c.benchmark_group("storage/reopen/1GiB");
-    group.sample_size(10).measurement_time(Duration::from_secs(3));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3));
     group.bench_function("clean", |b| {
         b.iter_custom(|iters| {
             (0..iters)

@@ -4,6 +4,31 @@
 //!
 //! The entry point is [`PartitionLog`]; [`batch`] is the pure RecordBatch v2 codec; the
 //! [`Storage`] trait lets the same log run on [`SimFs`], which models power loss.
+//!
+//! ```
+//! use logd_storage::batch::{BatchBuilder, Compression, Record};
+//! use logd_storage::{LogConfig, Offset, PartitionLog};
+//!
+//! # fn main() -> logd_storage::Result<()> {
+//! # let temp = tempfile::tempdir().unwrap();
+//! # let dir = temp.path().join("orders-0");
+//! // fsync = always is the default: append returns once the records are on stable storage.
+//! let log = PartitionLog::open(&dir, LogConfig::default())?;
+//!
+//! let mut batch = BatchBuilder::new(Compression::None);
+//! batch.push(1_700_000_000_000, Some(b"order-17"), Some(b"created"), &[(b"source", Some(b"web"))]);
+//! batch.push(1_700_000_000_001, Some(b"order-17"), Some(b"paid"), &[]);
+//! let appended = log.append(&mut batch.build(0)?)?;
+//! assert_eq!((appended.base_offset, appended.last_offset), (Offset(0), Offset(1)));
+//!
+//! // Replay from any offset: whole batches, zero-copy slices of the memory-mapped segment.
+//! let bytes = log.read(Offset(0), 1 << 20)?;
+//! let records = Record::decode_all(&bytes, 1 << 20)?;
+//! assert_eq!(records[1].value.as_deref(), Some(&b"paid"[..]));
+//! assert_eq!(log.offset_for_timestamp(1_700_000_000_001)?, Some(Offset(1)));
+//! log.close()
+//! # }
+//! ```
 
 pub mod batch;
 mod checkpoint;
