@@ -167,14 +167,16 @@ impl BatchHeader {
         LOG_OVERHEAD + self.batch_length as usize
     }
 
-    /// Offset of the last record in the batch.
+    /// Offset of the last record in the batch. Saturates rather than overflowing on a
+    /// hostile base offset (such a batch fails validation or continuity checks anyway).
     pub fn last_offset(&self) -> i64 {
-        self.base_offset + self.last_offset_delta as i64
+        self.base_offset
+            .saturating_add(self.last_offset_delta as i64)
     }
 
-    /// The offset right after this batch.
+    /// The offset right after this batch (saturating, as [`BatchHeader::last_offset`]).
     pub fn next_offset(&self) -> i64 {
-        self.last_offset() + 1
+        self.last_offset().saturating_add(1)
     }
 
     /// The codec that compressed the records.
@@ -269,7 +271,7 @@ impl<'a> BatchRef<'a> {
                 reason: "control batches cannot be produced",
             });
         }
-        if h.record_count != h.last_offset_delta + 1 {
+        if i64::from(h.record_count) != i64::from(h.last_offset_delta) + 1 {
             return Err(Error::InvalidBatch {
                 position,
                 reason: "record count does not match last offset delta",

@@ -207,7 +207,7 @@ impl<'a> RecordIter<'a> {
             None => self.base_timestamp.wrapping_add(timestamp_delta),
         };
         Some(RecordRef {
-            offset: self.base_offset + i64::from(offset_delta),
+            offset: self.base_offset.wrapping_add(i64::from(offset_delta)),
             offset_delta,
             timestamp,
             key,

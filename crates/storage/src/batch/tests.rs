@@ -312,3 +312,32 @@ proptest! {
         }
     }
 }
+
+/// Found by the `batch_decode` fuzz target: offsets near `i64::MAX` and a maximal last offset
+/// delta overflowed the offset arithmetic.
+#[test]
+fn hostile_offsets_do_not_overflow() {
+    let mut builder = BatchBuilder::new(Compression::None);
+    builder.push(0, None, Some(b"x"), &[]);
+    builder.push(0, None, Some(b"y"), &[]);
+    let bytes = builder.build(i64::MAX).unwrap();
+    let (batch, _) = BatchRef::parse(&bytes, 0).unwrap();
+    assert_eq!(batch.header.next_offset(), i64::MAX);
+    let offsets: Vec<i64> = batch
+        .records(LIMIT)
+        .unwrap()
+        .iter()
+        .map(|r| r.unwrap().offset)
+        .collect();
+    assert_eq!(offsets, vec![i64::MAX, i64::MIN], "wraps, does not panic");
+
+    let mut huge_delta = bytes.clone();
+    huge_delta[LAST_OFFSET_DELTA..LAST_OFFSET_DELTA + 4].copy_from_slice(&i32::MAX.to_be_bytes());
+    let crc = crc32c::crc32c(&huge_delta[ATTRIBUTES..]);
+    huge_delta[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    let (batch, _) = BatchRef::parse(&huge_delta, 0).unwrap();
+    assert!(matches!(
+        batch.validate(0, LIMIT),
+        Err(Error::InvalidBatch { .. })
+    ));
+}
