@@ -17,7 +17,7 @@ fn records_for(batch_records: usize, per_batch_fsync: bool) -> usize {
     match (batch_records, per_batch_fsync) {
         (1, true) => 2_000,
         (1, false) => 100_000,
-        _ => 200_000,
+        _ => 1_000_000,
     }
 }
 
@@ -98,7 +98,7 @@ fn append(c: &mut Criterion) {
         }
         let total = records_for(batch_records, false);
         group.throughput(Throughput::Elements(total as u64));
-        group.bench_function(BenchmarkId::new("commitlog", "fsync-at-end"), |b| {
+        group.bench_function(BenchmarkId::new("commitlog", "no-fsync"), |b| {
             let mut messages = MessageBuf::default();
             for _ in 0..batch_records {
                 messages.push([b'v'; VALUE_LEN]).expect("push");
@@ -112,6 +112,8 @@ fn append(c: &mut Criterion) {
                     for _ in 0..total / batch_records {
                         black_box(log.append(&mut messages).expect("append"));
                     }
+                    // commitlog's flush writes its index but never fsyncs the log file: its
+                    // figure is page-cache speed, with no durability at all.
                     log.flush().expect("flush");
                     started.elapsed()
                 })

@@ -136,6 +136,11 @@ impl PartitionLog {
         })
     }
 
+    #[cfg(test)]
+    pub(crate) fn storage_for_tests(&self) -> Arc<dyn Storage> {
+        self.storage.clone()
+    }
+
     fn disk(&self) -> Disk<'_> {
         Disk {
             storage: &*self.storage,

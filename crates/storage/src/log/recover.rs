@@ -114,11 +114,19 @@ pub(crate) fn recover(disk: Disk<'_>, config: &LogConfig) -> Result<(LogState, R
     if changed {
         // Whatever the scan accepted may still be only in the page cache (a process crash
         // under a lazy fsync policy): make it durable before the checkpoint vouches for it.
-        for segment in &mut state.segments[trusted_upto..] {
-            segment.sync()?;
+        let last = state.segments.len() - 1;
+        for (i, segment) in state.segments.iter_mut().enumerate().skip(trusted_upto) {
+            // A scanned segment with a successor was sealed by a roll the crash interrupted:
+            // seal it again so its time index ends at its last offset.
+            if i < last {
+                segment.seal()?
+            } else {
+                segment.sync()?
+            }
         }
         state.checkpoint(disk)?;
     }
+    state.active_mut().load_roll_timestamp()?;
     Ok((state, report))
 }
 

@@ -137,11 +137,17 @@ impl Segment {
             None => segment.last_time_entry().map_or(-1, |(ts, _)| ts),
         };
         segment.bytes_since_index = known.size - segment.last_index_position().unwrap_or(0);
-        if known.size >= HEADER_LEN as u64 {
-            let view = segment.view()?;
-            segment.roll_timestamp = BatchHeader::parse(&view, 0).ok().map(|h| h.max_timestamp);
-        }
         Ok(segment)
+    }
+
+    /// Reads the first batch's max timestamp, from which `segment_ms` is measured. Only the
+    /// active segment needs it, so sealed segments are never read for it.
+    pub(crate) fn load_roll_timestamp(&mut self) -> Result<()> {
+        if self.roll_timestamp.is_none() && self.size >= HEADER_LEN as u64 {
+            let view = self.view()?;
+            self.roll_timestamp = BatchHeader::parse(&view, 0).ok().map(|h| h.max_timestamp);
+        }
+        Ok(())
     }
 
     fn last_index_position(&self) -> Option<u64> {

@@ -349,3 +349,34 @@ fn the_same_log_runs_on_the_simulated_file_system() {
     let log = PartitionLog::open_with(storage, "/data/p0", small_config()).unwrap();
     assert_eq!(read_all(&log, 0).unwrap().len(), 2);
 }
+
+#[test]
+fn segments_roll_by_record_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_ms: Some(100),
+        segment_bytes: 1 << 20,
+        ..small_config()
+    };
+    let log = PartitionLog::open(dir.path(), config.clone()).unwrap();
+    log.append(&mut batch_of(&values("a", 1), 1_000)).unwrap();
+    log.append(&mut batch_of(&values("b", 1), 1_100)).unwrap();
+    assert_eq!(
+        log.segment_count(),
+        1,
+        "100 ms after the first batch is not yet too old"
+    );
+    log.append(&mut batch_of(&values("c", 1), 1_101)).unwrap();
+    assert_eq!(
+        log.segment_count(),
+        2,
+        "a batch 101 ms after the segment's first rolls it"
+    );
+    // The age is measured from the new segment's own first batch, also after a reopen.
+    drop(log);
+    let log = PartitionLog::open(dir.path(), config).unwrap();
+    log.append(&mut batch_of(&values("d", 1), 1_201)).unwrap();
+    assert_eq!(log.segment_count(), 2);
+    log.append(&mut batch_of(&values("e", 1), 1_202)).unwrap();
+    assert_eq!(log.segment_count(), 3);
+}

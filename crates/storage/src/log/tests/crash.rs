@@ -121,6 +121,31 @@ fn check(image: SimFs, history: &History) -> Vec<String> {
         Ok(info) if info.base_offset.0 == end => {}
         other => violations.push(format!("append after recovery: {other:?}")),
     }
+    // Recovery must leave a directory that the next open trusts as it is.
+    let image = log.storage_for_tests();
+    if let Err(e) = log.close() {
+        violations.push(format!("close after recovery: {e}"));
+    }
+    match PartitionLog::open_with(image, DIR, crash_config()) {
+        Ok(again) => {
+            let report = again.recovery_report();
+            if report.scanned_bytes != 0
+                || report.rebuilt_indexes != 0
+                || report.truncated_bytes != 0
+            {
+                violations.push(format!(
+                    "second open after a clean close repaired again: {report:?}"
+                ));
+            }
+            if again.end_offset().0 != end + 1 {
+                violations.push(format!(
+                    "second open lost the post-recovery append: end {}",
+                    again.end_offset()
+                ));
+            }
+        }
+        Err(e) => violations.push(format!("second open failed: {e}")),
+    }
     violations
 }
 

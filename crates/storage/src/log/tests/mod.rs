@@ -4,6 +4,7 @@
 mod basics;
 mod crash;
 mod faults;
+mod group_commit;
 mod model;
 mod torn_tail;
 
