@@ -167,7 +167,7 @@ impl<'a> Iterator for RecordIter<'a> {
             return None;
         }
         let index = self.index;
-        let result = self.parse_one().ok_or_else(|| Error::InvalidRecord {
+        let result = self.parse_one().ok_or(Error::InvalidRecord {
             index,
             reason: "fields do not parse or do not fill the record length",
         });

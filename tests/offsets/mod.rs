@@ -1,0 +1,3 @@
+//! Scenarios for `logd-offsets` that need real processes.
+
+mod process_crash;
