@@ -14,6 +14,9 @@ fn commit(topic: &str, partition: i32, offset: i64) -> OffsetCommit {
     }
 }
 
+/// (group, partition) -> committed offset.
+type State = BTreeMap<(String, i32), i64>;
+
 fn small() -> OffsetStoreConfig {
     OffsetStoreConfig {
         snapshot_after_bytes: 600,
@@ -174,7 +177,7 @@ fn workload(
     (acked, attempts)
 }
 
-fn state_of(store: &OffsetStore) -> BTreeMap<(String, i32), i64> {
+fn state_of(store: &OffsetStore) -> State {
     let mut state = BTreeMap::new();
     for group in store.list_groups() {
         for (_, partition, committed) in store.group_offsets(&group) {
