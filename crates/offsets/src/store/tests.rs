@@ -138,13 +138,7 @@ fn the_log_is_folded_into_snapshots_and_replays_the_same() {
 
 /// Commits with values derived from `seed` until done or the power is cut; returns the
 /// acknowledged state (group -> partition -> offset) and every state that was attempted.
-fn workload(
-    fs: &SimFs,
-    seed: u64,
-) -> (
-    BTreeMap<(String, i32), i64>,
-    Vec<BTreeMap<(String, i32), i64>>,
-) {
+fn workload(fs: &SimFs, seed: u64) -> (State, Vec<State>) {
     let mut rng = SplitMix64::new(seed);
     let mut acked = BTreeMap::new();
     let mut attempts = vec![acked.clone()];
