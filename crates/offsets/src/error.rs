@@ -59,6 +59,9 @@ pub enum Error {
         /// The offset.
         offset: i64,
     },
+    /// A file operation of the storage layer failed (atomic snapshot replacement).
+    #[error(transparent)]
+    Storage(#[from] logd_storage::Error),
     /// An empty group id.
     #[error("group id must not be empty")]
     EmptyGroup,

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::hash::{crc32, murmur2};
 
 /// Chooses the partition of each record.
-pub trait Partitioner: Send + Sync {
+pub trait Partitioner: Send + Sync + std::fmt::Debug {
     /// The partition, in `0..partition_count`, for a record with `key` (`None` for no key).
     /// `partition_count` must be positive.
     fn partition(&self, key: Option<&[u8]>, partition_count: u32) -> u32;

@@ -25,7 +25,7 @@ use crate::io::Storage;
 
 /// File name of the checkpoint inside the partition directory.
 pub(crate) const FILE_NAME: &str = "recovery-checkpoint";
-/// Name it is written under before the rename.
+/// Name it is written under before the rename (see [`crate::io::replace_file`]).
 pub(crate) const TEMP_NAME: &str = "recovery-checkpoint.tmp";
 const MAGIC: &[u8; 8] = b"LOGDCKPT";
 const VERSION: u16 = 1;
@@ -122,25 +122,9 @@ impl Checkpoint {
         Checkpoint::decode(&buf, &path).map(Some)
     }
 
-    /// Replaces the checkpoint of `dir` atomically and durably. With `sync_dir` false the
-    /// rename is not made durable: only the crash tests' deliberately broken variant does that.
+    /// Replaces the checkpoint of `dir` atomically and durably.
     pub(crate) fn write(&self, storage: &dyn Storage, dir: &Path, sync_dir: bool) -> Result<()> {
-        let temp = dir.join(TEMP_NAME);
-        let file = storage
-            .open(&temp, true)
-            .map_err(Error::io("create", &temp))?;
-        file.set_len(0).map_err(Error::io("truncate", &temp))?;
-        file.write_all_at(&self.encode(), 0)
-            .map_err(Error::io("write", &temp))?;
-        file.sync_data().map_err(Error::io("fsync", &temp))?;
-        let path = dir.join(FILE_NAME);
-        storage
-            .rename(&temp, &path)
-            .map_err(Error::io("rename", &path))?;
-        if sync_dir {
-            storage.sync_dir(dir).map_err(Error::io("fsync", dir))?;
-        }
-        Ok(())
+        crate::io::replace_file(storage, dir, FILE_NAME, &self.encode(), sync_dir)
     }
 }
 

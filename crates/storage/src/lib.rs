@@ -42,7 +42,9 @@ mod segment;
 pub use bytes::Bytes;
 pub use config::{FsyncPolicy, LogConfig};
 pub use error::{Error, Result};
-pub use io::{CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile};
+pub use io::{
+    CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile, replace_file,
+};
 pub use log::PartitionLog;
 pub use offset::Offset;
 

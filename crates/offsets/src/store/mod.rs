@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::frame::{self, Decoded, Entry, StoredCommit};
 
 const SNAPSHOT: &str = "offsets.snapshot";
+/// What [`logd_storage::replace_file`] writes before renaming it over the snapshot.
 const SNAPSHOT_TEMP: &str = "offsets.snapshot.tmp";
 
 /// How the store compacts.
@@ -270,21 +271,7 @@ impl OffsetStore {
         };
         let bytes = frame::encode(&snapshot);
         inner.groups = snapshot.groups;
-        let temp = self.dir.join(SNAPSHOT_TEMP);
-        let file = storage
-            .open(&temp, true)
-            .map_err(Error::io("create", &temp))?;
-        file.set_len(0).map_err(Error::io("truncate", &temp))?;
-        file.write_all_at(&bytes, 0)
-            .map_err(Error::io("write", &temp))?;
-        file.sync_data().map_err(Error::io("fsync", &temp))?;
-        let path = self.dir.join(SNAPSHOT);
-        storage
-            .rename(&temp, &path)
-            .map_err(Error::io("rename", &path))?;
-        storage
-            .sync_dir(&self.dir)
-            .map_err(Error::io("fsync", &self.dir))?;
+        logd_storage::replace_file(storage, &self.dir, SNAPSHOT, &bytes, true)?;
         storage
             .remove_file(&inner.log_path)
             .map_err(Error::io("remove", &inner.log_path))?;

@@ -32,6 +32,9 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Makes the directory's entries (creates, renames, removes) durable.
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// Removes directory `path` and everything in it; durable after [`Storage::sync_dir`] of
+    /// its parent.
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()>;
     /// Takes an exclusive lock on directory `path`, held until the returned guard is dropped;
     /// fails with `WouldBlock` when someone else holds it.
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock>;
@@ -52,6 +55,36 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     /// A read-only view of bytes `[0, len)`, memory-mapped on a real file system. The caller
     /// must not shrink the file below `len` while the view is alive.
     fn map(&self, len: u64) -> io::Result<Bytes>;
+}
+
+/// Replaces `dir/name` with `bytes` atomically and durably: write `dir/name.tmp`, fsync it,
+/// rename it over `dir/name`, fsync `dir`. After a crash the file holds either the old or the
+/// new bytes, never a mix. With `sync_dir` false the rename is not made durable (only the
+/// crash tests' deliberately broken variant does that).
+pub fn replace_file(
+    storage: &dyn Storage,
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    sync_dir: bool,
+) -> crate::Result<()> {
+    use crate::Error;
+    let temp = dir.join(format!("{name}.tmp"));
+    let file = storage
+        .open(&temp, true)
+        .map_err(Error::io("create", &temp))?;
+    file.set_len(0).map_err(Error::io("truncate", &temp))?;
+    file.write_all_at(bytes, 0)
+        .map_err(Error::io("write", &temp))?;
+    file.sync_data().map_err(Error::io("fsync", &temp))?;
+    let path = dir.join(name);
+    storage
+        .rename(&temp, &path)
+        .map_err(Error::io("rename", &path))?;
+    if sync_dir {
+        storage.sync_dir(dir).map_err(Error::io("fsync", dir))?;
+    }
+    Ok(())
 }
 
 /// Holds a directory lock; dropping it releases the lock.

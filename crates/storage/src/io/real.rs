@@ -61,6 +61,10 @@ impl Storage for RealFs {
         File::open(path)?.sync_all()
     }
 
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        fs::remove_dir_all(path)
+    }
+
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock> {
         let file = OpenOptions::new()
             .read(true)

@@ -348,6 +348,20 @@ impl Storage for SimFs {
         Ok(())
     }
 
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        let (parent, _) = split(path)?;
+        let mut state = self.state.lock();
+        state.tick()?;
+        if !state.dirs.contains_key(path) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        // Modelled as durable at once for the directory itself, like creation; the files in
+        // it go with it.
+        state.dirs.retain(|dir, _| !dir.starts_with(path));
+        state.dir(&parent)?;
+        Ok(())
+    }
+
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock> {
         let mut state = self.state.lock();
         if !state.locks.insert(path.to_owned()) {

@@ -47,6 +47,9 @@ impl Storage for SlowSync {
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
         self.inner.sync_dir(path)
     }
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_dir_all(path)
+    }
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock> {
         self.inner.lock_dir(path)
     }

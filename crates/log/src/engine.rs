@@ -1,0 +1,479 @@
+//! [`Log`]: the embeddable engine. Owns the data directory: topics with their partition logs,
+//! the offset store and the group coordinator; hands out producers and consumers. Every append
+//! goes through [`Log::append`], which wakes waiting consumers.
+//!
+//! Layout: `.lock`, `topics/<name>/…` (see `topic.rs`), `offsets/` (`logd-offsets`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use logd_offsets::{
+    OffsetCommit, OffsetStore, OffsetStoreConfig, PartitionRange, PlannedReset, ResetTarget,
+};
+use logd_storage::{AppendInfo, DirLock, Offset, PartitionLog, RealFs, Storage};
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, Result};
+use crate::group::{
+    Coordinator, GroupConfig, GroupError, GroupPhase, MemberDescription, decode_assignment,
+};
+use crate::topic::{Topic, TopicConfig};
+
+/// Engine-wide configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Config {
+    /// Configuration for topics created without one, including auto-created topics.
+    pub default_topic: TopicConfig,
+    /// Create a topic on first produce to it (Kafka's `auto.create.topics.enable`).
+    pub auto_create_topics: bool,
+    /// Consumer-group limits.
+    pub groups: GroupConfig,
+    /// Offset store compaction and limits.
+    pub offsets: OffsetStoreConfig,
+}
+
+/// A partition as `describe_topic` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionDescription {
+    /// Partition number.
+    pub partition: u32,
+    /// First offset still stored.
+    pub log_start: i64,
+    /// Next offset to be written.
+    pub log_end: i64,
+    /// Consumers read below this (the durable end under `fsync = always`).
+    pub high_watermark: i64,
+    /// Bytes on disk.
+    pub size_bytes: u64,
+}
+
+/// A topic as `describe_topic` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicDescription {
+    /// Name.
+    pub name: String,
+    /// Stable 16-byte id.
+    pub id: [u8; 16],
+    /// Configuration.
+    pub config: TopicConfig,
+    /// Partitions.
+    pub partitions: Vec<PartitionDescription>,
+}
+
+/// One partition's line in a group description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupPartitionLag {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: u32,
+    /// Committed offset (next to read).
+    pub committed: i64,
+    /// Partition's high watermark.
+    pub log_end: i64,
+    /// `log_end - committed`, at least 0.
+    pub lag: i64,
+}
+
+/// A group as `describe_group` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDescription {
+    /// Group id.
+    pub group: String,
+    /// Phase, `None` if the group only has stored offsets and no live state.
+    pub phase: Option<GroupPhase>,
+    /// Generation.
+    pub generation: i32,
+    /// Members with their assignments (decoded for embedded members).
+    pub members: Vec<(MemberDescription, Vec<(String, u32)>)>,
+    /// Committed offsets with log end and lag.
+    pub offsets: Vec<GroupPartitionLag>,
+}
+
+/// The engine. Cheap to clone; clones share everything.
+#[derive(Debug, Clone)]
+pub struct Log {
+    pub(crate) shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub dir: PathBuf,
+    pub storage: Arc<dyn Storage>,
+    pub config: Config,
+    pub clock: Arc<dyn Clock>,
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    pub offsets: OffsetStore,
+    pub coordinator: Coordinator,
+    appends: Mutex<u64>,
+    appended: Condvar,
+    _lock: DirLock,
+}
+
+impl Log {
+    /// Opens (creating if needed) the engine's data directory on the real file system.
+    pub fn open(dir: impl AsRef<Path>, config: Config) -> Result<Log> {
+        Log::open_with(Arc::new(RealFs), Arc::new(SystemClock), dir, config)
+    }
+
+    /// Opens the engine on `storage` with `clock`.
+    pub fn open_with(
+        storage: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>,
+        dir: impl AsRef<Path>,
+        config: Config,
+    ) -> Result<Log> {
+        let dir = dir.as_ref().to_owned();
+        let io = |e: std::io::Error| Error::TopicMetadata {
+            path: dir.clone(),
+            reason: e.to_string(),
+        };
+        storage.create_dir_all(&dir.join("topics")).map_err(io)?;
+        let lock = storage.lock_dir(&dir).map_err(io)?;
+        let topics_dir = dir.join("topics");
+        let mut topics = BTreeMap::new();
+        for name in storage.list_dir(&topics_dir).map_err(io)? {
+            match Topic::open(&storage, topics_dir.join(&name))? {
+                Some(topic) => {
+                    topics.insert(name, Arc::new(topic));
+                }
+                // A create or delete that a crash interrupted: finish deleting it.
+                None => storage
+                    .remove_dir_all(&topics_dir.join(&name))
+                    .map_err(io)?,
+            }
+        }
+        let offsets =
+            OffsetStore::open_with(storage.clone(), dir.join("offsets"), config.offsets.clone())?;
+        Ok(Log {
+            shared: Arc::new(Shared {
+                coordinator: Coordinator::new(config.groups.clone()),
+                dir,
+                storage,
+                config,
+                clock,
+                topics: RwLock::new(topics),
+                offsets,
+                appends: Mutex::new(0),
+                appended: Condvar::new(),
+                _lock: lock,
+            }),
+        })
+    }
+
+    /// The engine's clock.
+    pub fn clock(&self) -> &dyn Clock {
+        &*self.shared.clock
+    }
+
+    /// Creates a topic.
+    pub fn create_topic(&self, name: &str, config: TopicConfig) -> Result<TopicDescription> {
+        let mut topics = self.shared.topics.write();
+        if topics.contains_key(name) {
+            return Err(Error::TopicExists(name.to_owned()));
+        }
+        let topic = Topic::create(
+            &self.shared.storage,
+            &self.shared.dir.join("topics"),
+            name,
+            config,
+            self.new_topic_id(name),
+        )?;
+        let topic = Arc::new(topic);
+        topics.insert(name.to_owned(), topic.clone());
+        drop(topics);
+        self.describe(&topic)
+    }
+
+    fn new_topic_id(&self, name: &str) -> [u8; 16] {
+        // Unique enough for one machine: name, time and process mixed by two different hashes.
+        let seed = format!(
+            "{name}/{}/{}/{:?}",
+            self.shared.clock.now_ms(),
+            std::process::id(),
+            std::time::Instant::now()
+        );
+        let a = logd_partition::murmur2(seed.as_bytes()) as u32;
+        let b = logd_partition::crc32(seed.as_bytes());
+        let c = logd_partition::murmur2(format!("{seed}#").as_bytes()) as u32;
+        let d = logd_partition::crc32(format!("#{seed}").as_bytes());
+        let mut id = [0u8; 16];
+        for (chunk, word) in id.chunks_mut(4).zip([a, b, c, d]) {
+            chunk.copy_from_slice(&word.to_be_bytes());
+        }
+        id
+    }
+
+    /// Deletes a topic, its data and every group's committed offsets for it.
+    pub fn delete_topic(&self, name: &str) -> Result<()> {
+        let topic = self
+            .shared
+            .topics
+            .write()
+            .remove(name)
+            .ok_or_else(|| Error::UnknownTopic(name.to_owned()))?;
+        topic.remove_files(&*self.shared.storage, &self.shared.dir.join("topics"))?;
+        for group in self.shared.offsets.list_groups() {
+            let partitions: Vec<(String, i32)> = self
+                .shared
+                .offsets
+                .group_offsets(&group)
+                .into_iter()
+                .filter(|(t, _, _)| t == name)
+                .map(|(t, p, _)| (t, p))
+                .collect();
+            if !partitions.is_empty() {
+                self.shared.offsets.delete_offsets(&group, &partitions)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Topic names, sorted.
+    pub fn list_topics(&self) -> Vec<String> {
+        self.shared.topics.read().keys().cloned().collect()
+    }
+
+    pub(crate) fn topic(&self, name: &str) -> Result<Arc<Topic>> {
+        self.shared
+            .topics
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::UnknownTopic(name.to_owned()))
+    }
+
+    /// The topic, created with the default config if auto-creation is on.
+    pub(crate) fn topic_for_produce(&self, name: &str) -> Result<Arc<Topic>> {
+        match self.topic(name) {
+            Err(Error::UnknownTopic(_)) if self.shared.config.auto_create_topics => {
+                match self.create_topic(name, self.shared.config.default_topic.clone()) {
+                    Ok(_) | Err(Error::TopicExists(_)) => self.topic(name),
+                    Err(e) => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Partitions, offsets and sizes of a topic.
+    pub fn describe_topic(&self, name: &str) -> Result<TopicDescription> {
+        self.describe(&*self.topic(name)?)
+    }
+
+    fn describe(&self, topic: &Topic) -> Result<TopicDescription> {
+        let partitions = topic
+            .partitions
+            .read()
+            .iter()
+            .enumerate()
+            .map(|(p, log)| PartitionDescription {
+                partition: p as u32,
+                log_start: log.log_start_offset().0,
+                log_end: log.end_offset().0,
+                high_watermark: log.high_watermark().0,
+                size_bytes: log.size_bytes(),
+            })
+            .collect();
+        Ok(TopicDescription {
+            name: topic.name.clone(),
+            id: topic.id,
+            config: topic.config.read().clone(),
+            partitions,
+        })
+    }
+
+    /// Grows a topic to `partitions` partitions (never shrinks, as Kafka).
+    pub fn add_partitions(&self, name: &str, partitions: u32) -> Result<()> {
+        let topic = self.topic(name)?;
+        let current = topic.partition_count();
+        if partitions < current {
+            return Err(Error::InvalidConfig(
+                "a topic's partition count can only grow",
+            ));
+        }
+        topic.config.write().partitions = partitions;
+        topic.open_partitions(&self.shared.storage)?;
+        topic.write_metadata(&*self.shared.storage)
+    }
+
+    /// One partition's log.
+    pub fn partition(&self, topic: &str, partition: u32) -> Result<Arc<PartitionLog>> {
+        self.topic(topic)?.partition(partition)
+    }
+
+    /// Number of partitions of a topic.
+    pub fn partition_count(&self, topic: &str) -> Result<u32> {
+        Ok(self.topic(topic)?.partition_count())
+    }
+
+    /// Appends record batches to a partition (as `PartitionLog::append`) and wakes consumers.
+    pub fn append(&self, topic: &str, partition: u32, batches: &mut [u8]) -> Result<AppendInfo> {
+        let info = self
+            .topic_for_produce(topic)?
+            .partition(partition)?
+            .append(batches)?;
+        self.notify_appended();
+        Ok(info)
+    }
+
+    fn notify_appended(&self) {
+        *self.shared.appends.lock() += 1;
+        self.shared.appended.notify_all();
+    }
+
+    /// A counter that grows with every append; pass it to [`Log::wait_for_append`].
+    pub(crate) fn append_count(&self) -> u64 {
+        *self.shared.appends.lock()
+    }
+
+    /// Blocks until an append after `seen` or `timeout`.
+    pub(crate) fn wait_for_append(&self, seen: u64, timeout: Duration) {
+        let mut count = self.shared.appends.lock();
+        if *count == seen {
+            self.shared.appended.wait_for(&mut count, timeout);
+        }
+    }
+
+    /// The offset store.
+    pub fn offsets(&self) -> &OffsetStore {
+        &self.shared.offsets
+    }
+
+    /// The group coordinator.
+    pub fn coordinator(&self) -> &Coordinator {
+        &self.shared.coordinator
+    }
+
+    /// Groups with live members or committed offsets, sorted.
+    pub fn list_groups(&self) -> Vec<String> {
+        let mut groups = self.shared.offsets.list_groups();
+        for id in self.shared.coordinator.group_ids() {
+            let live = self
+                .shared
+                .coordinator
+                .read_group(&id, |g| !g.members().is_empty())
+                .unwrap_or(false);
+            if live && !groups.contains(&id) {
+                groups.push(id);
+            }
+        }
+        groups.sort();
+        groups
+    }
+
+    /// A group's state, members and per-partition committed offset, log end and lag.
+    pub fn describe_group(&self, group: &str) -> Result<GroupDescription> {
+        let live = self.shared.coordinator.read_group(group, |g| {
+            let members = g.members().into_iter().map(|m| {
+                let assigned = decode_assignment(&m.assignment);
+                (m, assigned)
+            });
+            (g.phase(), g.generation(), members.collect::<Vec<_>>())
+        });
+        let mut offsets = Vec::new();
+        for (topic, partition, committed) in self.shared.offsets.group_offsets(group) {
+            let Ok(log) = self.partition(&topic, partition as u32) else {
+                continue;
+            };
+            let log_end = log.high_watermark().0;
+            offsets.push(GroupPartitionLag {
+                topic,
+                partition: partition as u32,
+                committed: committed.offset,
+                log_end,
+                lag: (log_end - committed.offset).max(0),
+            });
+        }
+        let (phase, generation, members) = match live {
+            Some((phase, generation, members)) => (Some(phase), generation, members),
+            None => (None, 0, Vec::new()),
+        };
+        Ok(GroupDescription {
+            group: group.to_owned(),
+            phase,
+            generation,
+            members,
+            offsets,
+        })
+    }
+
+    /// Deletes a group's offsets and state; refused while it has members.
+    pub fn delete_group(&self, group: &str) -> Result<bool> {
+        self.shared.coordinator.delete_group(group)?;
+        Ok(self.shared.offsets.delete_group(group)?)
+    }
+
+    /// Plans (and with `execute`, applies) an offset reset for `group` on `topics` (all
+    /// partitions of each). Refused while the group has members, as Kafka does. Targets are
+    /// clamped to each partition's range; the plan reports every clamp.
+    pub fn reset_offsets(
+        &self,
+        group: &str,
+        topics: &[String],
+        target: ResetTarget,
+        execute: bool,
+    ) -> Result<Vec<PlannedReset>> {
+        let active = self
+            .shared
+            .coordinator
+            .read_group(group, |g| !g.members().is_empty())
+            .unwrap_or(false);
+        if active {
+            return Err(GroupError::NonEmptyGroup.into());
+        }
+        let mut plan = Vec::new();
+        for topic in topics {
+            let partitions = self.topic(topic)?.partition_count();
+            for partition in 0..partitions {
+                let log = self.partition(topic, partition)?;
+                let current = self
+                    .shared
+                    .offsets
+                    .fetch(group, topic, partition as i32)
+                    .map(|c| c.offset);
+                let range = PartitionRange {
+                    log_start: log.log_start_offset().0,
+                    log_end: log.high_watermark().0,
+                };
+                let lookup = |ts| {
+                    log.offset_for_timestamp(ts)
+                        .ok()
+                        .flatten()
+                        .map(|o: Offset| o.0)
+                };
+                plan.push(target.plan(topic, partition as i32, current, range, lookup));
+            }
+        }
+        if execute {
+            let commits: Vec<OffsetCommit> = plan
+                .iter()
+                .map(|p| OffsetCommit {
+                    topic: p.topic.clone(),
+                    partition: p.partition,
+                    offset: p.target,
+                    metadata: String::new(),
+                })
+                .collect();
+            self.shared
+                .offsets
+                .commit(group, &commits, self.shared.clock.now_ms())?;
+        }
+        Ok(plan)
+    }
+
+    /// Applies retention to every partition as of `now_ms`; returns segments deleted.
+    pub fn apply_retention(&self, now_ms: i64) -> Result<usize> {
+        let topics: Vec<Arc<Topic>> = self.shared.topics.read().values().cloned().collect();
+        let mut deleted = 0;
+        for topic in topics {
+            for log in topic.partitions.read().iter() {
+                deleted += log.apply_retention(now_ms)?.deleted_segments;
+            }
+        }
+        Ok(deleted)
+    }
+}

@@ -1,0 +1,193 @@
+//! [`Coordinator`]: every group of an engine behind one lock, with a condition variable so
+//! in-process members can wait for each other (a join waits for the other members to rejoin,
+//! a follower's sync waits for the leader's assignment), as Kafka parks those requests.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+
+use super::GroupError;
+use super::state::{Group, JoinRequest, JoinResponse, JoinStatus, SyncStatus};
+use crate::clock::Clock;
+
+/// Limits the coordinator enforces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// Smallest session timeout a member may ask for (Kafka `group.min.session.timeout.ms`).
+    pub min_session_timeout_ms: i64,
+    /// Largest session timeout (Kafka `group.max.session.timeout.ms`).
+    pub max_session_timeout_ms: i64,
+}
+
+impl Default for GroupConfig {
+    fn default() -> GroupConfig {
+        GroupConfig {
+            min_session_timeout_ms: 6_000,
+            max_session_timeout_ms: 1_800_000,
+        }
+    }
+}
+
+/// Holds every consumer group of one engine.
+#[derive(Debug, Default)]
+pub struct Coordinator {
+    config: GroupConfig,
+    groups: Mutex<BTreeMap<String, Group>>,
+    changed: Condvar,
+}
+
+/// How long a waiting member sleeps before re-checking deadlines (time may be simulated, so
+/// waiting cannot rely on wake-ups alone).
+const WAIT_SLICE: Duration = Duration::from_millis(20);
+
+impl Coordinator {
+    /// A coordinator with `config`.
+    pub fn new(config: GroupConfig) -> Coordinator {
+        Coordinator {
+            config,
+            ..Coordinator::default()
+        }
+    }
+
+    /// Runs `f` on group `id` (created if missing), then wakes every waiting member.
+    pub fn with_group<T>(&self, id: &str, f: impl FnOnce(&mut Group) -> T) -> T {
+        let mut groups = self.groups.lock();
+        let group = groups
+            .entry(id.to_owned())
+            .or_insert_with(|| Group::new(id));
+        let out = f(group);
+        self.changed.notify_all();
+        out
+    }
+
+    /// Runs `f` on group `id` if it exists.
+    pub fn read_group<T>(&self, id: &str, f: impl FnOnce(&Group) -> T) -> Option<T> {
+        self.groups.lock().get(id).map(f)
+    }
+
+    /// Ids of the groups the coordinator knows.
+    pub fn group_ids(&self) -> Vec<String> {
+        self.groups.lock().keys().cloned().collect()
+    }
+
+    /// Forgets an empty group; refused while it has members.
+    pub fn delete_group(&self, id: &str) -> Result<(), GroupError> {
+        let mut groups = self.groups.lock();
+        if groups.get(id).is_some_and(|g| !g.members().is_empty()) {
+            return Err(GroupError::NonEmptyGroup);
+        }
+        groups.remove(id);
+        Ok(())
+    }
+
+    /// A join, without waiting.
+    pub fn join(
+        &self,
+        group: &str,
+        request: JoinRequest,
+        now: i64,
+    ) -> Result<JoinStatus, GroupError> {
+        if !(self.config.min_session_timeout_ms..=self.config.max_session_timeout_ms)
+            .contains(&request.session_timeout_ms)
+        {
+            return Err(GroupError::InvalidSessionTimeout);
+        }
+        self.with_group(group, |g| {
+            g.tick(now);
+            g.join(request, now)
+        })
+    }
+
+    /// Joins and waits until the join phase completes (or `timeout` passes).
+    pub fn join_and_wait(
+        &self,
+        group: &str,
+        request: JoinRequest,
+        clock: &dyn Clock,
+        timeout: Duration,
+    ) -> Result<JoinResponse, GroupError> {
+        let started = std::time::Instant::now();
+        let mut status = self.join(group, request, clock.now_ms())?;
+        loop {
+            let member_id = match status {
+                JoinStatus::Joined(response) => return Ok(response),
+                JoinStatus::Waiting { member_id } => member_id,
+            };
+            if started.elapsed() >= timeout {
+                return Err(GroupError::Timeout);
+            }
+            let mut groups = self.groups.lock();
+            self.changed.wait_for(&mut groups, WAIT_SLICE);
+            let group = groups
+                .entry(group.to_owned())
+                .or_insert_with(|| Group::new(group));
+            if group.tick(clock.now_ms()) {
+                self.changed.notify_all();
+            }
+            status = group.poll_join(&member_id)?;
+        }
+    }
+
+    /// Syncs and waits for this member's assignment (the leader passes everyone's).
+    pub fn sync_and_wait(
+        &self,
+        group: &str,
+        member_id: &str,
+        generation: i32,
+        assignments: Option<Vec<(String, Bytes)>>,
+        clock: &dyn Clock,
+        timeout: Duration,
+    ) -> Result<Bytes, GroupError> {
+        let started = std::time::Instant::now();
+        let mut assignments = assignments;
+        loop {
+            let status = self.with_group(group, |g| {
+                g.tick(clock.now_ms());
+                g.sync(member_id, generation, assignments.take(), clock.now_ms())
+            })?;
+            if let SyncStatus::Assigned(bytes) = status {
+                return Ok(bytes);
+            }
+            if started.elapsed() >= timeout {
+                return Err(GroupError::Timeout);
+            }
+            let mut groups = self.groups.lock();
+            self.changed.wait_for(&mut groups, WAIT_SLICE);
+        }
+    }
+
+    /// A heartbeat (also expires other members' sessions).
+    pub fn heartbeat(
+        &self,
+        group: &str,
+        member_id: &str,
+        generation: i32,
+        now: i64,
+    ) -> Result<(), GroupError> {
+        self.with_group(group, |g| {
+            g.tick(now);
+            g.heartbeat(member_id, generation, now)
+        })
+    }
+
+    /// A member leaves.
+    pub fn leave(&self, group: &str, member_id: &str, now: i64) -> Result<(), GroupError> {
+        self.with_group(group, |g| g.leave(member_id, now))
+    }
+
+    /// Whether a commit from `member_id` at `generation` is accepted.
+    pub fn validate_commit(
+        &self,
+        group: &str,
+        member_id: &str,
+        generation: i32,
+        now: i64,
+    ) -> Result<(), GroupError> {
+        self.with_group(group, |g| {
+            g.tick(now);
+            g.validate_commit(member_id, generation)
+        })
+    }
+}

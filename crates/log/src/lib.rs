@@ -1,0 +1,48 @@
+//! `logd`: the embeddable engine. A Rust program opens a [`Log`] on a directory and gets
+//! topics with partitions, a [`Producer`] that routes keys to partitions, [`Consumer`]s in
+//! groups that commit and resume, and replay from any offset or time, all in-process.
+//!
+//! ```
+//! use std::time::Duration;
+//! use logd::{AutoOffsetReset, Config, Consumer, ConsumerConfig, Log, Producer, ProducerConfig, ProducerRecord, TopicConfig};
+//!
+//! # fn main() -> logd::Result<()> {
+//! # let temp = tempfile::tempdir().unwrap();
+//! let log = Log::open(temp.path(), Config::default())?;
+//! log.create_topic("orders", TopicConfig { partitions: 3, ..TopicConfig::default() })?;
+//!
+//! let producer = Producer::new(&log, ProducerConfig::default());
+//! let stored = producer.send(ProducerRecord::new("orders", "created").key("order-17"))?.wait()?;
+//!
+//! let mut consumer = Consumer::new(&log, ConsumerConfig {
+//!     group_id: Some("billing".into()),
+//!     auto_offset_reset: AutoOffsetReset::Earliest,
+//!     ..ConsumerConfig::default()
+//! });
+//! consumer.subscribe(vec!["orders".into()])?;
+//! let records = consumer.poll(Duration::from_secs(5))?;
+//! assert_eq!(records[0].offset, stored.offset);
+//! consumer.commit()?; // after the work is done: at-least-once
+//! # Ok(())
+//! # }
+//! ```
+
+mod clock;
+mod consumer;
+mod engine;
+mod error;
+pub mod group;
+mod producer;
+mod topic;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use consumer::{
+    AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics, TopicPartition,
+};
+pub use engine::{
+    Config, GroupDescription, GroupPartitionLag, Log, PartitionDescription, TopicDescription,
+};
+pub use error::{Error, Result};
+pub use logd_offsets::{PlannedReset, ResetTarget};
+pub use producer::{Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
+pub use topic::{Fsync, TopicConfig, validate_topic_name};

@@ -1,0 +1,322 @@
+//! Topics: names, per-topic configuration persisted in the data directory, and the partition
+//! logs of each topic.
+//!
+//! Layout: `topics/<name>/topic.json` (id and config, replaced atomically) and
+//! `topics/<name>/<partition>/` (a `logd-storage` partition directory).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use logd_storage::{FsyncPolicy, LogConfig, PartitionLog, Storage};
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// File holding a topic's id and configuration.
+const METADATA: &str = "topic.json";
+
+/// When a topic's appends are fsynced (see `logd_storage::FsyncPolicy` for what each survives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fsync {
+    /// Every append is durable when acknowledged (group commit).
+    #[default]
+    Always,
+    /// At most this many ms of acknowledged appends can be lost to a power cut.
+    IntervalMs(u64),
+    /// Durability is left to checkpoints, rolls and the kernel.
+    Never,
+}
+
+/// A topic's configuration, stored with the topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TopicConfig {
+    /// Number of partitions (Kafka's default is 1).
+    pub partitions: u32,
+    /// Delete segments whose newest record is older than this (ms); `None` keeps forever.
+    pub retention_ms: Option<i64>,
+    /// Keep at most about this many bytes per partition; `None` for no limit.
+    pub retention_bytes: Option<u64>,
+    /// Segment file size.
+    pub segment_bytes: u64,
+    /// Roll a segment after this much record time (ms).
+    pub segment_ms: Option<i64>,
+    /// Fsync policy.
+    pub fsync: Fsync,
+    /// Largest batch accepted.
+    pub max_batch_bytes: usize,
+}
+
+impl Default for TopicConfig {
+    fn default() -> TopicConfig {
+        let storage = LogConfig::default();
+        TopicConfig {
+            partitions: 1,
+            retention_ms: storage.retention_ms,
+            retention_bytes: storage.retention_bytes,
+            segment_bytes: storage.segment_bytes,
+            segment_ms: storage.segment_ms,
+            fsync: Fsync::Always,
+            max_batch_bytes: storage.max_batch_bytes,
+        }
+    }
+}
+
+impl TopicConfig {
+    /// The storage configuration of each partition.
+    pub fn log_config(&self) -> LogConfig {
+        LogConfig {
+            segment_bytes: self.segment_bytes,
+            segment_ms: self.segment_ms,
+            retention_ms: self.retention_ms,
+            retention_bytes: self.retention_bytes,
+            max_batch_bytes: self.max_batch_bytes,
+            fsync: match self.fsync {
+                Fsync::Always => FsyncPolicy::Always,
+                Fsync::IntervalMs(ms) => FsyncPolicy::Interval(Duration::from_millis(ms)),
+                Fsync::Never => FsyncPolicy::Never,
+            },
+            ..LogConfig::default()
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.partitions == 0 || self.partitions > 10_000 {
+            return Err(Error::InvalidConfig(
+                "partitions must be between 1 and 10000",
+            ));
+        }
+        if matches!(self.fsync, Fsync::IntervalMs(0)) {
+            return Err(Error::InvalidConfig("fsync interval must be positive"));
+        }
+        self.log_config().validate()?;
+        Ok(())
+    }
+}
+
+/// Checks a topic name by Kafka's rules.
+pub fn validate_topic_name(name: &str) -> Result<()> {
+    let reason = if name.is_empty() {
+        "empty"
+    } else if name.len() > 249 {
+        "longer than 249 characters"
+    } else if name == "." || name == ".." {
+        "'.' and '..' are reserved"
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        "only ASCII letters, digits, '.', '_' and '-' are allowed"
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidTopicName {
+        name: name.to_owned(),
+        reason,
+    })
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Metadata {
+    /// 16 bytes as 32 hex digits: stable for the topic's life (Kafka topic ids).
+    id: String,
+    config: TopicConfig,
+}
+
+/// One topic and its open partitions.
+#[derive(Debug)]
+pub(crate) struct Topic {
+    pub name: String,
+    pub id: [u8; 16],
+    pub config: RwLock<TopicConfig>,
+    pub partitions: RwLock<Vec<Arc<PartitionLog>>>,
+    pub dir: PathBuf,
+}
+
+impl Topic {
+    /// Creates the topic's directory, metadata and partitions.
+    pub(crate) fn create(
+        storage: &Arc<dyn Storage>,
+        topics_dir: &Path,
+        name: &str,
+        config: TopicConfig,
+        id: [u8; 16],
+    ) -> Result<Topic> {
+        validate_topic_name(name)?;
+        config.validate()?;
+        let dir = topics_dir.join(name);
+        storage
+            .create_dir_all(&dir)
+            .map_err(|e| metadata_error(&dir, e))?;
+        let topic = Topic {
+            name: name.to_owned(),
+            id,
+            config: RwLock::new(config),
+            partitions: RwLock::new(Vec::new()),
+            dir,
+        };
+        topic.open_partitions(storage)?;
+        topic.write_metadata(&**storage)?;
+        storage
+            .sync_dir(topics_dir)
+            .map_err(|e| metadata_error(topics_dir, e))?;
+        Ok(topic)
+    }
+
+    /// Opens an existing topic; `None` if its directory has no metadata (an interrupted
+    /// create or delete, which the caller removes).
+    pub(crate) fn open(storage: &Arc<dyn Storage>, dir: PathBuf) -> Result<Option<Topic>> {
+        let path = dir.join(METADATA);
+        let file = match storage.open(&path, false) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(metadata_error(&path, e)),
+        };
+        let len = file.size().map_err(|e| metadata_error(&path, e))?;
+        let mut bytes = vec![0; len as usize];
+        file.read_exact_at(&mut bytes, 0)
+            .map_err(|e| metadata_error(&path, e))?;
+        let metadata: Metadata =
+            serde_json::from_slice(&bytes).map_err(|e| Error::TopicMetadata {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
+        let id = parse_id(&metadata.id).ok_or_else(|| Error::TopicMetadata {
+            path: path.clone(),
+            reason: "topic id is not 32 hex digits".into(),
+        })?;
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let topic = Topic {
+            name,
+            id,
+            config: RwLock::new(metadata.config),
+            partitions: RwLock::new(Vec::new()),
+            dir,
+        };
+        topic.open_partitions(storage)?;
+        Ok(Some(topic))
+    }
+
+    /// Opens partitions up to the configured count.
+    pub(crate) fn open_partitions(&self, storage: &Arc<dyn Storage>) -> Result<()> {
+        let config = self.config.read().clone();
+        let mut partitions = self.partitions.write();
+        for p in partitions.len() as u32..config.partitions {
+            let log = PartitionLog::open_with(
+                storage.clone(),
+                self.dir.join(p.to_string()),
+                config.log_config(),
+            )?;
+            partitions.push(Arc::new(log));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn write_metadata(&self, storage: &dyn Storage) -> Result<()> {
+        let metadata = Metadata {
+            id: self.id.iter().map(|b| format!("{b:02x}")).collect(),
+            config: self.config.read().clone(),
+        };
+        let bytes = serde_json::to_vec_pretty(&metadata).expect("plain data serializes");
+        logd_storage::replace_file(storage, &self.dir, METADATA, &bytes, true)?;
+        Ok(())
+    }
+
+    pub(crate) fn partition(&self, partition: u32) -> Result<Arc<PartitionLog>> {
+        let partitions = self.partitions.read();
+        partitions
+            .get(partition as usize)
+            .cloned()
+            .ok_or_else(|| Error::UnknownPartition {
+                topic: self.name.clone(),
+                partition,
+                partitions: partitions.len() as u32,
+            })
+    }
+
+    pub(crate) fn partition_count(&self) -> u32 {
+        self.partitions.read().len() as u32
+    }
+
+    /// Removes the metadata first (so a crash midway leaves a directory that `open` ignores
+    /// and removes), then the whole directory.
+    pub(crate) fn remove_files(&self, storage: &dyn Storage, topics_dir: &Path) -> Result<()> {
+        let path = self.dir.join(METADATA);
+        storage
+            .remove_file(&path)
+            .map_err(|e| metadata_error(&path, e))?;
+        storage
+            .sync_dir(&self.dir)
+            .map_err(|e| metadata_error(&self.dir, e))?;
+        storage
+            .remove_dir_all(&self.dir)
+            .map_err(|e| metadata_error(&self.dir, e))?;
+        storage
+            .sync_dir(topics_dir)
+            .map_err(|e| metadata_error(topics_dir, e))?;
+        Ok(())
+    }
+}
+
+fn parse_id(hex: &str) -> Option<[u8; 16]> {
+    if hex.len() != 32 {
+        return None;
+    }
+    let mut id = [0u8; 16];
+    for (i, byte) in id.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(id)
+}
+
+fn metadata_error(path: &Path, e: std::io::Error) -> Error {
+    Error::TopicMetadata {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_topic_name_rules() {
+        for ok in ["orders", "a.b_c-D9", &"x".repeat(249)] {
+            assert!(validate_topic_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", "a b", "a/b", "ü", &"x".repeat(250)] {
+            assert!(
+                matches!(
+                    validate_topic_name(bad),
+                    Err(Error::InvalidTopicName { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn config_json_round_trips_and_rejects_unknown_keys() {
+        let config = TopicConfig {
+            partitions: 6,
+            fsync: Fsync::IntervalMs(250),
+            ..TopicConfig::default()
+        };
+        let json = serde_json::to_string(&config).unwrap();
+        assert_eq!(serde_json::from_str::<TopicConfig>(&json).unwrap(), config);
+        assert!(serde_json::from_str::<TopicConfig>(r#"{"partitons": 3}"#).is_err());
+        assert_eq!(
+            parse_id("00ff00ff00ff00ff00ff00ff00ff00ff").unwrap()[1],
+            0xff
+        );
+        assert_eq!(parse_id("xyz"), None);
+    }
+}
