@@ -5,6 +5,7 @@ mod delivery;
 mod groups;
 mod keys;
 mod replay;
+mod topics;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -464,27 +464,28 @@ impl Group {
     }
 
     /// Removes members whose session expired and ends a join phase whose deadline passed.
-    /// Returns true if anything changed.
+    /// During a rebalance, members that already rejoined are waiting on the group and are kept;
+    /// the others still expire with their session, as in Kafka, so a crashed member delays a
+    /// rebalance by its session timeout at most. Returns true if anything changed.
     pub fn tick(&mut self, now: i64) -> bool {
         let before = (self.phase, self.generation, self.members.len());
-        if self.phase != GroupPhase::PreparingRebalance {
-            let expired: Vec<String> = self
-                .members
-                .iter()
-                .filter(|(_, m)| now - m.last_seen > m.session_timeout_ms)
-                .map(|(id, _)| id.clone())
-                .collect();
-            if !expired.is_empty() {
-                for id in &expired {
-                    self.members.remove(id);
-                }
-                if self.members.is_empty() {
-                    self.phase = GroupPhase::Empty;
-                    self.leader = None;
-                    self.generation += 1;
-                } else {
-                    self.start_rebalance(now, None);
-                }
+        let rebalancing = self.phase == GroupPhase::PreparingRebalance;
+        let expired: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(_, m)| !(rebalancing && m.joined) && now - m.last_seen > m.session_timeout_ms)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expired {
+            self.members.remove(id);
+        }
+        if !expired.is_empty() && !rebalancing {
+            if self.members.is_empty() {
+                self.phase = GroupPhase::Empty;
+                self.leader = None;
+                self.generation += 1;
+            } else {
+                self.start_rebalance(now, None);
             }
         }
         self.maybe_complete_join(now);

@@ -135,12 +135,36 @@ fn a_member_that_does_not_rejoin_in_time_is_dropped() {
     g.sync(&a, 2, Some(vec![]), 100).unwrap();
     let c = waiting(g.join(request(None), 200).unwrap());
     waiting(g.join(request(Some(&a)), 300).unwrap());
-    // b never rejoins; the rebalance timeout (30 s) runs out.
-    assert!(!g.tick(30_100));
+    // b keeps heartbeating (told to rejoin each time) but never rejoins: the rebalance
+    // timeout (30 s) decides.
+    for t in (1_000..30_000).step_by(5_000) {
+        assert_eq!(g.heartbeat(&b, 2, t), Err(GroupError::RebalanceInProgress));
+        assert!(!g.tick(t + 1));
+    }
     assert!(g.tick(30_201));
     let response = joined(g.poll_join(&c).unwrap());
     assert_eq!(response.generation, 3);
     assert_eq!(g.members().len(), 2);
+    assert_eq!(g.poll_join(&b), Err(GroupError::UnknownMember));
+}
+
+#[test]
+fn a_silent_member_does_not_hold_a_rebalance_past_its_session() {
+    let (mut g, a, b) = stable_pair();
+    g.sync(&a, 2, Some(vec![]), 100).unwrap();
+    // c joins; a rejoins at once; b has crashed and says nothing.
+    let c = waiting(g.join(request(None), 200).unwrap());
+    waiting(g.join(request(Some(&a)), 300).unwrap());
+    assert!(
+        !g.tick(10_000),
+        "b was last seen at 30 ms; its 10 s session is not over"
+    );
+    // Joined members wait on the group and do not expire meanwhile.
+    assert!(
+        g.tick(10_031),
+        "b expires with its session, well before the 30 s rebalance timeout"
+    );
+    assert!(matches!(g.poll_join(&c).unwrap(), JoinStatus::Joined(r) if r.generation == 3));
     assert_eq!(g.poll_join(&b), Err(GroupError::UnknownMember));
 }
 

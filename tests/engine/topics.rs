@@ -1,0 +1,154 @@
+//! Topic lifecycle: create, describe, list, add partitions and delete, persisted across a
+//! reopen; bad names and duplicates refused; the producer's linger sends without a flush.
+
+use std::time::{Duration, Instant};
+
+use logd::{Error, Fsync, Producer, ProducerConfig, ProducerRecord, TopicConfig};
+
+use super::open;
+
+#[test]
+fn topics_and_their_config_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = TopicConfig {
+        partitions: 3,
+        retention_ms: Some(60_000),
+        fsync: Fsync::IntervalMs(200),
+        ..TopicConfig::default()
+    };
+    let id = {
+        let log = open(dir.path());
+        let created = log.create_topic("orders", config.clone()).unwrap();
+        log.create_topic("audit", TopicConfig::default()).unwrap();
+        assert!(matches!(
+            log.create_topic("orders", TopicConfig::default()),
+            Err(Error::TopicExists(_))
+        ));
+        assert!(matches!(
+            log.create_topic("bad/name", TopicConfig::default()),
+            Err(Error::InvalidTopicName { .. })
+        ));
+        assert!(matches!(
+            log.create_topic(
+                "zero",
+                TopicConfig {
+                    partitions: 0,
+                    ..TopicConfig::default()
+                }
+            ),
+            Err(Error::InvalidConfig(_))
+        ));
+        let producer = Producer::new(&log, ProducerConfig::default());
+        producer
+            .send(ProducerRecord::new("orders", "x").partition(2))
+            .unwrap()
+            .wait()
+            .unwrap();
+        log.add_partitions("orders", 5).unwrap();
+        assert!(matches!(
+            log.add_partitions("orders", 2),
+            Err(Error::InvalidConfig(_))
+        ));
+        created.id
+    };
+    let log = open(dir.path());
+    assert_eq!(
+        log.list_topics(),
+        vec!["audit".to_owned(), "orders".to_owned()]
+    );
+    let orders = log.describe_topic("orders").unwrap();
+    assert_eq!(orders.id, id, "topic ids are stable");
+    assert_eq!(
+        orders.config,
+        TopicConfig {
+            partitions: 5,
+            ..config
+        }
+    );
+    assert_eq!(orders.partitions.len(), 5);
+    assert_eq!(orders.partitions[2].log_end, 1);
+
+    log.offsets()
+        .commit(
+            "g",
+            &[logd_offsets::OffsetCommit {
+                topic: "orders".into(),
+                partition: 2,
+                offset: 1,
+                metadata: String::new(),
+            }],
+            0,
+        )
+        .unwrap();
+    log.delete_topic("orders").unwrap();
+    assert!(matches!(
+        log.describe_topic("orders"),
+        Err(Error::UnknownTopic(_))
+    ));
+    assert!(
+        !dir.path().join("topics/orders").exists(),
+        "its files are gone"
+    );
+    assert!(
+        log.offsets().group_offsets("g").is_empty(),
+        "and so are the offsets committed for it"
+    );
+    drop(log);
+    assert_eq!(open(dir.path()).list_topics(), vec!["audit".to_owned()]);
+}
+
+#[test]
+fn unknown_topics_are_refused_unless_auto_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path());
+    let producer = Producer::new(&log, ProducerConfig::default());
+    assert!(matches!(
+        producer.send(ProducerRecord::new("nope", "x")),
+        Err(Error::UnknownTopic(_))
+    ));
+    drop((producer, log));
+    let auto = logd::Log::open(
+        dir.path(),
+        logd::Config {
+            auto_create_topics: true,
+            ..logd::Config::default()
+        },
+    )
+    .unwrap();
+    let producer = Producer::new(&auto, ProducerConfig::default());
+    producer
+        .send(ProducerRecord::new("fresh", "x"))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        auto.describe_topic("fresh").unwrap().partitions.len(),
+        1,
+        "Kafka's default of one partition"
+    );
+}
+
+#[test]
+fn linger_sends_a_partial_batch_without_a_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path());
+    super::topic(&log, "t", 1);
+    let producer = Producer::new(
+        &log,
+        ProducerConfig {
+            linger: Duration::from_millis(20),
+            batch_bytes: 1 << 20,
+            ..ProducerConfig::default()
+        },
+    );
+    let started = Instant::now();
+    let first = producer.send(ProducerRecord::new("t", "a")).unwrap();
+    let second = producer.send(ProducerRecord::new("t", "b")).unwrap();
+    let (a, b) = (first.wait().unwrap(), second.wait().unwrap());
+    assert_eq!((a.offset, b.offset), (0, 1), "one batch, in order");
+    assert!(
+        started.elapsed() >= Duration::from_millis(15),
+        "held for the linger"
+    );
+    assert_eq!(log.describe_topic("t").unwrap().partitions[0].log_end, 2);
+}
