@@ -3,10 +3,12 @@
 //!
 //! `cargo bench -p logd-benches` (all) or `cargo bench -p logd-benches -- storage/append`.
 
+mod engine;
 mod storage;
 
 criterion::criterion_main!(
     storage::append::benches,
     storage::read::benches,
-    storage::reopen::benches
+    storage::reopen::benches,
+    engine::benches,
 );

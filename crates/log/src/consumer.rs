@@ -9,6 +9,7 @@
 //! at-most-once commits the new positions before `poll` returns the records.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -106,8 +107,8 @@ impl Default for ConsumerConfig {
 /// A record as a consumer receives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerRecord {
-    /// Topic.
-    pub topic: String,
+    /// Topic (shared between the records of one fetch).
+    pub topic: Arc<str>,
     /// Partition.
     pub partition: u32,
     /// Offset.
@@ -235,6 +236,7 @@ impl Consumer {
             }
             let bytes = log.read(Offset(position), self.config.fetch_max_bytes)?;
             let max_decompressed = log.config().max_decompressed_bytes;
+            let topic: Arc<str> = tp.topic.as_str().into();
             for record in Record::decode_all(&bytes, max_decompressed)? {
                 if record.offset < position {
                     continue;
@@ -244,7 +246,7 @@ impl Consumer {
                 }
                 position = record.offset + 1;
                 records.push(ConsumerRecord {
-                    topic: tp.topic.clone(),
+                    topic: topic.clone(),
                     partition: tp.partition,
                     offset: record.offset,
                     timestamp: record.timestamp,

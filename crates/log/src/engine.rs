@@ -279,7 +279,7 @@ impl Log {
             })
             .collect();
         Ok(TopicDescription {
-            name: topic.name.clone(),
+            name: topic.name.to_string(),
             id: topic.id,
             config: topic.config.read().clone(),
             partitions,

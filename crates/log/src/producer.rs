@@ -3,7 +3,7 @@
 //! `linger`, or on [`Producer::flush`]. Each send returns a [`Delivery`] that resolves to the
 //! record's partition and offset once the append is durable under the topic's fsync policy.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -102,10 +102,12 @@ pub struct RecordMetadata {
     pub timestamp: i64,
 }
 
-type Outcome = std::result::Result<RecordMetadata, Arc<Error>>;
+/// What a batch's append came to: its base offset, or the error every record of it shares.
+type Outcome = std::result::Result<i64, Arc<Error>>;
 
+/// One per batch, shared by its records' deliveries.
 #[derive(Debug, Default)]
-struct Slot {
+struct BatchSlot {
     outcome: Mutex<Option<Outcome>>,
     done: Condvar,
 }
@@ -113,7 +115,11 @@ struct Slot {
 /// The pending result of one send.
 #[derive(Debug)]
 pub struct Delivery {
-    slot: Arc<Slot>,
+    slot: Arc<BatchSlot>,
+    topic: Arc<str>,
+    partition: u32,
+    index: i64,
+    timestamp: i64,
 }
 
 impl Delivery {
@@ -123,9 +129,14 @@ impl Delivery {
         while outcome.is_none() {
             self.slot.done.wait(&mut outcome);
         }
-        match outcome.take().expect("checked above") {
-            Ok(metadata) => Ok(metadata),
-            Err(e) => Err(Error::Delivery(e)),
+        match outcome.as_ref().expect("checked above") {
+            Ok(base_offset) => Ok(RecordMetadata {
+                topic: self.topic.to_string(),
+                partition: self.partition,
+                offset: base_offset + self.index,
+                timestamp: self.timestamp,
+            }),
+            Err(e) => Err(Error::Delivery(e.clone())),
         }
     }
 }
@@ -133,17 +144,29 @@ impl Delivery {
 #[derive(Debug)]
 struct Pending {
     builder: BatchBuilder,
-    /// Slot and timestamp of each record, in batch order.
-    records: Vec<(Arc<Slot>, i64)>,
+    slot: Arc<BatchSlot>,
     started: Instant,
 }
+
+impl Pending {
+    fn new(compression: Compression) -> Pending {
+        Pending {
+            builder: BatchBuilder::new(compression),
+            slot: Arc::new(BatchSlot::default()),
+            started: Instant::now(),
+        }
+    }
+}
+
+/// Pending batches by topic, then by partition.
+type PendingBatches = HashMap<Arc<str>, Vec<Option<Pending>>>;
 
 #[derive(Debug)]
 struct Shared {
     log: Log,
     config: ProducerConfig,
     partitioner: Box<dyn Partitioner>,
-    pending: Mutex<BTreeMap<(String, u32), Pending>>,
+    pending: Mutex<PendingBatches>,
     closing: Mutex<bool>,
     wake: Condvar,
 }
@@ -171,7 +194,7 @@ impl Producer {
             log: log.clone(),
             config,
             partitioner,
-            pending: Mutex::new(BTreeMap::new()),
+            pending: Mutex::new(HashMap::new()),
             closing: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -207,45 +230,55 @@ impl Producer {
         let timestamp = record
             .timestamp
             .unwrap_or_else(|| shared.log.clock().now_ms());
-        let slot = Arc::new(Slot::default());
         let headers: Vec<(&[u8], Option<&[u8]>)> = record
             .headers
             .iter()
             .map(|(k, v)| (k.as_bytes(), v.as_deref()))
             .collect();
-        let full = {
-            let mut pending = shared.pending.lock();
-            let batch = pending
-                .entry((record.topic.clone(), partition))
-                .or_insert_with(|| Pending {
-                    builder: BatchBuilder::new(shared.config.compression),
-                    records: Vec::new(),
-                    started: Instant::now(),
-                });
-            batch.builder.push(
-                timestamp,
-                record.key.as_deref(),
-                record.value.as_deref(),
-                &headers,
-            );
-            batch.records.push((slot.clone(), timestamp));
-            (batch.builder.size() >= shared.config.batch_bytes)
-                .then(|| pending.remove(&(record.topic.clone(), partition)))
-        };
-        if let Some(Some(batch)) = full {
-            // A failure reaches every delivery of the batch, this one included.
-            let _ = shared.append(&record.topic, partition, batch);
+        let name = topic.name.clone();
+        let mut pending = shared.pending.lock();
+        // Keyed by the topic's shared name: a refcount, not a string copy, per send.
+        let by_partition = pending.entry(name.clone()).or_default();
+        if by_partition.len() <= partition as usize {
+            by_partition.resize_with(partition as usize + 1, || None);
         }
-        Ok(Delivery { slot })
+        let batch = by_partition[partition as usize]
+            .get_or_insert_with(|| Pending::new(shared.config.compression));
+        let delivery = Delivery {
+            slot: batch.slot.clone(),
+            topic: name.clone(),
+            partition,
+            index: batch.builder.len() as i64,
+            timestamp,
+        };
+        batch.builder.push(
+            timestamp,
+            record.key.as_deref(),
+            record.value.as_deref(),
+            &headers,
+        );
+        if batch.builder.size() >= shared.config.batch_bytes {
+            let full = by_partition[partition as usize]
+                .take()
+                .expect("just filled");
+            drop(pending);
+            // A failure reaches every delivery of the batch, this one included.
+            let _ = shared.append(&name, partition, full);
+        }
+        Ok(delivery)
     }
 
     /// Appends every queued batch and waits until they are stored.
     pub fn flush(&self) -> Result<()> {
         let batches = std::mem::take(&mut *self.shared.pending.lock());
         let mut failure = None;
-        for ((topic, partition), batch) in batches {
-            if let Err(e) = self.shared.append(&topic, partition, batch) {
-                failure.get_or_insert(e);
+        for (topic, by_partition) in batches {
+            for (partition, batch) in by_partition.into_iter().enumerate() {
+                if let Some(batch) = batch
+                    && let Err(e) = self.shared.append(&topic, partition as u32, batch)
+                {
+                    failure.get_or_insert(e);
+                }
             }
         }
         match failure {
@@ -272,20 +305,9 @@ impl Shared {
             partition,
             self.log.partition_count(topic).unwrap_or(1).max(1),
         );
-        let outcome = result.map_err(Arc::new);
-        for (i, (slot, timestamp)) in batch.records.into_iter().enumerate() {
-            let result = match &outcome {
-                Ok(info) => Ok(RecordMetadata {
-                    topic: topic.to_owned(),
-                    partition,
-                    offset: info.base_offset.0 + i as i64,
-                    timestamp,
-                }),
-                Err(e) => Err(e.clone()),
-            };
-            *slot.outcome.lock() = Some(result);
-            slot.done.notify_all();
-        }
+        let outcome = result.map(|info| info.base_offset.0).map_err(Arc::new);
+        *batch.slot.outcome.lock() = Some(outcome.clone());
+        batch.slot.done.notify_all();
         outcome.map(|_| ())
     }
 }
@@ -297,18 +319,23 @@ fn linger_loop(shared: Weak<Shared>) {
             return;
         };
         let linger = shared.config.linger;
-        let due: Vec<((String, u32), Pending)> = {
+        let due: Vec<(Arc<str>, u32, Pending)> = {
             let mut pending = shared.pending.lock();
-            let keys: Vec<(String, u32)> = pending
-                .iter()
-                .filter(|(_, b)| b.started.elapsed() >= linger)
-                .map(|(k, _)| k.clone())
-                .collect();
-            keys.into_iter()
-                .filter_map(|k| pending.remove(&k).map(|b| (k, b)))
-                .collect()
+            let mut due = Vec::new();
+            for (topic, by_partition) in pending.iter_mut() {
+                for (partition, slot) in by_partition.iter_mut().enumerate() {
+                    if slot.as_ref().is_some_and(|b| b.started.elapsed() >= linger) {
+                        due.push((
+                            topic.clone(),
+                            partition as u32,
+                            slot.take().expect("checked"),
+                        ));
+                    }
+                }
+            }
+            due
         };
-        for ((topic, partition), batch) in due {
+        for (topic, partition, batch) in due {
             // A failure reaches the batch's deliveries; nothing else to do here.
             let _ = shared.append(&topic, partition, batch);
         }

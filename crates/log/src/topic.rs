@@ -129,7 +129,7 @@ struct Metadata {
 /// One topic and its open partitions.
 #[derive(Debug)]
 pub(crate) struct Topic {
-    pub name: String,
+    pub name: Arc<str>,
     pub id: [u8; 16],
     pub config: RwLock<TopicConfig>,
     pub partitions: RwLock<Vec<Arc<PartitionLog>>>,
@@ -152,7 +152,7 @@ impl Topic {
             .create_dir_all(&dir)
             .map_err(|e| metadata_error(&dir, e))?;
         let topic = Topic {
-            name: name.to_owned(),
+            name: name.into(),
             id,
             config: RwLock::new(config),
             partitions: RwLock::new(Vec::new()),
@@ -194,7 +194,7 @@ impl Topic {
             .unwrap_or_default()
             .to_owned();
         let topic = Topic {
-            name,
+            name: name.into(),
             id,
             config: RwLock::new(metadata.config),
             partitions: RwLock::new(Vec::new()),
@@ -235,7 +235,7 @@ impl Topic {
             .get(partition as usize)
             .cloned()
             .ok_or_else(|| Error::UnknownPartition {
-                topic: self.name.clone(),
+                topic: self.name.to_string(),
                 partition,
                 partitions: partitions.len() as u32,
             })

@@ -277,30 +277,28 @@ impl<'a> BatchRef<'a> {
                 reason: "record count does not match last offset delta",
             });
         }
-        let records = self.records(max_decompressed)?;
-        let mut seen = 0i32;
-        let mut max_timestamp = i64::MIN;
-        for record in records.iter() {
-            let record = record.map_err(|_| Error::InvalidBatch {
-                position,
-                reason: "malformed record",
-            })?;
-            if record.offset_delta != seen {
-                return Err(Error::InvalidBatch {
-                    position,
-                    reason: "record offset deltas are not 0, 1, 2, ...",
-                });
+        let payload = match h.compression()? {
+            Compression::None => std::borrow::Cow::Borrowed(self.records_payload()),
+            codec => {
+                std::borrow::Cow::Owned(codec.decompress(self.records_payload(), max_decompressed)?)
             }
-            max_timestamp = max_timestamp.max(record.timestamp);
-            seen += 1;
-        }
-        if seen != h.record_count {
+        };
+        let Some((count, max_delta)) = record::validate_payload(&payload) else {
+            return Err(Error::InvalidBatch {
+                position,
+                reason: "malformed record, or offset deltas not 0, 1, 2, ...",
+            });
+        };
+        if count != h.record_count as usize {
             return Err(Error::InvalidBatch {
                 position,
                 reason: "fewer records than the record count",
             });
         }
-        if !h.is_log_append_time() && seen > 0 && max_timestamp != h.max_timestamp {
+        if !h.is_log_append_time()
+            && count > 0
+            && h.base_timestamp.wrapping_add(max_delta) != h.max_timestamp
+        {
             return Err(Error::InvalidBatch {
                 position,
                 reason: "max timestamp does not match the records",

@@ -65,6 +65,61 @@ impl<'a> Records<'a> {
     }
 }
 
+/// Walks a record payload checking only its structure (what `append` demands of a producer):
+/// each record's fields fill its length exactly, offset deltas are 0, 1, 2, …. Returns the
+/// record count and the largest timestamp delta. Cheaper than iterating [`RecordRef`]s because
+/// nothing is built for the caller.
+pub(crate) fn validate_payload(buf: &[u8]) -> Option<(usize, i64)> {
+    let mut pos = 0;
+    let mut count = 0usize;
+    let mut max_delta = i64::MIN;
+    while pos < buf.len() {
+        let len = usize::try_from(read_varint(buf, &mut pos)?).ok()?;
+        let end = pos.checked_add(len)?;
+        let record = buf.get(..end)?;
+        pos += 1; // attributes
+        let timestamp_delta = read_varlong(record, &mut pos)?;
+        if read_varint(record, &mut pos)? != i32::try_from(count).ok()? {
+            return None;
+        }
+        skip_bytes(record, &mut pos)?; // key
+        skip_bytes(record, &mut pos)?; // value
+        let headers = read_varint(record, &mut pos)?;
+        if headers < 0 {
+            return None;
+        }
+        for _ in 0..headers {
+            let key = read_varint(record, &mut pos)?;
+            if key < 0 {
+                return None;
+            }
+            pos = pos.checked_add(key as usize)?;
+            skip_bytes(record, &mut pos)?;
+        }
+        if pos != end {
+            return None;
+        }
+        max_delta = max_delta.max(timestamp_delta);
+        count += 1;
+    }
+    Some((count, max_delta))
+}
+
+/// Skips a varint-length-prefixed byte string (length -1 is null); `None` if it overruns.
+#[inline(always)]
+fn skip_bytes(buf: &[u8], pos: &mut usize) -> Option<()> {
+    let len = read_varint(buf, pos)?;
+    if len >= 0 {
+        *pos = pos.checked_add(len as usize)?;
+        if *pos > buf.len() {
+            return None;
+        }
+    } else if len != -1 {
+        return None;
+    }
+    Some(())
+}
+
 /// Iterator over the records in a (decompressed) record payload.
 #[derive(Debug, Clone)]
 pub struct RecordIter<'a> {

@@ -1,0 +1,243 @@
+//! `engine/*`: the embedded engine against `logd-storage` underneath it, in the same run.
+//! Producer throughput (keyed 100-byte records) vs encoding the same records into batches and
+//! appending them directly; consumer throughput vs reading and decoding directly; commit
+//! latency; append-to-wake latency of a waiting consumer.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, black_box, criterion_group};
+use logd::{
+    AutoOffsetReset, Config, Consumer, ConsumerConfig, Fsync, Log, Producer, ProducerConfig,
+    ProducerRecord, TopicConfig, TopicPartition,
+};
+use logd_storage::batch::{BatchBuilder, BatchIter, Compression};
+use logd_storage::{FsyncPolicy, LogConfig, Offset, PartitionLog};
+
+const RECORDS: usize = 200_000;
+const VALUE: [u8; 100] = [b'v'; 100];
+
+fn never_topic() -> TopicConfig {
+    TopicConfig {
+        partitions: 1,
+        fsync: Fsync::Never,
+        retention_ms: None,
+        ..TopicConfig::default()
+    }
+}
+
+fn key(i: usize) -> String {
+    format!("key-{:06}", i % 1000)
+}
+
+fn produce(c: &mut Criterion) {
+    let mut group = c.benchmark_group("engine/produce/100B-keyed");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Elements(RECORDS as u64));
+    group.bench_function(BenchmarkId::new("logd", "producer-send+flush"), |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    let dir = tempfile::tempdir().expect("temp dir");
+                    let log = Log::open(dir.path(), Config::default()).expect("open");
+                    log.create_topic("t", never_topic()).expect("topic");
+                    let producer = Producer::new(&log, ProducerConfig::default());
+                    let started = Instant::now();
+                    for i in 0..RECORDS {
+                        let record = ProducerRecord::new("t", &VALUE[..])
+                            .key(key(i))
+                            .timestamp(i as i64);
+                        black_box(producer.send(record).expect("send"));
+                    }
+                    producer.flush().expect("flush");
+                    started.elapsed()
+                })
+                .sum()
+        })
+    });
+    group.bench_function(BenchmarkId::new("baseline", "storage-encode+append"), |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    let dir = tempfile::tempdir().expect("temp dir");
+                    let config = LogConfig {
+                        fsync: FsyncPolicy::Never,
+                        retention_ms: None,
+                        ..LogConfig::default()
+                    };
+                    let log = PartitionLog::open(dir.path(), config).expect("open");
+                    let started = Instant::now();
+                    let mut builder = BatchBuilder::new(Compression::None);
+                    for i in 0..RECORDS {
+                        let k = key(i);
+                        builder.push(i as i64, Some(k.as_bytes()), Some(&VALUE), &[]);
+                        // The producer's default batch size, 16 KiB.
+                        if builder.size() >= 16 << 10 {
+                            log.append(&mut builder.build(0).expect("build"))
+                                .expect("append");
+                            builder = BatchBuilder::new(Compression::None);
+                        }
+                    }
+                    if !builder.is_empty() {
+                        log.append(&mut builder.build(0).expect("build"))
+                            .expect("append");
+                    }
+                    started.elapsed()
+                })
+                .sum()
+        })
+    });
+    group.finish();
+}
+
+fn consume(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = Log::open(dir.path(), Config::default()).expect("open");
+    log.create_topic("t", never_topic()).expect("topic");
+    {
+        let producer = Producer::new(&log, ProducerConfig::default());
+        for i in 0..RECORDS {
+            producer
+                .send(ProducerRecord::new("t", &VALUE[..]).key(key(i)))
+                .expect("send");
+        }
+        producer.flush().expect("flush");
+    }
+    let mut group = c.benchmark_group("engine/consume/100B");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Elements(RECORDS as u64));
+    group.bench_function("logd/consumer-poll", |b| {
+        b.iter(|| {
+            let mut consumer = Consumer::new(
+                &log,
+                ConsumerConfig {
+                    auto_offset_reset: AutoOffsetReset::Earliest,
+                    max_poll_records: 10_000,
+                    ..ConsumerConfig::default()
+                },
+            );
+            consumer
+                .assign(vec![TopicPartition::new("t", 0)])
+                .expect("assign");
+            let mut seen = 0;
+            while seen < RECORDS {
+                seen += black_box(consumer.poll(Duration::from_secs(1)).expect("poll")).len();
+            }
+        })
+    });
+    let partition = log.partition("t", 0).expect("partition");
+    group.bench_function("baseline/storage-read+decode", |b| {
+        b.iter(|| {
+            let mut next = 0;
+            let mut seen = 0;
+            while seen < RECORDS {
+                let bytes = partition.read(Offset(next), 1 << 20).expect("read");
+                for item in BatchIter::new(&bytes, 0) {
+                    let (_, batch) = item.expect("batch");
+                    for record in batch.records(1 << 20).expect("records").iter() {
+                        black_box(record.expect("record"));
+                        seen += 1;
+                    }
+                    next = batch.header.next_offset();
+                }
+            }
+        })
+    });
+    group.finish();
+}
+
+fn commit(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = Log::open(dir.path(), Config::default()).expect("open");
+    log.create_topic("t", never_topic()).expect("topic");
+    let mut consumer = Consumer::new(
+        &log,
+        ConsumerConfig {
+            group_id: Some("g".into()),
+            ..ConsumerConfig::default()
+        },
+    );
+    consumer
+        .assign(vec![TopicPartition::new("t", 0)])
+        .expect("assign");
+    let tp = TopicPartition::new("t", 0);
+    let mut offset = 0;
+    let mut group = c.benchmark_group("engine/commit");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function("one-partition-durable", |b| {
+        b.iter(|| {
+            offset += 1;
+            consumer
+                .commit_offsets(&[(tp.clone(), offset)])
+                .expect("commit");
+        })
+    });
+    group.finish();
+}
+
+fn wake(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = Log::open(dir.path(), Config::default()).expect("open");
+    log.create_topic("t", never_topic()).expect("topic");
+    let (go, started) = mpsc::channel::<()>();
+    let (woke_tx, woke) = mpsc::channel::<Instant>();
+    let reader = {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            let mut consumer = Consumer::new(
+                &log,
+                ConsumerConfig {
+                    auto_offset_reset: AutoOffsetReset::Latest,
+                    ..ConsumerConfig::default()
+                },
+            );
+            consumer
+                .assign(vec![TopicPartition::new("t", 0)])
+                .expect("assign");
+            consumer
+                .position(&TopicPartition::new("t", 0))
+                .expect("position");
+            while started.recv().is_ok() {
+                // The consumer is waiting in poll before the append happens.
+                let records = consumer.poll(Duration::from_secs(10)).expect("poll");
+                assert_eq!(records.len(), 1);
+                woke_tx.send(Instant::now()).expect("report");
+            }
+        })
+    };
+    let mut batch = BatchBuilder::new(Compression::None);
+    batch.push(0, None, Some(&VALUE), &[]);
+    let template = batch.build(0).expect("build");
+    let mut group = c.benchmark_group("engine/append-to-wake");
+    group
+        .sample_size(50)
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function("never", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                go.send(()).expect("start the reader");
+                // Give the reader time to block in poll, so the wake-up is what is measured.
+                std::thread::sleep(Duration::from_micros(300));
+                let appended = Instant::now();
+                log.append("t", 0, &mut template.clone()).expect("append");
+                total += woke
+                    .recv()
+                    .expect("woke")
+                    .saturating_duration_since(appended);
+            }
+            total
+        })
+    });
+    group.finish();
+    drop(go);
+    reader.join().expect("reader");
+}
+
+criterion_group!(benches, produce, consume, commit, wake);
