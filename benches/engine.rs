@@ -46,8 +46,9 @@ fn produce(c: &mut Criterion) {
                     let producer = Producer::new(&log, ProducerConfig::default());
                     let started = Instant::now();
                     for i in 0..RECORDS {
+                        let k = key(i);
                         let record = ProducerRecord::new("t", &VALUE[..])
-                            .key(key(i))
+                            .key(&k)
                             .timestamp(i as i64);
                         black_box(producer.send(record).expect("send"));
                     }
@@ -100,7 +101,7 @@ fn consume(c: &mut Criterion) {
         let producer = Producer::new(&log, ProducerConfig::default());
         for i in 0..RECORDS {
             producer
-                .send(ProducerRecord::new("t", &VALUE[..]).key(key(i)))
+                .send(ProducerRecord::new("t", &VALUE[..]).key(&key(i)))
                 .expect("send");
         }
         producer.flush().expect("flush");

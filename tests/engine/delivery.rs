@@ -37,7 +37,7 @@ fn produce(log: &logd::Log, n: usize) {
     let producer = Producer::new(log, ProducerConfig::default());
     for i in 0..n {
         producer
-            .send(ProducerRecord::new("jobs", format!("job-{i}")).key(format!("{i}")))
+            .send(ProducerRecord::new("jobs", &format!("job-{i}")).key(&format!("{i}")))
             .unwrap();
     }
     producer.flush().unwrap();

@@ -84,7 +84,7 @@ fn produce(log: &Log, from: usize, to: usize) {
     let producer = Producer::new(log, ProducerConfig::default());
     for i in from..to {
         producer
-            .send(ProducerRecord::new("work", format!("{i}")).key(format!("key-{i}")))
+            .send(ProducerRecord::new("work", &format!("{i}")).key(&format!("key-{i}")))
             .unwrap();
     }
     producer.flush().unwrap();

@@ -15,8 +15,11 @@ fn send_keyed(producer: &Producer, from: usize, to: usize) -> Vec<(String, u32, 
     let deliveries: Vec<_> = (from..to)
         .map(|i| {
             let key = format!("user-{}", i % 13);
-            let record = ProducerRecord::new("events", format!("{key}:{i}")).key(key.clone());
-            (key, producer.send(record).unwrap())
+            let value = format!("{key}:{i}");
+            let delivery = producer
+                .send(ProducerRecord::new("events", &value).key(&key))
+                .unwrap();
+            (key, delivery)
         })
         .collect();
     deliveries
@@ -87,7 +90,7 @@ fn two_groups_each_see_every_record_once() {
     let producer = Producer::new(&log, ProducerConfig::default());
     for i in 0..300 {
         producer
-            .send(ProducerRecord::new("events", format!("{i}")).key(format!("k{i}")))
+            .send(ProducerRecord::new("events", &format!("{i}")).key(&format!("k{i}")))
             .unwrap();
     }
     producer.flush().unwrap();

@@ -55,7 +55,7 @@ fn resets_replay_from_an_offset_a_timestamp_and_the_clamped_earliest() {
     for i in 0..400i64 {
         producer
             .send(
-                ProducerRecord::new("history", format!("event {i:>40}"))
+                ProducerRecord::new("history", &format!("event {i:>40}"))
                     .partition(0)
                     .timestamp(1_000 + i * 10),
             )

@@ -43,7 +43,7 @@ fn run(dir: &std::path::Path) -> logd::Result<()> {
     for i in 0..30 {
         let customer = format!("customer-{}", i % 5);
         deliveries.push(
-            producer.send(ProducerRecord::new("orders", format!("order {i}")).key(customer))?,
+            producer.send(ProducerRecord::new("orders", &format!("order {i}")).key(&customer))?,
         );
     }
     for delivery in deliveries {

@@ -3,12 +3,11 @@
 //! `linger`, or on [`Producer::flush`]. Each send returns a [`Delivery`] that resolves to the
 //! record's partition and offset once the append is durable under the topic's fsync policy.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use logd_partition::{KeyHash, Partitioner, Sticky};
 use logd_storage::batch::{BatchBuilder, Compression};
 use parking_lot::{Condvar, Mutex};
@@ -37,53 +36,58 @@ impl Default for ProducerConfig {
     }
 }
 
-/// A record to send.
+/// A record to send. It borrows its bytes: `send` copies them into the partition's batch, so
+/// nothing is allocated per record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProducerRecord {
+pub struct ProducerRecord<'a> {
     /// Topic.
-    pub topic: String,
+    pub topic: &'a str,
     /// Explicit partition; `None` lets the partitioner choose (by key, or sticky if keyless).
     pub partition: Option<u32>,
     /// Key; records with the same key go to the same partition.
-    pub key: Option<Bytes>,
-    /// Value.
-    pub value: Option<Bytes>,
+    pub key: Option<&'a [u8]>,
+    /// Value; `None` is a tombstone.
+    pub value: Option<&'a [u8]>,
     /// Headers, in order (keys may repeat).
-    pub headers: Vec<(String, Option<Bytes>)>,
+    pub headers: Vec<(&'a str, Option<&'a [u8]>)>,
     /// Timestamp (ms); `None` for the engine clock's now.
     pub timestamp: Option<i64>,
 }
 
-impl ProducerRecord {
+impl<'a> ProducerRecord<'a> {
     /// A record with `value` for `topic`.
-    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> ProducerRecord {
+    pub fn new(topic: &'a str, value: &'a (impl AsRef<[u8]> + ?Sized)) -> ProducerRecord<'a> {
         ProducerRecord {
-            topic: topic.into(),
-            value: Some(value.into()),
+            topic,
+            value: Some(value.as_ref()),
             ..ProducerRecord::default()
         }
     }
 
     /// Sets the key.
-    pub fn key(mut self, key: impl Into<Bytes>) -> ProducerRecord {
-        self.key = Some(key.into());
+    pub fn key(mut self, key: &'a (impl AsRef<[u8]> + ?Sized)) -> ProducerRecord<'a> {
+        self.key = Some(key.as_ref());
         self
     }
 
     /// Adds a header.
-    pub fn header(mut self, key: impl Into<String>, value: impl Into<Bytes>) -> ProducerRecord {
-        self.headers.push((key.into(), Some(value.into())));
+    pub fn header(
+        mut self,
+        key: &'a str,
+        value: &'a (impl AsRef<[u8]> + ?Sized),
+    ) -> ProducerRecord<'a> {
+        self.headers.push((key, Some(value.as_ref())));
         self
     }
 
     /// Sends to this partition, bypassing the partitioner.
-    pub fn partition(mut self, partition: u32) -> ProducerRecord {
+    pub fn partition(mut self, partition: u32) -> ProducerRecord<'a> {
         self.partition = Some(partition);
         self
     }
 
     /// Sets the timestamp (ms).
-    pub fn timestamp(mut self, timestamp: i64) -> ProducerRecord {
+    pub fn timestamp(mut self, timestamp: i64) -> ProducerRecord<'a> {
         self.timestamp = Some(timestamp);
         self
     }
@@ -106,8 +110,10 @@ pub struct RecordMetadata {
 type Outcome = std::result::Result<i64, Arc<Error>>;
 
 /// One per batch, shared by its records' deliveries.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct BatchSlot {
+    topic: Arc<str>,
+    partition: u32,
     outcome: Mutex<Option<Outcome>>,
     done: Condvar,
 }
@@ -116,8 +122,6 @@ struct BatchSlot {
 #[derive(Debug)]
 pub struct Delivery {
     slot: Arc<BatchSlot>,
-    topic: Arc<str>,
-    partition: u32,
     index: i64,
     timestamp: i64,
 }
@@ -131,8 +135,8 @@ impl Delivery {
         }
         match outcome.as_ref().expect("checked above") {
             Ok(base_offset) => Ok(RecordMetadata {
-                topic: self.topic.to_string(),
-                partition: self.partition,
+                topic: self.slot.topic.to_string(),
+                partition: self.slot.partition,
                 offset: base_offset + self.index,
                 timestamp: self.timestamp,
             }),
@@ -149,17 +153,39 @@ struct Pending {
 }
 
 impl Pending {
-    fn new(compression: Compression) -> Pending {
+    fn new(compression: Compression, topic: Arc<str>, partition: u32) -> Pending {
         Pending {
             builder: BatchBuilder::new(compression),
-            slot: Arc::new(BatchSlot::default()),
+            slot: Arc::new(BatchSlot {
+                topic,
+                partition,
+                outcome: Mutex::new(None),
+                done: Condvar::new(),
+            }),
             started: Instant::now(),
         }
     }
 }
 
-/// Pending batches by topic, then by partition.
-type PendingBatches = HashMap<Arc<str>, Vec<Option<Pending>>>;
+/// How long a producer trusts its cached partition count of a topic, as Kafka clients cache
+/// metadata: partitions added meanwhile get records after at most this long.
+const METADATA_MAX_AGE: Duration = Duration::from_secs(1);
+
+/// The producer looks at the clock to age its metadata only every this many sends.
+const METADATA_CHECK_EVERY: u32 = 64;
+
+/// A topic's pending batches by partition, with the producer's view of its partition count.
+#[derive(Debug)]
+struct TopicBatches {
+    name: Arc<str>,
+    partition_count: u32,
+    checked: Instant,
+    sends: u32,
+    batches: Vec<Option<Pending>>,
+}
+
+/// Pending batches by topic name (a producer writes few topics: a sorted map beats hashing).
+type PendingBatches = BTreeMap<Arc<str>, TopicBatches>;
 
 #[derive(Debug)]
 struct Shared {
@@ -194,7 +220,7 @@ impl Producer {
             log: log.clone(),
             config,
             partitioner,
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(BTreeMap::new()),
             closing: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -210,75 +236,91 @@ impl Producer {
     }
 
     /// Queues a record; its batch is appended when full, after `linger`, or on `flush`.
-    pub fn send(&self, record: ProducerRecord) -> Result<Delivery> {
+    pub fn send(&self, record: ProducerRecord<'_>) -> Result<Delivery> {
         let shared = &self.shared;
-        let topic = shared.log.topic_for_produce(&record.topic)?;
-        let partitions = topic.partition_count();
+        let timestamp = record
+            .timestamp
+            .unwrap_or_else(|| shared.log.clock().now_ms());
+        let mut pending = shared.pending.lock();
+        if !pending.contains_key(record.topic) {
+            let topic = shared.log.topic_for_produce(record.topic)?;
+            let batches = TopicBatches {
+                name: topic.name.clone(),
+                partition_count: topic.partition_count(),
+                checked: Instant::now(),
+                sends: 0,
+                batches: Vec::new(),
+            };
+            pending.insert(topic.name.clone(), batches);
+        }
+        let topic = pending.get_mut(record.topic).expect("inserted above");
+        topic.sends = topic.sends.wrapping_add(1);
+        if topic.sends.is_multiple_of(METADATA_CHECK_EVERY)
+            && topic.checked.elapsed() >= METADATA_MAX_AGE
+        {
+            topic.partition_count = shared
+                .log
+                .topic_for_produce(record.topic)?
+                .partition_count();
+            topic.checked = Instant::now();
+        }
         let partition = match record.partition {
-            Some(p) if p < partitions => p,
+            Some(p) if p < topic.partition_count => p,
             Some(p) => {
                 return Err(Error::UnknownPartition {
-                    topic: record.topic,
+                    topic: record.topic.to_owned(),
                     partition: p,
-                    partitions,
+                    partitions: topic.partition_count,
                 });
             }
             None => shared
                 .partitioner
-                .partition(record.key.as_deref(), partitions),
+                .partition(record.key, topic.partition_count),
         };
-        let timestamp = record
-            .timestamp
-            .unwrap_or_else(|| shared.log.clock().now_ms());
-        let headers: Vec<(&[u8], Option<&[u8]>)> = record
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_bytes(), v.as_deref()))
-            .collect();
-        let name = topic.name.clone();
-        let mut pending = shared.pending.lock();
-        // Keyed by the topic's shared name: a refcount, not a string copy, per send.
-        let by_partition = pending.entry(name.clone()).or_default();
-        if by_partition.len() <= partition as usize {
-            by_partition.resize_with(partition as usize + 1, || None);
+        if topic.batches.len() <= partition as usize {
+            topic.batches.resize_with(partition as usize + 1, || None);
         }
-        let batch = by_partition[partition as usize]
-            .get_or_insert_with(|| Pending::new(shared.config.compression));
+        let name = &topic.name;
+        let batch = topic.batches[partition as usize].get_or_insert_with(|| {
+            Pending::new(shared.config.compression, name.clone(), partition)
+        });
         let delivery = Delivery {
             slot: batch.slot.clone(),
-            topic: name.clone(),
-            partition,
             index: batch.builder.len() as i64,
             timestamp,
         };
-        batch.builder.push(
-            timestamp,
-            record.key.as_deref(),
-            record.value.as_deref(),
-            &headers,
-        );
+        let headers: Vec<(&[u8], Option<&[u8]>)> = record
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_bytes(), *v))
+            .collect();
+        batch
+            .builder
+            .push(timestamp, record.key, record.value, &headers);
         if batch.builder.size() >= shared.config.batch_bytes {
-            let full = by_partition[partition as usize]
+            let full = topic.batches[partition as usize]
                 .take()
                 .expect("just filled");
             drop(pending);
             // A failure reaches every delivery of the batch, this one included.
-            let _ = shared.append(&name, partition, full);
+            let _ = shared.append(full);
         }
         Ok(delivery)
     }
 
     /// Appends every queued batch and waits until they are stored.
     pub fn flush(&self) -> Result<()> {
-        let batches = std::mem::take(&mut *self.shared.pending.lock());
+        let batches: Vec<Pending> = {
+            let mut pending = self.shared.pending.lock();
+            pending
+                .values_mut()
+                .flat_map(|t| t.batches.iter_mut().filter_map(Option::take))
+                .collect()
+        };
         let mut failure = None;
-        for (topic, by_partition) in batches {
-            for (partition, batch) in by_partition.into_iter().enumerate() {
-                if let Some(batch) = batch
-                    && let Err(e) = self.shared.append(&topic, partition as u32, batch)
-                {
-                    failure.get_or_insert(e);
-                }
+        for batch in batches {
+            if let Err(e) = self.shared.append(batch) {
+                failure.get_or_insert(e);
             }
         }
         match failure {
@@ -290,12 +332,8 @@ impl Producer {
 
 impl Shared {
     /// Appends one batch and resolves its deliveries.
-    fn append(
-        &self,
-        topic: &str,
-        partition: u32,
-        batch: Pending,
-    ) -> std::result::Result<(), Arc<Error>> {
+    fn append(&self, batch: Pending) -> std::result::Result<(), Arc<Error>> {
+        let (topic, partition) = (&batch.slot.topic, batch.slot.partition);
         let result = batch
             .builder
             .build(0)
@@ -319,25 +357,18 @@ fn linger_loop(shared: Weak<Shared>) {
             return;
         };
         let linger = shared.config.linger;
-        let due: Vec<(Arc<str>, u32, Pending)> = {
+        let due: Vec<Pending> = {
             let mut pending = shared.pending.lock();
-            let mut due = Vec::new();
-            for (topic, by_partition) in pending.iter_mut() {
-                for (partition, slot) in by_partition.iter_mut().enumerate() {
-                    if slot.as_ref().is_some_and(|b| b.started.elapsed() >= linger) {
-                        due.push((
-                            topic.clone(),
-                            partition as u32,
-                            slot.take().expect("checked"),
-                        ));
-                    }
-                }
-            }
-            due
+            pending
+                .values_mut()
+                .flat_map(|t| t.batches.iter_mut())
+                .filter(|slot| slot.as_ref().is_some_and(|b| b.started.elapsed() >= linger))
+                .filter_map(Option::take)
+                .collect()
         };
-        for (topic, partition, batch) in due {
+        for batch in due {
             // A failure reaches the batch's deliveries; nothing else to do here.
-            let _ = shared.append(&topic, partition, batch);
+            let _ = shared.append(batch);
         }
         let mut closing = shared.closing.lock();
         if *closing {

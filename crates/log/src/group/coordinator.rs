@@ -62,6 +62,14 @@ impl Coordinator {
         out
     }
 
+    /// Runs `f` on group `id` after expiring what `now` has expired in it.
+    fn with_ticked_group<T>(&self, id: &str, now: i64, f: impl FnOnce(&mut Group) -> T) -> T {
+        self.with_group(id, |g| {
+            g.tick(now);
+            f(g)
+        })
+    }
+
     /// Runs `f` on group `id` if it exists.
     pub fn read_group<T>(&self, id: &str, f: impl FnOnce(&Group) -> T) -> Option<T> {
         self.groups.lock().get(id).map(f)
@@ -94,10 +102,7 @@ impl Coordinator {
         {
             return Err(GroupError::InvalidSessionTimeout);
         }
-        self.with_group(group, |g| {
-            g.tick(now);
-            g.join(request, now)
-        })
+        self.with_ticked_group(group, now, |g| g.join(request, now))
     }
 
     /// Joins and waits until the join phase completes (or `timeout` passes).
@@ -143,9 +148,9 @@ impl Coordinator {
         let started = std::time::Instant::now();
         let mut assignments = assignments;
         loop {
-            let status = self.with_group(group, |g| {
-                g.tick(clock.now_ms());
-                g.sync(member_id, generation, assignments.take(), clock.now_ms())
+            let now = clock.now_ms();
+            let status = self.with_ticked_group(group, now, |g| {
+                g.sync(member_id, generation, assignments.take(), now)
             })?;
             if let SyncStatus::Assigned(bytes) = status {
                 return Ok(bytes);
@@ -166,10 +171,7 @@ impl Coordinator {
         generation: i32,
         now: i64,
     ) -> Result<(), GroupError> {
-        self.with_group(group, |g| {
-            g.tick(now);
-            g.heartbeat(member_id, generation, now)
-        })
+        self.with_ticked_group(group, now, |g| g.heartbeat(member_id, generation, now))
     }
 
     /// A member leaves.
@@ -185,9 +187,6 @@ impl Coordinator {
         generation: i32,
         now: i64,
     ) -> Result<(), GroupError> {
-        self.with_group(group, |g| {
-            g.tick(now);
-            g.validate_commit(member_id, generation)
-        })
+        self.with_ticked_group(group, now, |g| g.validate_commit(member_id, generation))
     }
 }

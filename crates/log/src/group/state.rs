@@ -452,15 +452,21 @@ impl Group {
         self.members
             .remove(member_id)
             .ok_or(GroupError::UnknownMember)?;
+        self.members_removed(now);
+        self.maybe_complete_join(now);
+        Ok(())
+    }
+
+    /// After members were removed outside a join phase: an empty group goes to `Empty` (a new
+    /// generation, so stale members are fenced), otherwise the rest rebalance.
+    fn members_removed(&mut self, now: i64) {
         if self.members.is_empty() {
             self.phase = GroupPhase::Empty;
             self.leader = None;
             self.generation += 1;
         } else {
             self.start_rebalance(now, None);
-            self.maybe_complete_join(now);
         }
-        Ok(())
     }
 
     /// Removes members whose session expired and ends a join phase whose deadline passed.
@@ -480,13 +486,7 @@ impl Group {
             self.members.remove(id);
         }
         if !expired.is_empty() && !rebalancing {
-            if self.members.is_empty() {
-                self.phase = GroupPhase::Empty;
-                self.leader = None;
-                self.generation += 1;
-            } else {
-                self.start_rebalance(now, None);
-            }
+            self.members_removed(now);
         }
         self.maybe_complete_join(now);
         before != (self.phase, self.generation, self.members.len())
