@@ -237,12 +237,13 @@ impl Consumer {
             let bytes = log.read(Offset(position), self.config.fetch_max_bytes)?;
             let max_decompressed = log.config().max_decompressed_bytes;
             let topic: Arc<str> = tp.topic.as_str().into();
-            for record in Record::decode_all(&bytes, max_decompressed)? {
+            let limit = self.config.max_poll_records;
+            Record::decode_each(&bytes, max_decompressed, |record| {
                 if record.offset < position {
-                    continue;
+                    return true;
                 }
-                if records.len() >= self.config.max_poll_records {
-                    break;
+                if records.len() >= limit {
+                    return false;
                 }
                 position = record.offset + 1;
                 records.push(ConsumerRecord {
@@ -258,7 +259,8 @@ impl Consumer {
                         .map(|h| (h.key, h.value))
                         .collect(),
                 });
-            }
+                true
+            })?;
             self.positions.insert(tp, position);
         }
         if count > 0 {

@@ -304,6 +304,20 @@ impl Record {
     /// buffer for uncompressed keys and values rather than copying them.
     pub fn decode_all(batches: &Bytes, max_decompressed: usize) -> Result<Vec<Record>> {
         let mut out = Vec::new();
+        Record::decode_each(batches, max_decompressed, |record| {
+            out.push(record);
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// As [`Record::decode_all`], handing each record to `f` instead of collecting them; stops
+    /// early when `f` returns false.
+    pub fn decode_each(
+        batches: &Bytes,
+        max_decompressed: usize,
+        mut f: impl FnMut(Record) -> bool,
+    ) -> Result<()> {
         for item in super::BatchIter::new(batches, 0) {
             let (position, batch) = item?;
             batch.verify_crc(position)?;
@@ -319,7 +333,7 @@ impl Record {
                     let start = s.as_ptr() as usize - records.payload.as_ptr() as usize;
                     base.slice(start..start + s.len())
                 };
-                out.push(Record {
+                let record = Record {
                     offset: r.offset,
                     timestamp: r.timestamp,
                     key: r.key.map(share),
@@ -331,9 +345,12 @@ impl Record {
                             value: h.value.map(share),
                         })
                         .collect(),
-                });
+                };
+                if !f(record) {
+                    return Ok(());
+                }
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
