@@ -4,6 +4,7 @@
 mod delivery;
 mod groups;
 mod keys;
+mod power_cut;
 mod replay;
 mod topics;
 

@@ -131,7 +131,7 @@ impl Log {
             path: dir.clone(),
             reason: e.to_string(),
         };
-        storage.create_dir_all(&dir.join("topics")).map_err(io)?;
+        logd_storage::create_dir_durable(&*storage, &dir.join("topics")).map_err(io)?;
         let lock = storage.lock_dir(&dir).map_err(io)?;
         let topics_dir = dir.join("topics");
         let mut topics = BTreeMap::new();

@@ -148,9 +148,7 @@ impl Topic {
         validate_topic_name(name)?;
         config.validate()?;
         let dir = topics_dir.join(name);
-        storage
-            .create_dir_all(&dir)
-            .map_err(|e| metadata_error(&dir, e))?;
+        logd_storage::create_dir_durable(&**storage, &dir).map_err(|e| metadata_error(&dir, e))?;
         let topic = Topic {
             name: name.into(),
             id,

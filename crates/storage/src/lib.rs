@@ -43,7 +43,8 @@ pub use bytes::Bytes;
 pub use config::{FsyncPolicy, LogConfig};
 pub use error::{Error, Result};
 pub use io::{
-    CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile, replace_file,
+    CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile,
+    create_dir_durable, replace_file,
 };
 pub use log::PartitionLog;
 pub use offset::Offset;

@@ -117,9 +117,7 @@ impl OffsetStore {
         config: OffsetStoreConfig,
     ) -> Result<OffsetStore> {
         let dir = dir.as_ref().to_owned();
-        storage
-            .create_dir_all(&dir)
-            .map_err(Error::io("create", &dir))?;
+        logd_storage::create_dir_durable(&*storage, &dir).map_err(Error::io("create", &dir))?;
         let lock = storage.lock_dir(&dir).map_err(|e| match e.kind() {
             std::io::ErrorKind::WouldBlock => Error::Locked { dir: dir.clone() },
             _ => Error::io("lock", &dir)(e),

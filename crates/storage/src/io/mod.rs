@@ -87,6 +87,24 @@ pub fn replace_file(
     Ok(())
 }
 
+/// Creates directory `path` and any missing parents so that they survive a power cut: each new
+/// directory's entry is made durable by fsyncing its parent. Existing directories cost a
+/// lookup only.
+pub fn create_dir_durable(storage: &dyn Storage, path: &Path) -> io::Result<()> {
+    let missing: Vec<&Path> = path
+        .ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .take_while(|p| storage.list_dir(p).is_err())
+        .collect();
+    storage.create_dir_all(path)?;
+    for dir in missing.into_iter().rev() {
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            storage.sync_dir(parent)?;
+        }
+    }
+    Ok(())
+}
+
 /// Holds a directory lock; dropping it releases the lock.
 pub struct DirLock(#[allow(dead_code, reason = "held for its Drop")] Box<dyn Send + Sync>);
 

@@ -1,10 +1,11 @@
 //! A simulated file system that remembers what was written apart from what was made durable,
 //! so tests can cut the power at any operation and reopen what a real disk might hold.
 //!
-//! Model: a file's bytes become durable at `sync_data`; a directory's entries (create, rename,
-//! remove) become durable at `sync_dir` of that directory. Directories themselves are durable
-//! as soon as they are created. A crash image keeps the durable state plus, depending on the
-//! [`CrashMode`], none, some or all of what was pending, possibly with a torn last sector.
+//! Model: a file's bytes become durable at `sync_data`; a directory's entries (files and
+//! subdirectories created, renamed, removed) become durable at `sync_dir` of that directory. A
+//! crash image keeps the durable state plus, depending on the [`CrashMode`], none, some or all
+//! of what was pending, possibly with a torn last sector; a directory whose entry in its parent
+//! did not survive is gone with everything in it. The root `/` always exists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -72,6 +73,9 @@ pub struct SimFs {
 struct SimState {
     inodes: Vec<Inode>,
     dirs: BTreeMap<PathBuf, Dir>,
+    /// Subtrees removed by `remove_dir_all`: gone for the running process, but back in a crash
+    /// image where the parent's unlink was not durable.
+    removed: BTreeMap<PathBuf, Dir>,
     locks: BTreeSet<PathBuf>,
     /// Mutating operations so far (each a possible crash point).
     ops: u64,
@@ -124,6 +128,9 @@ impl DirOp {
         }
     }
 }
+
+/// The inode number that marks a directory entry naming a subdirectory.
+const DIR_ENTRY: usize = usize::MAX;
 
 fn split(path: &Path) -> io::Result<(PathBuf, String)> {
     let parent = path.parent().ok_or(io::ErrorKind::InvalidInput)?;
@@ -200,7 +207,14 @@ impl SimFs {
         let mut rng = SplitMix64::new(seed);
         let mut image = SimState::default();
         let mut copied: BTreeMap<usize, usize> = BTreeMap::new();
-        for (path, dir) in &state.dirs {
+        let mut surviving: BTreeMap<PathBuf, BTreeMap<String, usize>> = BTreeMap::new();
+        // Live directories win over removed ones at the same path (a topic deleted, then
+        // created again).
+        let removed = state
+            .removed
+            .iter()
+            .filter(|(p, _)| !state.dirs.contains_key(*p));
+        for (path, dir) in state.dirs.iter().chain(removed) {
             let mut entries = dir.durable.clone();
             let keep = match mode {
                 CrashMode::DropUnsynced => 0,
@@ -210,7 +224,28 @@ impl SimFs {
             for op in &dir.pending[..keep] {
                 op.apply(&mut entries);
             }
+            surviving.insert(path.clone(), entries);
+        }
+        // A directory survives if each ancestor the test created still names it.
+        let reachable = |path: &Path| {
+            path.ancestors().all(|dir| {
+                match (dir.parent(), dir.file_name().and_then(|n| n.to_str())) {
+                    (Some(parent), Some(name)) => match surviving.get(parent) {
+                        Some(entries) => entries.get(name) == Some(&DIR_ENTRY),
+                        None => true,
+                    },
+                    _ => true,
+                }
+            })
+        };
+        for (path, mut entries) in surviving.clone() {
+            if !reachable(&path) {
+                continue;
+            }
             for ino in entries.values_mut() {
+                if *ino == DIR_ENTRY {
+                    continue;
+                }
                 let new = *copied.entry(*ino).or_insert_with(|| {
                     let data = surviving_bytes(&state.inodes[*ino], mode, &mut rng);
                     image.inodes.push(Inode {
@@ -277,8 +312,20 @@ struct SimFile {
 impl Storage for SimFs {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         let mut state = self.state.lock();
-        for ancestor in path.ancestors() {
-            state.dirs.entry(ancestor.to_owned()).or_default();
+        let missing: Vec<&Path> = path
+            .ancestors()
+            .take_while(|p| !state.dirs.contains_key(*p))
+            .collect();
+        for dir in missing.into_iter().rev() {
+            state.tick()?;
+            state.dirs.insert(dir.to_owned(), Dir::default());
+            if let (Some(parent), Some(name)) =
+                (dir.parent(), dir.file_name().and_then(|n| n.to_str()))
+                && let Some(parent) = state.dirs.get_mut(parent)
+            {
+                parent.written.insert(name.to_owned(), DIR_ENTRY);
+                parent.pending.push(DirOp::Link(name.to_owned(), DIR_ENTRY));
+            }
         }
         Ok(())
     }
@@ -349,16 +396,28 @@ impl Storage for SimFs {
     }
 
     fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
-        let (parent, _) = split(path)?;
+        let (parent, name) = split(path)?;
         let mut state = self.state.lock();
         state.tick()?;
         if !state.dirs.contains_key(path) {
             return Err(io::ErrorKind::NotFound.into());
         }
-        // Modelled as durable at once for the directory itself, like creation; the files in
-        // it go with it.
-        state.dirs.retain(|dir, _| !dir.starts_with(path));
-        state.dir(&parent)?;
+        let subtree: Vec<PathBuf> = state
+            .dirs
+            .keys()
+            .filter(|d| d.starts_with(path))
+            .cloned()
+            .collect();
+        for dir in subtree {
+            let contents = state.dirs.remove(&dir).expect("listed above");
+            state.removed.insert(dir, contents);
+        }
+        // The subtree is gone for this process at once; after a crash it is gone only if the
+        // parent's unlink was made durable, otherwise it comes back as it durably was.
+        if let Some(parent) = state.dirs.get_mut(&parent) {
+            parent.written.remove(&name);
+            parent.pending.push(DirOp::Unlink(name));
+        }
         Ok(())
     }
 
@@ -466,7 +525,7 @@ mod tests {
     #[test]
     fn unsynced_data_and_entries_vanish_in_a_crash() {
         let fs = SimFs::new();
-        fs.create_dir_all(Path::new("/d")).unwrap();
+        super::super::create_dir_durable(&fs, Path::new("/d")).unwrap();
         let f = write(&fs, "/d/a", b"durable");
         f.sync_data().unwrap();
         // The entry for /d/a is not durable yet: a crash loses the whole file.
@@ -487,7 +546,7 @@ mod tests {
     #[test]
     fn renames_are_atomic_and_need_a_directory_sync() {
         let fs = SimFs::new();
-        fs.create_dir_all(Path::new("/d")).unwrap();
+        super::super::create_dir_durable(&fs, Path::new("/d")).unwrap();
         write(&fs, "/d/cp", b"old").sync_data().unwrap();
         fs.sync_dir(Path::new("/d")).unwrap();
         write(&fs, "/d/cp.tmp", b"new").sync_data().unwrap();
@@ -506,9 +565,42 @@ mod tests {
     }
 
     #[test]
+    fn a_new_directory_needs_its_parent_synced() {
+        let fs = SimFs::new();
+        fs.create_dir_all(Path::new("/a/b")).unwrap();
+        write(&fs, "/a/b/f", b"x").sync_data().unwrap();
+        fs.sync_dir(Path::new("/a/b")).unwrap();
+        let lost = fs.crash_image(CrashMode::DropUnsynced, 0);
+        assert!(
+            lost.list_dir(Path::new("/a/b")).is_err(),
+            "/a and /a/b were never made durable"
+        );
+        fs.sync_dir(Path::new("/")).unwrap();
+        fs.sync_dir(Path::new("/a")).unwrap();
+        assert_eq!(
+            read(&fs.crash_image(CrashMode::DropUnsynced, 0), "/a/b/f").unwrap(),
+            b"x"
+        );
+        // A removed tree comes back while the parent's unlink is not durable.
+        fs.remove_dir_all(Path::new("/a/b")).unwrap();
+        assert!(fs.list_dir(Path::new("/a/b")).is_err());
+        assert_eq!(
+            read(&fs.crash_image(CrashMode::DropUnsynced, 0), "/a/b/f").unwrap(),
+            b"x"
+        );
+        fs.sync_dir(Path::new("/a")).unwrap();
+        assert!(
+            fs.crash_image(CrashMode::DropUnsynced, 0)
+                .list_dir(Path::new("/a/b"))
+                .is_err()
+        );
+        assert_eq!(fs.list_dir(Path::new("/a")).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
     fn power_cut_and_faults_fail_operations() {
         let fs = SimFs::new();
-        fs.create_dir_all(Path::new("/d")).unwrap();
+        super::super::create_dir_durable(&fs, Path::new("/d")).unwrap();
         let f = write(&fs, "/d/a", b"x");
         fs.fail_nth(FaultKind::Sync, 0, 5);
         assert_eq!(f.sync_data().unwrap_err().raw_os_error(), Some(5));

@@ -97,9 +97,7 @@ impl PartitionLog {
         sync_dir: bool,
     ) -> Result<PartitionLog> {
         config.validate()?;
-        storage
-            .create_dir_all(dir)
-            .map_err(Error::io("create", dir))?;
+        crate::io::create_dir_durable(&*storage, dir).map_err(Error::io("create", dir))?;
         let lock = storage.lock_dir(dir).map_err(|e| match e.kind() {
             std::io::ErrorKind::WouldBlock => Error::Locked {
                 dir: dir.to_owned(),

@@ -1,0 +1,142 @@
+//! The engine's own files (topic metadata, partition directories, the offset store) through a
+//! power cut at every storage operation of create, produce, commit and delete: the engine
+//! always reopens, each topic is either whole or absent, and what was acknowledged is there.
+
+use std::sync::Arc;
+
+use logd::{Config, Log, ManualClock, Producer, ProducerConfig, ProducerRecord, TopicConfig};
+use logd_offsets::OffsetCommit;
+use logd_storage::{CrashMode, SimFs};
+
+const DIR: &str = "/data";
+
+#[derive(Debug, Default)]
+struct Acked {
+    orders_created: bool,
+    produced: Vec<(u32, i64)>,
+    committed: Option<i64>,
+    audit_deleted: bool,
+}
+
+fn open(fs: &SimFs) -> logd::Result<Log> {
+    Log::open_with(
+        Arc::new(fs.clone()),
+        Arc::new(ManualClock::new(1_000)),
+        DIR,
+        Config::default(),
+    )
+}
+
+fn workload(fs: &SimFs) -> Acked {
+    let mut acked = Acked::default();
+    let Ok(log) = open(fs) else { return acked };
+    if log.create_topic("audit", TopicConfig::default()).is_err() {
+        return acked;
+    }
+    if log
+        .create_topic(
+            "orders",
+            TopicConfig {
+                partitions: 2,
+                ..TopicConfig::default()
+            },
+        )
+        .is_err()
+    {
+        return acked;
+    }
+    acked.orders_created = true;
+    let producer = Producer::new(&log, ProducerConfig::default());
+    for i in 0..6 {
+        let value = format!("order {i}");
+        let Ok(delivery) = producer.send(ProducerRecord::new("orders", &value).partition(i % 2))
+        else {
+            return acked;
+        };
+        match delivery.wait() {
+            Ok(meta) => acked.produced.push((meta.partition, meta.offset)),
+            Err(_) => return acked,
+        }
+    }
+    let commit = OffsetCommit {
+        topic: "orders".into(),
+        partition: 0,
+        offset: 2,
+        metadata: String::new(),
+    };
+    if log.offsets().commit("billing", &[commit], 0).is_err() {
+        return acked;
+    }
+    acked.committed = Some(2);
+    if log.delete_topic("audit").is_ok() {
+        acked.audit_deleted = true;
+    }
+    acked
+}
+
+#[test]
+fn the_engine_reopens_whole_after_a_power_cut_anywhere() {
+    let total = {
+        let fs = SimFs::new();
+        let acked = workload(&fs);
+        assert!(
+            acked.audit_deleted,
+            "the workload runs to the end without a cut"
+        );
+        fs.ops()
+    };
+    let mut states = 0;
+    for cut in 0..=total {
+        let fs = SimFs::new();
+        fs.cut_power_after(cut);
+        let acked = workload(&fs);
+        for mode in [
+            CrashMode::DropUnsynced,
+            CrashMode::KeepSomeUnsynced,
+            CrashMode::TearTail,
+        ] {
+            states += 1;
+            let image = fs.crash_image(mode, cut);
+            let log =
+                open(&image).unwrap_or_else(|e| panic!("cut {cut} {mode:?}: reopen failed: {e}"));
+            let topics = log.list_topics();
+            if acked.orders_created {
+                assert!(
+                    topics.contains(&"orders".to_owned()),
+                    "cut {cut} {mode:?}: orders lost"
+                );
+            }
+            for topic in &topics {
+                let described = log.describe_topic(topic).unwrap();
+                assert_eq!(
+                    described.partitions.len() as u32,
+                    described.config.partitions,
+                    "cut {cut}: {topic} is partial"
+                );
+            }
+            if acked.audit_deleted {
+                assert!(
+                    !topics.contains(&"audit".to_owned()),
+                    "cut {cut} {mode:?}: a deleted topic came back"
+                );
+            }
+            for (partition, offset) in &acked.produced {
+                let log = log.partition("orders", *partition).unwrap();
+                assert!(
+                    log.high_watermark().0 > *offset,
+                    "cut {cut} {mode:?}: acknowledged {partition}@{offset} lost"
+                );
+            }
+            if let Some(offset) = acked.committed {
+                assert_eq!(
+                    log.offsets()
+                        .fetch("billing", "orders", 0)
+                        .map(|c| c.offset),
+                    Some(offset),
+                    "cut {cut} {mode:?}"
+                );
+            }
+        }
+    }
+    assert!(states > 300, "{states} crash states");
+}
