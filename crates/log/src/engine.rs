@@ -232,6 +232,11 @@ impl Log {
         Ok(())
     }
 
+    /// The configuration new topics get when none is given (also auto-created ones).
+    pub fn default_topic_config(&self) -> &TopicConfig {
+        &self.shared.config.default_topic
+    }
+
     /// Topic names, sorted.
     pub fn list_topics(&self) -> Vec<String> {
         self.shared.topics.read().keys().cloned().collect()
@@ -244,6 +249,16 @@ impl Log {
             .get(name)
             .cloned()
             .ok_or_else(|| Error::UnknownTopic(name.to_owned()))
+    }
+
+    /// Creates `name` with the default config if it does not exist and auto-creation is on;
+    /// true if the topic exists afterwards.
+    pub fn ensure_topic(&self, name: &str) -> Result<bool> {
+        match self.topic_for_produce(name) {
+            Ok(_) => Ok(true),
+            Err(Error::UnknownTopic(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// The topic, created with the default config if auto-creation is on.
@@ -326,12 +341,13 @@ impl Log {
     }
 
     /// A counter that grows with every append; pass it to [`Log::wait_for_append`].
-    pub(crate) fn append_count(&self) -> u64 {
+    pub fn append_count(&self) -> u64 {
         *self.shared.appends.lock()
     }
 
-    /// Blocks until an append after `seen` or `timeout`.
-    pub(crate) fn wait_for_append(&self, seen: u64, timeout: Duration) {
+    /// Blocks until an append after `seen` (a value of [`Log::append_count`]) or `timeout`: how
+    /// long-polling readers wait without spinning.
+    pub fn wait_for_append(&self, seen: u64, timeout: Duration) {
         let mut count = self.shared.appends.lock();
         if *count == seen {
             self.shared.appended.wait_for(&mut count, timeout);
@@ -463,6 +479,18 @@ impl Log {
                 .commit(group, &commits, self.shared.clock.now_ms())?;
         }
         Ok(plan)
+    }
+
+    /// Checkpoints every partition (see `PartitionLog::checkpoint`): before a process exits,
+    /// so the next start opens without a recovery scan.
+    pub fn checkpoint_all(&self) -> Result<()> {
+        let topics: Vec<Arc<Topic>> = self.shared.topics.read().values().cloned().collect();
+        for topic in topics {
+            for log in topic.partitions.read().iter() {
+                log.checkpoint()?;
+            }
+        }
+        Ok(())
     }
 
     /// Applies retention to every partition as of `now_ms`; returns segments deleted.

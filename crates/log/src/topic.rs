@@ -83,7 +83,8 @@ impl TopicConfig {
         }
     }
 
-    fn validate(&self) -> Result<()> {
+    /// Checks every value is in its allowed range.
+    pub fn validate(&self) -> Result<()> {
         if self.partitions == 0 || self.partitions > 10_000 {
             return Err(Error::InvalidConfig(
                 "partitions must be between 1 and 10000",

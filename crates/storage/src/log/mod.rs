@@ -339,6 +339,14 @@ impl PartitionLog {
         }
     }
 
+    /// Makes everything durable and records a checkpoint, so an open after a process exit
+    /// scans nothing; the log stays open for more appends.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.mutate(|state, disk| state.checkpoint(disk))?;
+        self.advance_durable(self.end_offset.load(Ordering::Acquire));
+        Ok(())
+    }
+
     /// Writes everything durably and records a checkpoint, so the next open scans nothing.
     /// Dropping the log does the same, ignoring errors.
     pub fn close(self) -> Result<()> {

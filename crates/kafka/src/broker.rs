@@ -1,0 +1,229 @@
+//! [`Broker`]: one logd node as Kafka clients see it. Reads size-prefixed request frames from
+//! a connection, decodes header and body, answers each request in order, and closes the
+//! connection on what Kafka closes it for (bad frame size, unknown API or version, a body that
+//! does not parse).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::AtomicI64;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+use crate::codes;
+use crate::error::{Error, Result};
+use crate::versions;
+
+/// How the broker presents itself and bounds what clients send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerConfig {
+    /// This broker's node id.
+    pub node_id: i32,
+    /// Host clients should connect to (Kafka `advertised.listeners`).
+    pub advertised_host: String,
+    /// Port clients should connect to.
+    pub advertised_port: u16,
+    /// Cluster id reported in Metadata.
+    pub cluster_id: String,
+    /// Largest request frame accepted (Kafka `socket.request.max.bytes`); larger closes.
+    pub max_request_bytes: usize,
+    /// A connection silent for this long is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> BrokerConfig {
+        BrokerConfig {
+            node_id: 0,
+            advertised_host: "127.0.0.1".into(),
+            advertised_port: 9092,
+            cluster_id: "logd".into(),
+            max_request_bytes: 100 << 20,
+            idle_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// A logd node speaking the Kafka protocol over an engine.
+#[derive(Debug)]
+pub struct Broker {
+    pub(crate) log: logd::Log,
+    pub(crate) config: BrokerConfig,
+    /// Producer ids handed out by InitProducerId.
+    pub(crate) next_producer_id: AtomicI64,
+}
+
+impl Broker {
+    /// A broker serving `log`.
+    pub fn new(log: logd::Log, config: BrokerConfig) -> Broker {
+        Broker {
+            log,
+            config,
+            next_producer_id: AtomicI64::new(1),
+        }
+    }
+
+    /// The engine.
+    pub fn log(&self) -> &logd::Log {
+        &self.log
+    }
+
+    /// Serves one connection until the client closes it or breaks the protocol.
+    pub fn serve_connection(&self, mut stream: TcpStream) -> Result<()> {
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(self.config.idle_timeout))?;
+        loop {
+            let mut size = [0u8; 4];
+            match stream.read_exact(&mut size) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+            let size = i32::from_be_bytes(size);
+            // Checked before allocating: a hostile length must not become a huge buffer.
+            if size < 8 || size as usize > self.config.max_request_bytes {
+                return Err(Error::FrameSize {
+                    size: size.into(),
+                    max: self.config.max_request_bytes,
+                });
+            }
+            let mut body = vec![0u8; size as usize];
+            stream.read_exact(&mut body)?;
+            if let Some(response) = self.handle_frame(Bytes::from(body))? {
+                stream.write_all(&response)?;
+            }
+        }
+    }
+
+    /// Answers one request frame (without its size prefix); `None` when no response is due
+    /// (Produce with acks = 0).
+    pub fn handle_frame(&self, frame: Bytes) -> Result<Option<BytesMut>> {
+        match decode_request(frame)? {
+            Decoded::Request {
+                key,
+                version,
+                header,
+                request,
+            } => match self.handle(&header, *request, version) {
+                Some(response) => encode(key, version, header.correlation_id, response).map(Some),
+                None => Ok(None),
+            },
+            Decoded::UnsupportedApiVersions { correlation_id } => {
+                // KIP-511: answer with v0 and UNSUPPORTED_VERSION, so the client retries lower.
+                let mut response = crate::handlers::api_versions();
+                response.error_code = codes::UNSUPPORTED_VERSION;
+                encode(
+                    ApiKey::ApiVersions,
+                    0,
+                    correlation_id,
+                    ResponseKind::ApiVersions(response),
+                )
+                .map(Some)
+            }
+        }
+    }
+}
+
+/// A request frame, decoded.
+#[derive(Debug)]
+pub enum Decoded {
+    /// A request logd serves.
+    Request {
+        /// Its API.
+        key: ApiKey,
+        /// Its version.
+        version: i16,
+        /// Its header.
+        header: RequestHeader,
+        /// Its body (boxed: request bodies are large, the other variant is an integer).
+        request: Box<RequestKind>,
+    },
+    /// ApiVersions at a version logd does not serve: answered with v0 and error 35.
+    UnsupportedApiVersions {
+        /// To echo in the answer.
+        correlation_id: i32,
+    },
+}
+
+/// Decodes a request frame (without its size prefix, at least 8 bytes). Unknown APIs and
+/// versions are errors, and every array count is checked against the bytes present before
+/// the codec allocates for it.
+pub fn decode_request(mut frame: Bytes) -> Result<Decoded> {
+    if frame.len() < 8 {
+        return Err(Error::FrameSize {
+            size: frame.len() as i64,
+            max: usize::MAX,
+        });
+    }
+    let api_key = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let unsupported = Error::Unsupported { api_key, version };
+    let Ok(key) = ApiKey::try_from(api_key) else {
+        return Err(unsupported);
+    };
+    let Some((min, max)) = versions::range(key) else {
+        return Err(unsupported);
+    };
+    if !(min..=max).contains(&version) {
+        return match key {
+            ApiKey::ApiVersions => Ok(Decoded::UnsupportedApiVersions { correlation_id }),
+            _ => Err(unsupported),
+        };
+    }
+    if key.request_header_version(version) == 1 {
+        let body = crate::shape::body_offset(&frame).and_then(|at| frame.get(at..));
+        crate::shape::check(key, version, body.unwrap_or_default())
+            .map_err(malformed(api_key, version))?;
+    }
+    let header = RequestHeader::decode(&mut frame, key.request_header_version(version))
+        .map_err(malformed(api_key, version))?;
+    let request =
+        RequestKind::decode(key, &mut frame, version).map_err(malformed(api_key, version))?;
+    if frame.has_remaining() {
+        tracing::debug!(
+            api_key,
+            version,
+            trailing = frame.remaining(),
+            "request has trailing bytes"
+        );
+    }
+    Ok(Decoded::Request {
+        key,
+        version,
+        header,
+        request: Box::new(request),
+    })
+}
+
+/// Turns a codec error into [`Error::Malformed`].
+fn malformed<E: std::fmt::Display>(api_key: i16, version: i16) -> impl Fn(E) -> Error {
+    move |e| Error::Malformed {
+        api_key,
+        version,
+        reason: e.to_string(),
+    }
+}
+
+fn encode(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    response: ResponseKind,
+) -> Result<BytesMut> {
+    let mut out = BytesMut::new();
+    out.put_i32(0); // size, patched below
+    let mut header = ResponseHeader::default();
+    header.correlation_id = correlation_id;
+    header
+        .encode(&mut out, key.response_header_version(version))
+        .map_err(malformed(key as i16, version))?;
+    response
+        .encode(&mut out, version)
+        .map_err(malformed(key as i16, version))?;
+    let size = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(out)
+}

@@ -1,0 +1,432 @@
+//! One handler per API: a decoded request in, a response out, engine calls in between. Fields
+//! a response version does not carry are left at their defaults (the encoder refuses them).
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{
+    ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
+    DeleteTopicsResponse, FetchRequest, FetchResponse, InitProducerIdResponse, ListOffsetsRequest,
+    ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
+    ProducerId, RequestHeader, RequestKind, ResponseKind, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use logd::TopicConfig;
+use logd_storage::Offset;
+use logd_storage::batch::Record;
+
+use crate::broker::Broker;
+use crate::codes;
+use crate::versions::SUPPORTED;
+
+/// The ApiVersions answer: every API logd serves with its version range.
+pub(crate) fn api_versions() -> ApiVersionsResponse {
+    let mut response = ApiVersionsResponse::default();
+    response.api_keys = SUPPORTED
+        .iter()
+        .map(|(key, min, max)| {
+            let mut v = ApiVersion::default();
+            v.api_key = *key as i16;
+            v.min_version = *min;
+            v.max_version = *max;
+            v
+        })
+        .collect();
+    response
+}
+
+fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+impl Broker {
+    /// Answers one request; `None` when Kafka sends no response (Produce with acks = 0).
+    pub(crate) fn handle(
+        &self,
+        header: &RequestHeader,
+        request: RequestKind,
+        version: i16,
+    ) -> Option<ResponseKind> {
+        Some(match request {
+            RequestKind::ApiVersions(request) => {
+                if version >= 3 {
+                    tracing::info!(
+                        client_id = header.client_id.as_deref().unwrap_or(""),
+                        software = &*request.client_software_name,
+                        software_version = &*request.client_software_version,
+                        "client connected"
+                    );
+                }
+                ResponseKind::ApiVersions(api_versions())
+            }
+            RequestKind::Metadata(request) => {
+                ResponseKind::Metadata(self.metadata(request, version))
+            }
+            RequestKind::CreateTopics(request) => {
+                ResponseKind::CreateTopics(self.create_topics(request, version))
+            }
+            RequestKind::DeleteTopics(request) => {
+                ResponseKind::DeleteTopics(self.delete_topics(request))
+            }
+            RequestKind::InitProducerId(_) => {
+                // Idempotence is not enforced yet: a fresh id with epoch 0 lets idempotent
+                // producers (kafka-python's default) run; sequence numbers are stored as sent.
+                let mut response = InitProducerIdResponse::default();
+                response.producer_id =
+                    ProducerId(self.next_producer_id.fetch_add(1, Ordering::Relaxed));
+                response.producer_epoch = 0;
+                ResponseKind::InitProducerId(response)
+            }
+            RequestKind::Produce(request) => {
+                return self.produce(request, version).map(ResponseKind::Produce);
+            }
+            RequestKind::Fetch(request) => ResponseKind::Fetch(self.fetch(&request, version)),
+            RequestKind::ListOffsets(request) => {
+                ResponseKind::ListOffsets(self.list_offsets(request))
+            }
+            other => {
+                // The version table admits only the APIs above.
+                tracing::error!(api = ?std::mem::discriminant(&other), "request for an API logd does not serve");
+                return None;
+            }
+        })
+    }
+
+    fn metadata(&self, request: MetadataRequest, version: i16) -> MetadataResponse {
+        let names: Vec<String> = match request.topics {
+            None => self.log.list_topics(),
+            // In v0 an empty list means every topic.
+            Some(topics) if topics.is_empty() && version == 0 => self.log.list_topics(),
+            Some(topics) => topics
+                .into_iter()
+                .filter_map(|t| t.name.map(|n| n.0.to_string()))
+                .collect(),
+        };
+        // Before v4 a metadata request asks for auto-creation implicitly, as in Kafka.
+        let auto_create = version < 4 || request.allow_auto_topic_creation;
+        let node = BrokerId(self.config.node_id);
+        let mut broker = MetadataResponseBroker::default();
+        broker.node_id = node;
+        broker.host = StrBytes::from_string(self.config.advertised_host.clone());
+        broker.port = i32::from(self.config.advertised_port);
+        let mut response = MetadataResponse::default();
+        response.brokers = vec![broker];
+        if version >= 1 {
+            response.controller_id = node;
+        }
+        if version >= 2 {
+            response.cluster_id = Some(StrBytes::from_string(self.config.cluster_id.clone()));
+        }
+        response.topics = names
+            .into_iter()
+            .map(|name| {
+                let mut topic = MetadataResponseTopic::default();
+                topic.name = Some(topic_name(&name));
+                let exists = if auto_create {
+                    self.log.ensure_topic(&name)
+                } else {
+                    Ok(self.log.partition_count(&name).is_ok())
+                };
+                match exists.and_then(|exists| {
+                    if exists {
+                        self.log.partition_count(&name).map(Some)
+                    } else {
+                        Ok(None)
+                    }
+                }) {
+                    Ok(Some(count)) => {
+                        topic.partitions = (0..count as i32)
+                            .map(|index| {
+                                let mut p = MetadataResponsePartition::default();
+                                p.partition_index = index;
+                                p.leader_id = node;
+                                p.replica_nodes = vec![node];
+                                p.isr_nodes = vec![node];
+                                p
+                            })
+                            .collect();
+                    }
+                    Ok(None) => topic.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION,
+                    Err(e) => topic.error_code = codes::for_engine_error(&e),
+                }
+                topic
+            })
+            .collect();
+        response
+    }
+
+    fn create_topics(&self, request: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
+        let mut response = CreateTopicsResponse::default();
+        for topic in request.topics {
+            let mut result = CreatableTopicResult::default();
+            result.name = topic.name.clone();
+            let name = topic.name.0.to_string();
+            let outcome = self.topic_config(&topic).and_then(|config| {
+                if request.validate_only {
+                    logd::validate_topic_name(&name)
+                        .map_err(|e| (codes::for_engine_error(&e), e.to_string()))?;
+                    config
+                        .validate()
+                        .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))
+                } else {
+                    self.log
+                        .create_topic(&name, config)
+                        .map(|_| ())
+                        .map_err(|e| (codes::for_engine_error(&e), e.to_string()))
+                }
+            });
+            if let Err((code, message)) = outcome {
+                result.error_code = code;
+                if version >= 1 {
+                    result.error_message = Some(StrBytes::from_string(message));
+                }
+            }
+            response.topics.push(result);
+        }
+        response
+    }
+
+    /// The topic config a CreateTopics entry asks for, or the error code and message.
+    fn topic_config(&self, topic: &CreatableTopic) -> Result<TopicConfig, (i16, String)> {
+        let mut config = self.log.default_topic_config().clone();
+        match topic.num_partitions {
+            -1 => {}
+            n if n > 0 => config.partitions = n as u32,
+            n => {
+                return Err((
+                    codes::INVALID_PARTITIONS,
+                    format!("partition count {n} must be positive"),
+                ));
+            }
+        }
+        if !matches!(topic.replication_factor, -1 | 1) {
+            return Err((
+                codes::INVALID_REPLICATION_FACTOR,
+                format!(
+                    "replication factor {} on a single-node logd",
+                    topic.replication_factor
+                ),
+            ));
+        }
+        for entry in &topic.configs {
+            let value = entry.value.as_deref().unwrap_or_default();
+            let bad = || {
+                (
+                    codes::INVALID_CONFIG,
+                    format!("invalid value {value:?} for {}", &*entry.name),
+                )
+            };
+            let number = || value.parse::<i64>().map_err(|_| bad());
+            match &*entry.name {
+                "retention.ms" => config.retention_ms = Some(number()?).filter(|ms| *ms >= 0),
+                "retention.bytes" => {
+                    config.retention_bytes = Some(number()?).filter(|b| *b >= 0).map(|b| b as u64)
+                }
+                "segment.bytes" => {
+                    config.segment_bytes = number()?.try_into().map_err(|_| bad())?
+                }
+                "segment.ms" => config.segment_ms = Some(number()?),
+                "max.message.bytes" => {
+                    config.max_batch_bytes = number()?.try_into().map_err(|_| bad())?
+                }
+                "cleanup.policy" if value == "delete" => {}
+                other => {
+                    return Err((
+                        codes::INVALID_CONFIG,
+                        format!("unsupported topic config {other}"),
+                    ));
+                }
+            }
+        }
+        Ok(config)
+    }
+
+    fn delete_topics(&self, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
+        let mut response = DeleteTopicsResponse::default();
+        for name in request.topic_names {
+            let mut result = DeletableTopicResult::default();
+            if let Err(e) = self.log.delete_topic(&name.0) {
+                result.error_code = codes::for_engine_error(&e);
+            }
+            result.name = Some(name);
+            response.responses.push(result);
+        }
+        response
+    }
+
+    fn produce(&self, request: ProduceRequest, version: i16) -> Option<ProduceResponse> {
+        let acks_valid = matches!(request.acks, -1..=1);
+        let mut response = ProduceResponse::default();
+        for topic in request.topic_data {
+            let mut topic_response = TopicProduceResponse::default();
+            for data in topic.partition_data {
+                let mut partition = PartitionProduceResponse::default();
+                partition.index = data.index;
+                partition.base_offset = -1;
+                let outcome = match (&data.records, acks_valid) {
+                    (_, false) => Err(codes::INVALID_REQUIRED_ACKS),
+                    (None, true) => Err(codes::CORRUPT_MESSAGE),
+                    (Some(records), true) => {
+                        // One copy: the batches' base offsets are rewritten in place.
+                        let mut batches = records.to_vec();
+                        let partition_index = u32::try_from(data.index).unwrap_or(u32::MAX);
+                        self.log
+                            .append(&topic.name.0, partition_index, &mut batches)
+                            .map_err(|e| codes::for_engine_error(&e))
+                    }
+                };
+                match outcome {
+                    Ok(info) => {
+                        partition.base_offset = info.base_offset.0;
+                        if version >= 5
+                            && let Ok(log) = self.log.partition(&topic.name.0, data.index as u32)
+                        {
+                            partition.log_start_offset = log.log_start_offset().0;
+                        }
+                    }
+                    Err(code) => partition.error_code = code,
+                }
+                topic_response.partition_responses.push(partition);
+            }
+            topic_response.name = topic.name;
+            response.responses.push(topic_response);
+        }
+        // acks = 0: the client expects no response at all.
+        (request.acks != 0).then_some(response)
+    }
+
+    /// Long-polls until `min_bytes` are available or `max_wait_ms` passes, woken by appends.
+    fn fetch(&self, request: &FetchRequest, version: i16) -> FetchResponse {
+        let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
+        loop {
+            let seen = self.log.append_count();
+            let (response, bytes, failed) = self.fetch_once(request, version);
+            let now = Instant::now();
+            if bytes >= request.min_bytes.max(0) as usize || failed || now >= deadline {
+                return response;
+            }
+            self.log.wait_for_append(seen, deadline - now);
+        }
+    }
+
+    fn fetch_once(&self, request: &FetchRequest, version: i16) -> (FetchResponse, usize, bool) {
+        let mut total = 0usize;
+        let mut failed = false;
+        let max_total = request.max_bytes.max(0) as usize;
+        let mut response = FetchResponse::default();
+        for topic in &request.topics {
+            let mut topic_response = FetchableTopicResponse::default();
+            topic_response.topic = topic.topic.clone();
+            for requested in &topic.partitions {
+                let mut data = PartitionData::default();
+                data.partition_index = requested.partition;
+                match self.log.partition(
+                    &topic.topic.0,
+                    u32::try_from(requested.partition).unwrap_or(u32::MAX),
+                ) {
+                    Err(e) => {
+                        data.error_code = codes::for_engine_error(&e);
+                        data.high_watermark = -1;
+                        failed = true;
+                    }
+                    Ok(log) => {
+                        data.high_watermark = log.high_watermark().0;
+                        data.last_stable_offset = data.high_watermark;
+                        if version >= 5 {
+                            data.log_start_offset = log.log_start_offset().0;
+                        }
+                        // At least one batch per response even over the limits (KIP-74).
+                        let room = if total == 0 {
+                            1
+                        } else {
+                            max_total.saturating_sub(total)
+                        };
+                        if room > 0 {
+                            let limit =
+                                (requested.partition_max_bytes.max(0) as usize).min(room.max(1));
+                            match log.read(Offset(requested.fetch_offset), limit) {
+                                Ok(bytes) => {
+                                    total += bytes.len();
+                                    data.records = Some(bytes);
+                                }
+                                Err(e) => {
+                                    data.error_code = codes::for_engine_error(&e.into());
+                                    failed = true;
+                                }
+                            }
+                        }
+                    }
+                }
+                if data.records.is_none() {
+                    data.records = Some(bytes::Bytes::new());
+                }
+                topic_response.partitions.push(data);
+            }
+            response.responses.push(topic_response);
+        }
+        (response, total, failed)
+    }
+
+    fn list_offsets(&self, request: ListOffsetsRequest) -> ListOffsetsResponse {
+        let mut response = ListOffsetsResponse::default();
+        for topic in request.topics {
+            let mut topic_response = ListOffsetsTopicResponse::default();
+            for requested in &topic.partitions {
+                let mut partition = ListOffsetsPartitionResponse::default();
+                partition.partition_index = requested.partition_index;
+                partition.timestamp = -1;
+                partition.offset = -1;
+                match self.log.partition(
+                    &topic.name.0,
+                    u32::try_from(requested.partition_index).unwrap_or(u32::MAX),
+                ) {
+                    Err(e) => partition.error_code = codes::for_engine_error(&e),
+                    Ok(log) => match requested.timestamp {
+                        // -2: earliest; -1: latest (the high watermark).
+                        -2 => partition.offset = log.log_start_offset().0,
+                        ts if ts < 0 => partition.offset = log.high_watermark().0,
+                        ts => match log.offset_for_timestamp(ts) {
+                            Ok(Some(offset)) => {
+                                partition.offset = offset.0;
+                                partition.timestamp = record_timestamp(&log, offset).unwrap_or(ts);
+                            }
+                            Ok(None) => {}
+                            Err(e) => partition.error_code = codes::for_engine_error(&e.into()),
+                        },
+                    },
+                }
+                topic_response.partitions.push(partition);
+            }
+            topic_response.name = topic.name;
+            response.topics.push(topic_response);
+        }
+        response
+    }
+}
+
+/// The timestamp of the record at `offset`.
+fn record_timestamp(log: &logd_storage::PartitionLog, offset: Offset) -> Option<i64> {
+    let bytes = log.read(offset, 1).ok()?;
+    let mut found = None;
+    Record::decode_each(&bytes, log.config().max_decompressed_bytes, |record| {
+        if record.offset == offset.0 {
+            found = Some(record.timestamp);
+            return false;
+        }
+        true
+    })
+    .ok()?;
+    found
+}

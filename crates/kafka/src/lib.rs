@@ -1,0 +1,15 @@
+//! `logd-kafka`: the Kafka wire protocol over the `logd` engine, so unmodified Kafka clients
+//! (kcat, librdkafka, kafka-python) work against logd. Owns framing (size-prefixed frames,
+//! bounded before anything is allocated), the versions logd advertises, and one handler per
+//! API that translates into engine calls; every rule lives in the engine.
+
+mod broker;
+mod codes;
+mod error;
+mod handlers;
+mod shape;
+mod versions;
+
+pub use broker::{Broker, BrokerConfig, Decoded, decode_request};
+pub use error::{Error, Result};
+pub use versions::SUPPORTED;

@@ -1,0 +1,246 @@
+//! Checks a request body against the layout of its API and version before `kafka-protocol`
+//! decodes it. The crate sizes vectors from array counts read off the wire
+//! (`Vec::with_capacity(count)`, kafka-protocol-rs issues #161/#200): a 30-byte Metadata request
+//! claiming 2^31 - 1 topics makes the allocator abort the whole daemon. Walking the body first
+//! proves every count fits the bytes actually present, without allocating anything.
+//!
+//! Only the versions logd serves are described, all non-flexible; ApiVersions has no arrays.
+
+use kafka_protocol::messages::ApiKey;
+
+/// One field of a request's layout.
+#[derive(Debug, Clone)]
+enum Field {
+    /// A fixed-size integer or boolean.
+    Fixed(usize),
+    /// `i16` length (-1 for null), then that many bytes.
+    Str,
+    /// `i32` length (-1 for null), then that many bytes.
+    Bytes,
+    /// `i32` count (-1 for null), then that many elements of this layout.
+    Array(Vec<Field>),
+}
+
+use Field::{Array, Bytes, Fixed, Str};
+
+const I8: Field = Fixed(1);
+const I16: Field = Fixed(2);
+const I32: Field = Fixed(4);
+const I64: Field = Fixed(8);
+const BOOL: Field = Fixed(1);
+
+/// The body layout of `key` at `version`, for the versions logd serves.
+fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
+    let v = version;
+    Some(match key {
+        ApiKey::Metadata => {
+            let mut fields = vec![Array(vec![Str])];
+            if v >= 4 {
+                fields.push(BOOL);
+            }
+            fields
+        }
+        ApiKey::Produce => vec![Str, I16, I32, Array(vec![Str, Array(vec![I32, Bytes])])],
+        ApiKey::Fetch => {
+            let mut fields = vec![I32, I32, I32, I32, I8];
+            if v >= 7 {
+                fields.extend([I32, I32]);
+            }
+            let mut partition = vec![I32];
+            if v >= 9 {
+                partition.push(I32);
+            }
+            partition.push(I64);
+            if v >= 5 {
+                partition.push(I64);
+            }
+            partition.push(I32);
+            fields.push(Array(vec![Str, Array(partition)]));
+            if v >= 7 {
+                fields.push(Array(vec![Str, Array(vec![I32])]));
+            }
+            if v >= 11 {
+                fields.push(Str);
+            }
+            fields
+        }
+        ApiKey::ListOffsets => {
+            let mut fields = vec![I32];
+            if v >= 2 {
+                fields.push(I8);
+            }
+            fields.push(Array(vec![Str, Array(vec![I32, I64])]));
+            fields
+        }
+        ApiKey::CreateTopics => vec![
+            Array(vec![
+                Str,
+                I32,
+                I16,
+                Array(vec![I32, Array(vec![I32])]),
+                Array(vec![Str, Str]),
+            ]),
+            I32,
+            BOOL,
+        ],
+        ApiKey::DeleteTopics => vec![Array(vec![Str]), I32],
+        ApiKey::InitProducerId => vec![Str, I32],
+        _ => return None,
+    })
+}
+
+/// Checks the request body (after the header) of `key` at `version`.
+pub(crate) fn check(key: ApiKey, version: i16, body: &[u8]) -> Result<(), &'static str> {
+    match layout(key, version) {
+        Some(fields) => walk(&fields, body, &mut 0),
+        None => Ok(()),
+    }
+}
+
+fn walk(fields: &[Field], buf: &[u8], pos: &mut usize) -> Result<(), &'static str> {
+    for field in fields {
+        match field {
+            Fixed(n) => take(buf, pos, *n)?,
+            Str => {
+                let len = i16::from_be_bytes(read::<2>(buf, pos)?);
+                if len >= 0 {
+                    take(buf, pos, len as usize)?;
+                } else if len != -1 {
+                    return Err("negative string length");
+                }
+            }
+            Bytes => {
+                let len = i32::from_be_bytes(read::<4>(buf, pos)?);
+                if len >= 0 {
+                    take(buf, pos, len as usize)?;
+                } else if len != -1 {
+                    return Err("negative bytes length");
+                }
+            }
+            Array(element) => {
+                let count = i32::from_be_bytes(read::<4>(buf, pos)?);
+                if count < -1 {
+                    return Err("negative array count");
+                }
+                // Every element takes at least one byte: a count beyond the remaining bytes
+                // cannot be honest.
+                if count > 0 && count as usize > buf.len() - *pos {
+                    return Err("array count exceeds the request size");
+                }
+                for _ in 0..count.max(0) {
+                    walk(element, buf, pos)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn take(buf: &[u8], pos: &mut usize, n: usize) -> Result<(), &'static str> {
+    if buf.len() - *pos < n {
+        return Err("request ends early");
+    }
+    *pos += n;
+    Ok(())
+}
+
+fn read<const N: usize>(buf: &[u8], pos: &mut usize) -> Result<[u8; N], &'static str> {
+    let bytes = buf.get(*pos..*pos + N).ok_or("request ends early")?;
+    *pos += N;
+    Ok(bytes.try_into().expect("N bytes"))
+}
+
+/// Where the body starts in a frame with a v1 request header (key, version, correlation id,
+/// nullable client id), the header every non-flexible request uses.
+pub(crate) fn body_offset(frame: &[u8]) -> Option<usize> {
+    let len = i16::from_be_bytes(frame.get(8..10)?.try_into().ok()?);
+    let start = 10 + usize::try_from(len.max(0)).ok()?;
+    (start <= frame.len()).then_some(start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_array_count_is_refused_without_allocating() {
+        let body = i32::MAX.to_be_bytes();
+        assert_eq!(
+            check(ApiKey::Metadata, 1, &body),
+            Err("array count exceeds the request size")
+        );
+        let mut nested = Vec::new();
+        nested.extend_from_slice(&(-1i16).to_be_bytes()); // transactional id
+        nested.extend_from_slice(&1i16.to_be_bytes()); // acks
+        nested.extend_from_slice(&1000i32.to_be_bytes()); // timeout
+        nested.extend_from_slice(&1i32.to_be_bytes()); // one topic
+        nested.extend_from_slice(&1i16.to_be_bytes());
+        nested.push(b't');
+        nested.extend_from_slice(&(i32::MAX - 1).to_be_bytes()); // its partitions: a lie
+        assert!(check(ApiKey::Produce, 7, &nested).is_err());
+    }
+
+    #[test]
+    fn honest_requests_pass() {
+        let mut metadata = 2i32.to_be_bytes().to_vec();
+        for name in ["a", "bc"] {
+            metadata.extend_from_slice(&(name.len() as i16).to_be_bytes());
+            metadata.extend_from_slice(name.as_bytes());
+        }
+        metadata.push(1); // allow auto creation
+        assert_eq!(check(ApiKey::Metadata, 4, &metadata), Ok(()));
+        assert_eq!(
+            check(ApiKey::Metadata, 1, &(-1i32).to_be_bytes()),
+            Ok(()),
+            "null means all topics"
+        );
+        assert_eq!(
+            check(ApiKey::Metadata, 4, &metadata[..metadata.len() - 2]),
+            Err("request ends early")
+        );
+    }
+}
+
+#[cfg(test)]
+mod decode_never_panics {
+    use bytes::Bytes;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// Random bodies behind every served API key and version: decoding returns a request or
+        /// an error, never a panic and never a huge allocation.
+        #[test]
+        fn random_frames_decode_or_fail_cleanly(
+            served in 0usize..crate::versions::SUPPORTED.len(),
+            version_offset in 0i16..12,
+            client_id in proptest::option::of("[a-z]{0,8}"),
+            body in proptest::collection::vec(any::<u8>(), 0..64),
+            lies in proptest::collection::vec((0usize..64, any::<i32>()), 0..3),
+        ) {
+            let (key, min, max) = crate::versions::SUPPORTED[served];
+            let version = (min + version_offset).min(max);
+            let mut frame = Vec::new();
+            frame.extend_from_slice(&(key as i16).to_be_bytes());
+            frame.extend_from_slice(&version.to_be_bytes());
+            frame.extend_from_slice(&1i32.to_be_bytes());
+            match &client_id {
+                Some(id) => {
+                    frame.extend_from_slice(&(id.len() as i16).to_be_bytes());
+                    frame.extend_from_slice(id.as_bytes());
+                }
+                None => frame.extend_from_slice(&(-1i16).to_be_bytes()),
+            }
+            let mut body = body;
+            // Plant large counts where arrays might start.
+            for (at, value) in lies {
+                if at + 4 <= body.len() {
+                    body[at..at + 4].copy_from_slice(&value.to_be_bytes());
+                }
+            }
+            frame.extend_from_slice(&body);
+            let _ = crate::decode_request(Bytes::from(frame));
+        }
+    }
+}

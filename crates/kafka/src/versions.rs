@@ -1,0 +1,27 @@
+//! The API versions logd advertises. Minimums are Kafka 4.0's, never higher: librdkafka before
+//! 2.11.1 (Debian's kcat) turns features on only if specific old versions are in range.
+//! Maximums are capped where the handlers do not yet implement a newer version's semantics;
+//! at these caps every request of kcat, confluent-kafka, kafka-python and aiokafka is
+//! non-flexible apart from ApiVersions (see `shared/notes/kafka-protocol.md`).
+
+use kafka_protocol::messages::ApiKey;
+
+/// (API, min version, max version) that logd serves.
+pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 7),
+    (ApiKey::Fetch, 4, 11),
+    (ApiKey::ListOffsets, 1, 2),
+    (ApiKey::Metadata, 0, 4),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::CreateTopics, 2, 3),
+    (ApiKey::DeleteTopics, 1, 1),
+    (ApiKey::InitProducerId, 0, 0),
+];
+
+/// The served range of `key`, if logd serves it.
+pub(crate) fn range(key: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|(_, min, max)| (*min, *max))
+}

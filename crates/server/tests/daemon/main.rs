@@ -1,0 +1,104 @@
+//! The real `logd` binary on a free loopback port, driven by unmodified Kafka clients
+//! (kafka-python, kcat / librdkafka, confluent-kafka) and by malformed frames. `.ci/run` installs
+//! the clients (`apt-get install kcat`, `pip install kafka-python confluent-kafka ...`).
+
+mod clients;
+mod lifecycle;
+mod malformed;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+/// A running `logd serve`; killed when dropped.
+pub struct Daemon {
+    child: Child,
+    /// `host:port` it listens on.
+    pub addr: String,
+}
+
+impl Daemon {
+    /// Starts `logd serve --listen 127.0.0.1:0` on `data_dir` and waits for its address line.
+    pub fn start(data_dir: &Path, extra: &[&str]) -> Daemon {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_logd"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start logd");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("address line");
+        let addr = line
+            .trim()
+            .strip_prefix("logd listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Daemon { child, addr }
+    }
+
+    /// SIGTERM, then the exit status (0 for a clean shutdown).
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        self.child.wait().expect("wait")
+    }
+
+    /// SIGKILL: no shutdown work at all.
+    pub fn kill(mut self) {
+        self.child.kill().expect("kill -9");
+        self.child.wait().expect("wait");
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a Python script with the daemon's address as argv[1]; panics with its stderr on failure.
+pub fn python(script: &str, addr: &str) -> String {
+    let output = Command::new("python3")
+        .args(["-c", script, addr])
+        .output()
+        .expect("python3 (install kafka-python)");
+    checked(output, "python3")
+}
+
+/// Runs kcat with `args`, feeding `stdin`.
+pub fn kcat(args: &[&str], stdin: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("kcat")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt-get install kcat)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    checked(child.wait_with_output().expect("kcat"), "kcat")
+}
+
+fn checked(output: Output, what: &str) -> String {
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8 output")
+}
