@@ -13,6 +13,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use logd::{Config, Fsync, Log, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};
 
+mod dump;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "logd",
@@ -30,6 +32,9 @@ struct Cli {
 enum Command {
     /// Run the broker (the default).
     Serve(ServeArgs),
+    /// Read a segment file offline, verifying every batch's CRC (like kafka-dump-log); exits 1
+    /// if a batch is corrupt.
+    Dump(dump::DumpArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -78,17 +83,15 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let args = match cli.command {
-        Some(Command::Serve(args)) => args,
-        None => cli.serve,
+    let result = match cli.command {
+        Some(Command::Serve(args)) => serve(args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Dump(args)) => dump::run(&args),
+        None => serve(cli.serve).map(|()| ExitCode::SUCCESS),
     };
-    match serve(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("logd: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    result.unwrap_or_else(|e| {
+        eprintln!("logd: {e:#}");
+        ExitCode::FAILURE
+    })
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {

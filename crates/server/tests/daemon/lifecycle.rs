@@ -87,3 +87,57 @@ fn a_sigkill_under_acks_all_loses_no_acknowledged_record() {
         );
     }
 }
+
+#[test]
+fn logd_dump_verifies_every_batch_and_reports_a_corrupt_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    kcat(&["-b", &daemon.addr, "-P", "-t", "d", "-K:"], "a:1\nb:2\n");
+    kcat(&["-b", &daemon.addr, "-P", "-t", "d", "-K:"], "c:3\n");
+    assert!(daemon.terminate().success());
+    let segment = dir.path().join("topics/d/0/00000000000000000000.log");
+    let dump = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_logd"))
+            .arg("dump")
+            .arg(&segment)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+
+    let ok = dump(&["--records"]);
+    assert!(ok.status.success());
+    let text = String::from_utf8(ok.stdout).unwrap();
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("position")).count(),
+        2,
+        "{text}"
+    );
+    assert!(
+        text.contains("offset 2 ") && text.contains("key c value 3"),
+        "{text}"
+    );
+    let json = String::from_utf8(dump(&["--format", "json"]).stdout).unwrap();
+    assert!(
+        json.lines()
+            .all(|l| l.starts_with('{') && l.contains("\"crc_valid\":true")),
+        "{json}"
+    );
+
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x20;
+    std::fs::write(&segment, &bytes).unwrap();
+    let bad = dump(&[]);
+    assert_eq!(
+        bad.status.code(),
+        Some(1),
+        "a corrupt batch makes the exit code non-zero"
+    );
+    let text = String::from_utf8(bad.stdout).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("CORRUPT") && l.contains("checksum")),
+        "{text}"
+    );
+}

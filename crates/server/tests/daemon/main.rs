@@ -5,6 +5,7 @@
 mod clients;
 mod lifecycle;
 mod malformed;
+mod produce_errors;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -1,0 +1,140 @@
+//! Produce requests that must be refused get Kafka's error codes, store nothing, and keep the
+//! connection: a corrupt CRC, an unsupported magic, an oversized batch, invalid acks, an unknown
+//! partition. With acks = 0 no response is sent at all.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use logd_storage::batch::{BatchBuilder, Compression};
+
+use super::{Daemon, kcat};
+
+const VERSION: i16 = 7;
+
+fn batch(values: &[&[u8]]) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(Compression::None);
+    for v in values {
+        builder.push(1_700_000_000_000, None, Some(v), &[]);
+    }
+    builder.build(0).unwrap()
+}
+
+fn send(stream: &mut TcpStream, correlation_id: i32, partition: i32, acks: i16, records: Vec<u8>) {
+    let mut data = PartitionProduceData::default();
+    data.index = partition;
+    data.records = Some(Bytes::from(records));
+    let mut topic = TopicProduceData::default();
+    topic.name = TopicName(StrBytes::from_static_str("errs"));
+    topic.partition_data = vec![data];
+    let mut request = ProduceRequest::default();
+    request.acks = acks;
+    request.timeout_ms = 5000;
+    request.topic_data = vec![topic];
+    let mut header = RequestHeader::default();
+    header.request_api_key = ApiKey::Produce as i16;
+    header.request_api_version = VERSION;
+    header.correlation_id = correlation_id;
+    header.client_id = Some(StrBytes::from_static_str("produce-errors-test"));
+    let mut body = BytesMut::new();
+    header
+        .encode(&mut body, ApiKey::Produce.request_header_version(VERSION))
+        .unwrap();
+    request.encode(&mut body, VERSION).unwrap();
+    stream
+        .write_all(&(body.len() as i32).to_be_bytes())
+        .unwrap();
+    stream.write_all(&body).unwrap();
+}
+
+/// Reads one response: (correlation id, error code, base offset).
+fn receive(stream: &mut TcpStream) -> (i32, i16, i64) {
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).unwrap();
+    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut body).unwrap();
+    let mut body = Bytes::from(body);
+    let header =
+        ResponseHeader::decode(&mut body, ApiKey::Produce.response_header_version(VERSION))
+            .unwrap();
+    let response = ProduceResponse::decode(&mut body, VERSION).unwrap();
+    let partition = &response.responses[0].partition_responses[0];
+    (
+        header.correlation_id,
+        partition.error_code,
+        partition.base_offset,
+    )
+}
+
+#[test]
+fn refused_batches_get_kafka_error_codes_and_store_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let mut stream = TcpStream::connect(&daemon.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+
+    send(&mut stream, 1, 0, -1, batch(&[b"first"]));
+    assert_eq!(
+        receive(&mut stream),
+        (1, 0, 0),
+        "a good batch is stored at offset 0"
+    );
+
+    let mut corrupt = batch(&[b"bad crc"]);
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 0x01;
+    send(&mut stream, 2, 0, -1, corrupt);
+    assert_eq!(receive(&mut stream).1, 2, "CORRUPT_MESSAGE");
+
+    let mut old_magic = batch(&[b"magic 1"]);
+    old_magic[16] = 1;
+    send(&mut stream, 3, 0, -1, old_magic);
+    assert_eq!(receive(&mut stream).1, 43, "UNSUPPORTED_FOR_MESSAGE_FORMAT");
+
+    let big = vec![b'x'; 2 << 20];
+    send(&mut stream, 4, 0, -1, batch(&[&big]));
+    assert_eq!(receive(&mut stream).1, 10, "MESSAGE_TOO_LARGE");
+
+    send(&mut stream, 5, 0, 5, batch(&[b"acks 5"]));
+    assert_eq!(receive(&mut stream).1, 21, "INVALID_REQUIRED_ACKS");
+
+    send(&mut stream, 6, 9, -1, batch(&[b"no such partition"]));
+    assert_eq!(receive(&mut stream).1, 3, "UNKNOWN_TOPIC_OR_PARTITION");
+
+    // acks = 0: stored, but no response; the next response belongs to the next request.
+    send(&mut stream, 7, 0, 0, batch(&[b"fire and forget"]));
+    send(&mut stream, 8, 0, 1, batch(&[b"last"]));
+    assert_eq!(
+        receive(&mut stream),
+        (8, 0, 2),
+        "no response for acks=0, and its record took offset 1"
+    );
+
+    let stored = kcat(
+        &[
+            "-b",
+            &daemon.addr,
+            "-C",
+            "-t",
+            "errs",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%o %s\n",
+        ],
+        "",
+    );
+    assert_eq!(
+        stored, "0 first\n1 fire and forget\n2 last\n",
+        "refused batches left nothing behind"
+    );
+}
