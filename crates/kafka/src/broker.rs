@@ -199,7 +199,7 @@ pub fn decode_request(mut frame: Bytes) -> Result<Decoded> {
 }
 
 /// Turns a codec error into [`Error::Malformed`].
-fn malformed<E: std::fmt::Display>(api_key: i16, version: i16) -> impl Fn(E) -> Error {
+pub(crate) fn malformed<E: std::fmt::Display>(api_key: i16, version: i16) -> impl Fn(E) -> Error {
     move |e| Error::Malformed {
         api_key,
         version,

@@ -9,7 +9,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// Reading or writing the socket failed.
-    #[error("connection i/o: {0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// A frame size below the smallest request header or above the limit.
     #[error("frame of {size} bytes is outside 8..={max}")]

@@ -4,6 +4,7 @@
 //! API that translates into engine calls; every rule lives in the engine.
 
 mod broker;
+mod client;
 mod codes;
 mod error;
 mod handlers;
@@ -11,5 +12,6 @@ mod shape;
 mod versions;
 
 pub use broker::{Broker, BrokerConfig, Decoded, decode_request};
+pub use client::{Client, ClientError, PartitionOffsets, code_name};
 pub use error::{Error, Result};
 pub use versions::SUPPORTED;

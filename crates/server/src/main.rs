@@ -14,6 +14,7 @@ use logd::{Config, Fsync, Log, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};
 
 mod dump;
+mod tools;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -32,6 +33,14 @@ struct Cli {
 enum Command {
     /// Run the broker (the default).
     Serve(ServeArgs),
+    /// Create, list, describe or delete topics on a running broker.
+    Topics(tools::topics::TopicsArgs),
+    /// Produce one record per stdin line.
+    Produce(tools::produce::ProduceArgs),
+    /// Print records from a chosen point; exits at the end of the log unless --follow.
+    Consume(tools::consume::ConsumeArgs),
+    /// Re-read a range of a topic to stdout or into another topic.
+    Replay(tools::consume::ReplayArgs),
     /// Read a segment file offline, verifying every batch's CRC (like kafka-dump-log); exits 1
     /// if a batch is corrupt.
     Dump(dump::DumpArgs),
@@ -83,12 +92,21 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
-        Some(Command::Serve(args)) => serve(args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Serve(args)) => done(serve(args)),
+        Some(Command::Topics(args)) => done(tools::topics::run(&args)),
+        Some(Command::Produce(args)) => done(tools::produce::run(&args)),
+        Some(Command::Consume(args)) => done(tools::consume::consume(&args)),
+        Some(Command::Replay(args)) => done(tools::consume::replay(&args)),
         Some(Command::Dump(args)) => dump::run(&args),
-        None => serve(cli.serve).map(|()| ExitCode::SUCCESS),
+        None => done(serve(cli.serve)),
     };
     result.unwrap_or_else(|e| {
+        // `logd consume | head` closes stdout early: that is success, not an error.
+        if tools::is_broken_pipe(&e) {
+            return ExitCode::SUCCESS;
+        }
         eprintln!("logd: {e:#}");
         ExitCode::FAILURE
     })

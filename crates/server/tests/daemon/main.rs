@@ -2,6 +2,7 @@
 //! (kafka-python, kcat / librdkafka, confluent-kafka) and by malformed frames. `.ci/run` installs
 //! the clients (`apt-get install kcat`, `pip install kafka-python confluent-kafka ...`).
 
+mod cli;
 mod clients;
 mod lifecycle;
 mod malformed;
@@ -63,6 +64,30 @@ impl Drop for Daemon {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs `logd ARGS` with `stdin`; returns (success, stdout, stderr).
+pub fn logd(args: &[&str], stdin: &str) -> (bool, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_logd"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("logd");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("logd");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Runs a Python script with the daemon's address as argv[1]; panics with its stderr on failure.

@@ -1,0 +1,357 @@
+//! [`Client`]: a small synchronous Kafka client for logd's command-line tools: one connection
+//! to one broker, one request at a time, at versions every Kafka 4.x broker (and logd) serves.
+//! It speaks only what the tools need: topics, produce, fetch and offsets.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
+    DeleteTopicsResponse, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
+    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader,
+    ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use crate::error::{Error, Result};
+
+/// Why a client call failed: the connection, or a Kafka error code in the answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// Connecting, sending or receiving failed.
+    #[error(transparent)]
+    Connection(#[from] Error),
+    /// The broker answered with an error code.
+    #[error("{what} {}", code_name(*.code))]
+    Kafka {
+        /// What was asked, e.g. `topic orders`.
+        what: String,
+        /// The Kafka error code.
+        code: i16,
+    },
+}
+
+/// What a Kafka error code says about the thing asked for, as a predicate ("does not exist").
+pub fn code_name(code: i16) -> String {
+    match code {
+        1 => "is out of range".into(),
+        2 => "was refused as corrupt".into(),
+        3 => "does not exist".into(),
+        10 => "was refused as too large".into(),
+        17 => "is not a valid topic name".into(),
+        36 => "already exists".into(),
+        37 => "has an invalid partition count".into(),
+        40 => "has an invalid topic config".into(),
+        56 => "failed with a storage error on the broker".into(),
+        other => format!("failed with Kafka error {other}"),
+    }
+}
+
+/// One partition's offsets as ListOffsets reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    /// First offset still stored.
+    pub earliest: i64,
+    /// Next offset to be written (high watermark).
+    pub latest: i64,
+}
+
+/// A connection to one broker.
+#[derive(Debug)]
+pub struct Client {
+    stream: TcpStream,
+    correlation_id: i32,
+}
+
+const METADATA: i16 = 4;
+const PRODUCE: i16 = 7;
+const FETCH: i16 = 11;
+const LIST_OFFSETS: i16 = 2;
+const CREATE_TOPICS: i16 = 3;
+const DELETE_TOPICS: i16 = 1;
+
+fn name(topic: &str) -> TopicName {
+    TopicName(StrBytes::from_string(topic.to_owned()))
+}
+
+impl Client {
+    /// Connects to `addr` (e.g. `127.0.0.1:9092`).
+    pub fn connect(addr: &str) -> Result<Client> {
+        let mut last = None;
+        for candidate in addr.to_socket_addrs()? {
+            match TcpStream::connect_timeout(&candidate, Duration::from_secs(5)) {
+                Ok(stream) => {
+                    stream.set_nodelay(true)?;
+                    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+                    return Ok(Client {
+                        stream,
+                        correlation_id: 0,
+                    });
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last
+            .unwrap_or_else(|| std::io::ErrorKind::NotFound.into())
+            .into())
+    }
+
+    fn call<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Result<Resp> {
+        self.correlation_id += 1;
+        let mut header = RequestHeader::default();
+        header.request_api_key = key as i16;
+        header.request_api_version = version;
+        header.correlation_id = self.correlation_id;
+        header.client_id = Some(StrBytes::from_static_str("logd-cli"));
+        let bad = crate::broker::malformed(key as i16, version);
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, key.request_header_version(version))
+            .map_err(&bad)?;
+        request.encode(&mut body, version).map_err(&bad)?;
+        self.stream.write_all(&(body.len() as i32).to_be_bytes())?;
+        self.stream.write_all(&body)?;
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size)?;
+        let size = i32::from_be_bytes(size);
+        if !(4..=1 << 30).contains(&size) {
+            return Err(Error::FrameSize {
+                size: size.into(),
+                max: 1 << 30,
+            });
+        }
+        let mut response = vec![0u8; size as usize];
+        self.stream.read_exact(&mut response)?;
+        let mut response = Bytes::from(response);
+        ResponseHeader::decode(&mut response, key.response_header_version(version))
+            .map_err(crate::broker::malformed(key as i16, version))?;
+        Resp::decode(&mut response, version).map_err(crate::broker::malformed(key as i16, version))
+    }
+
+    /// Topic names and partition counts (`None`: all topics); with `auto_create`, missing
+    /// topics are created if the broker allows it (as producers ask).
+    pub fn metadata(
+        &mut self,
+        topics: Option<&[&str]>,
+        auto_create: bool,
+    ) -> Result<MetadataResponse, ClientError> {
+        let mut request = MetadataRequest::default();
+        request.topics = topics.map(|ts| {
+            ts.iter()
+                .map(|t| {
+                    let mut topic = MetadataRequestTopic::default();
+                    topic.name = Some(name(t));
+                    topic
+                })
+                .collect()
+        });
+        request.allow_auto_topic_creation = auto_create;
+        Ok(self.call(ApiKey::Metadata, METADATA, &request)?)
+    }
+
+    /// The number of partitions of `topic` (created first if `auto_create` and the broker
+    /// allows it).
+    pub fn partition_count(&mut self, topic: &str, auto_create: bool) -> Result<u32, ClientError> {
+        let response = self.metadata(Some(&[topic]), auto_create)?;
+        let found = response.topics.first().ok_or_else(|| ClientError::Kafka {
+            what: format!("topic {topic}"),
+            code: 3,
+        })?;
+        if found.error_code != 0 {
+            return Err(ClientError::Kafka {
+                what: format!("topic {topic}"),
+                code: found.error_code,
+            });
+        }
+        Ok(found.partitions.len() as u32)
+    }
+
+    /// Creates a topic; `partitions` -1 takes the broker's default.
+    pub fn create_topic(
+        &mut self,
+        topic: &str,
+        partitions: i32,
+        configs: &[(String, String)],
+    ) -> Result<(), ClientError> {
+        let mut creatable = CreatableTopic::default();
+        creatable.name = name(topic);
+        creatable.num_partitions = partitions;
+        creatable.replication_factor = -1;
+        creatable.configs = configs
+            .iter()
+            .map(|(k, v)| {
+                let mut c = CreatableTopicConfig::default();
+                c.name = StrBytes::from_string(k.clone());
+                c.value = Some(StrBytes::from_string(v.clone()));
+                c
+            })
+            .collect();
+        let mut request = CreateTopicsRequest::default();
+        request.topics = vec![creatable];
+        request.timeout_ms = 30_000;
+        let response: CreateTopicsResponse =
+            self.call(ApiKey::CreateTopics, CREATE_TOPICS, &request)?;
+        match response.topics.first().map(|t| t.error_code) {
+            Some(0) => Ok(()),
+            code => Err(ClientError::Kafka {
+                what: format!("topic {topic}"),
+                code: code.unwrap_or(-1),
+            }),
+        }
+    }
+
+    /// Deletes a topic.
+    pub fn delete_topic(&mut self, topic: &str) -> Result<(), ClientError> {
+        let mut request = DeleteTopicsRequest::default();
+        request.topic_names = vec![name(topic)];
+        request.timeout_ms = 30_000;
+        let response: DeleteTopicsResponse =
+            self.call(ApiKey::DeleteTopics, DELETE_TOPICS, &request)?;
+        match response.responses.first().map(|t| t.error_code) {
+            Some(0) => Ok(()),
+            code => Err(ClientError::Kafka {
+                what: format!("topic {topic}"),
+                code: code.unwrap_or(-1),
+            }),
+        }
+    }
+
+    /// The offset a ListOffsets `timestamp` (-2 earliest, -1 latest, else a time in ms) gives;
+    /// `None` when no record is that new.
+    pub fn list_offset(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        timestamp: i64,
+    ) -> Result<Option<i64>, ClientError> {
+        let mut p = ListOffsetsPartition::default();
+        p.partition_index = partition;
+        p.timestamp = timestamp;
+        let mut t = ListOffsetsTopic::default();
+        t.name = name(topic);
+        t.partitions = vec![p];
+        let mut request = ListOffsetsRequest::default();
+        request.replica_id = BrokerId(-1);
+        request.topics = vec![t];
+        let response: ListOffsetsResponse =
+            self.call(ApiKey::ListOffsets, LIST_OFFSETS, &request)?;
+        let answer = response
+            .topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .ok_or_else(|| ClientError::Kafka {
+                what: format!("offsets of {topic}-{partition}"),
+                code: -1,
+            })?;
+        if answer.error_code != 0 {
+            return Err(ClientError::Kafka {
+                what: format!("{topic}-{partition}"),
+                code: answer.error_code,
+            });
+        }
+        Ok((answer.offset >= 0).then_some(answer.offset))
+    }
+
+    /// Earliest and latest offsets of a partition.
+    pub fn offsets(
+        &mut self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<PartitionOffsets, ClientError> {
+        Ok(PartitionOffsets {
+            earliest: self.list_offset(topic, partition, -2)?.unwrap_or(0),
+            latest: self.list_offset(topic, partition, -1)?.unwrap_or(0),
+        })
+    }
+
+    /// Appends record batches to a partition with acks = all; returns the base offset.
+    pub fn produce(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        batches: Vec<u8>,
+    ) -> Result<i64, ClientError> {
+        let mut data = PartitionProduceData::default();
+        data.index = partition;
+        data.records = Some(Bytes::from(batches));
+        let mut t = TopicProduceData::default();
+        t.name = name(topic);
+        t.partition_data = vec![data];
+        let mut request = ProduceRequest::default();
+        request.acks = -1;
+        request.timeout_ms = 30_000;
+        request.topic_data = vec![t];
+        let response: ProduceResponse = self.call(ApiKey::Produce, PRODUCE, &request)?;
+        let answer = response
+            .responses
+            .first()
+            .and_then(|t| t.partition_responses.first())
+            .ok_or_else(|| ClientError::Kafka {
+                what: format!("produce to {topic}-{partition}"),
+                code: -1,
+            })?;
+        match answer.error_code {
+            0 => Ok(answer.base_offset),
+            code => Err(ClientError::Kafka {
+                what: format!("produce to {topic}-{partition}"),
+                code,
+            }),
+        }
+    }
+
+    /// Fetches whole batches from `offset`, waiting up to `max_wait_ms` for data; returns the
+    /// batches' bytes and the partition's high watermark.
+    pub fn fetch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+    ) -> Result<(Bytes, i64), ClientError> {
+        let mut p = FetchPartition::default();
+        p.partition = partition;
+        p.fetch_offset = offset;
+        p.partition_max_bytes = 1 << 20;
+        let mut t = FetchTopic::default();
+        t.topic = name(topic);
+        t.partitions = vec![p];
+        let mut request = FetchRequest::default();
+        request.replica_id = BrokerId(-1);
+        request.max_wait_ms = max_wait_ms;
+        request.min_bytes = 1;
+        request.max_bytes = 4 << 20;
+        request.topics = vec![t];
+        let response: FetchResponse = self.call(ApiKey::Fetch, FETCH, &request)?;
+        let data = response
+            .responses
+            .first()
+            .and_then(|t| t.partitions.first())
+            .ok_or_else(|| ClientError::Kafka {
+                what: format!("fetch {topic}-{partition}"),
+                code: -1,
+            })?;
+        match data.error_code {
+            0 => Ok((
+                data.records.clone().unwrap_or_default(),
+                data.high_watermark,
+            )),
+            code => Err(ClientError::Kafka {
+                what: format!("fetch {topic}-{partition} at {offset}"),
+                code,
+            }),
+        }
+    }
+}

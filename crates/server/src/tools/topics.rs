@@ -1,0 +1,90 @@
+//! `logd topics create|list|describe|delete`.
+
+use anyhow::bail;
+use clap::Subcommand;
+
+use super::{Bootstrap, explain};
+
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct TopicsArgs {
+    #[command(subcommand)]
+    command: TopicsCommand,
+    #[command(flatten)]
+    bootstrap: Bootstrap,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+enum TopicsCommand {
+    /// Create a topic.
+    Create {
+        /// Topic name.
+        name: String,
+        /// Partitions (default: the broker's).
+        #[arg(long)]
+        partitions: Option<i32>,
+        /// Topic config, `key=value` (retention.ms, retention.bytes, segment.bytes, ...).
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        configs: Vec<String>,
+    },
+    /// List topics.
+    List,
+    /// Show a topic's partitions with their first and next offsets.
+    Describe {
+        /// Topic name.
+        name: String,
+    },
+    /// Delete a topic and its data.
+    Delete {
+        /// Topic name.
+        name: String,
+    },
+}
+
+pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
+    let mut client = args.bootstrap.connect()?;
+    match &args.command {
+        TopicsCommand::Create {
+            name,
+            partitions,
+            configs,
+        } => {
+            let mut pairs = Vec::new();
+            for config in configs {
+                let Some((key, value)) = config.split_once('=') else {
+                    bail!("config {config:?} is not key=value");
+                };
+                pairs.push((key.to_owned(), value.to_owned()));
+            }
+            client
+                .create_topic(name, partitions.unwrap_or(-1), &pairs)
+                .map_err(explain)?;
+            println!("created topic {name}");
+        }
+        TopicsCommand::List => {
+            let metadata = client.metadata(None, false).map_err(explain)?;
+            let mut names: Vec<String> = metadata
+                .topics
+                .iter()
+                .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+                .collect();
+            names.sort();
+            for name in names {
+                println!("{name}");
+            }
+        }
+        TopicsCommand::Describe { name } => {
+            let partitions = client.partition_count(name, false).map_err(explain)?;
+            println!("topic {name}: {partitions} partitions");
+            println!("partition\tlog_start\tlog_end");
+            for p in 0..partitions as i32 {
+                let offsets = client.offsets(name, p).map_err(explain)?;
+                println!("{p}\t{}\t{}", offsets.earliest, offsets.latest);
+            }
+        }
+        TopicsCommand::Delete { name } => {
+            client.delete_topic(name).map_err(explain)?;
+            println!("deleted topic {name}");
+        }
+    }
+    Ok(())
+}
