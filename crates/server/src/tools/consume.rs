@@ -247,7 +247,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         .collect();
     let show_progress = std::io::stderr().is_terminal() && total > 0;
     let progress = |done: usize| {
-        if show_progress && (done % 1000 == 0 || done as i64 == total) {
+        if show_progress && (done.is_multiple_of(1000) || done as i64 == total) {
             eprint!("\rreplayed {done}/{total}");
         }
     };
