@@ -31,6 +31,9 @@ pub struct BrokerConfig {
     pub max_request_bytes: usize,
     /// A connection silent for this long is closed.
     pub idle_timeout: Duration,
+    /// Once a frame's size has arrived, its body must arrive within this (a slow client cannot
+    /// hold a connection mid-request).
+    pub request_timeout: Duration,
 }
 
 impl Default for BrokerConfig {
@@ -42,6 +45,7 @@ impl Default for BrokerConfig {
             cluster_id: "logd".into(),
             max_request_bytes: 100 << 20,
             idle_timeout: Duration::from_secs(600),
+            request_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -90,7 +94,9 @@ impl Broker {
                 });
             }
             let mut body = vec![0u8; size as usize];
+            stream.set_read_timeout(Some(self.config.request_timeout))?;
             stream.read_exact(&mut body)?;
+            stream.set_read_timeout(Some(self.config.idle_timeout))?;
             if let Some(response) = self.handle_frame(Bytes::from(body))? {
                 stream.write_all(&response)?;
             }

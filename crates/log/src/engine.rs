@@ -493,6 +493,26 @@ impl Log {
         Ok(())
     }
 
+    /// Makes every appended record durable now in the partitions of topics with
+    /// `Fsync::IntervalMs`: a timer calls this so their data does not wait for the next append
+    /// to find the last fsync old. `Always` topics are durable already; `Never` ones are left
+    /// to checkpoints and the kernel, as their policy says.
+    pub fn flush_interval_topics(&self) -> Result<()> {
+        let topics: Vec<Arc<Topic>> = self.shared.topics.read().values().cloned().collect();
+        for topic in topics {
+            if !matches!(
+                topic.config.read().fsync,
+                crate::topic::Fsync::IntervalMs(_)
+            ) {
+                continue;
+            }
+            for log in topic.partitions.read().iter() {
+                log.flush()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Applies retention to every partition as of `now_ms`; returns segments deleted.
     pub fn apply_retention(&self, now_ms: i64) -> Result<usize> {
         let topics: Vec<Arc<Topic>> = self.shared.topics.read().values().cloned().collect();

@@ -2,11 +2,13 @@
 //! `logd serve`: a broker on 127.0.0.1:9092 with data in `./logd-data`, creating topics on
 //! first use. One thread per connection; SIGINT/SIGTERM checkpoint every partition and exit 0.
 
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -48,6 +50,10 @@ enum Command {
 
 #[derive(Debug, Clone, clap::Args)]
 struct ServeArgs {
+    /// TOML file with any of these options (keys as the long flags, e.g. `data-dir`);
+    /// flags win over `LOGD_*` variables, which win over the file.
+    #[arg(long, env = "LOGD_CONFIG")]
+    config: Option<PathBuf>,
     /// Address to listen on; port 0 picks a free one (printed on stdout).
     #[arg(long, env = "LOGD_LISTEN", default_value = "127.0.0.1:9092")]
     listen: SocketAddr,
@@ -72,6 +78,21 @@ struct ServeArgs {
     /// Most simultaneous client connections; more are closed at once.
     #[arg(long, env = "LOGD_MAX_CONNECTIONS", default_value_t = 1024)]
     max_connections: usize,
+    /// Largest record batch a producer may send, in bytes (Kafka `message.max.bytes`).
+    #[arg(long, env = "LOGD_MAX_MESSAGE_BYTES", default_value_t = (1 << 20) + 12)]
+    max_message_bytes: usize,
+    /// Default retention by time in ms for new topics (-1: keep forever).
+    #[arg(long, env = "LOGD_RETENTION_MS", default_value_t = 7 * 24 * 3600 * 1000, allow_hyphen_values = true)]
+    retention_ms: i64,
+    /// Default retention by size in bytes per partition for new topics (-1: no limit).
+    #[arg(long, env = "LOGD_RETENTION_BYTES", default_value_t = -1, allow_hyphen_values = true)]
+    retention_bytes: i64,
+    /// Default segment file size for new topics.
+    #[arg(long, env = "LOGD_SEGMENT_BYTES", default_value_t = 1 << 30)]
+    segment_bytes: u64,
+    /// How often retention runs, in ms.
+    #[arg(long, env = "LOGD_RETENTION_CHECK_MS", default_value_t = 60_000)]
+    retention_check_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -91,7 +112,13 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
+    let cli = match parse_with_config_file() {
+        Ok(cli) => cli,
+        Err(e) => {
+            eprintln!("logd: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
         Some(Command::Serve(args)) => done(serve(args)),
@@ -112,6 +139,58 @@ fn main() -> ExitCode {
     })
 }
 
+/// Parses the command line; with `--config FILE`, every option the file sets and neither a flag
+/// nor an environment variable did is added as a flag, and the line is parsed again, so file
+/// values get the same parsing and checks as flags.
+fn parse_with_config_file() -> anyhow::Result<Cli> {
+    use clap::parser::ValueSource;
+    use clap::{CommandFactory, FromArgMatches};
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = Cli::command().get_matches_from(&argv);
+    let serve_matches = match matches.subcommand() {
+        Some(("serve", sub)) => sub,
+        Some(_) => return Ok(Cli::from_arg_matches(&matches)?),
+        None => &matches,
+    };
+    let Some(path) = serve_matches.get_one::<PathBuf>("config") else {
+        return Ok(Cli::from_arg_matches(&matches)?);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config file {}", path.display()))?;
+    let table: toml::Table = text
+        .parse()
+        .with_context(|| format!("config file {} is not valid TOML", path.display()))?;
+    for (key, value) in table {
+        let id = key.replace('-', "_");
+        if id == "config" {
+            anyhow::bail!(
+                "config file {}: `config` cannot be set inside a config file",
+                path.display()
+            );
+        }
+        let source = serve_matches
+            .try_get_raw(&id)
+            .map_err(|_| anyhow::anyhow!("config file {}: unknown option `{key}`", path.display()))
+            .map(|_| serve_matches.value_source(&id))?;
+        if source != Some(ValueSource::DefaultValue) {
+            continue;
+        }
+        let value = match value {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => anyhow::bail!(
+                "config file {}: `{key}` must be a string, integer or boolean, not {}",
+                path.display(),
+                other.type_str()
+            ),
+        };
+        argv.push(format!("--{}", key.replace('_', "-")).into());
+        argv.push(value.into());
+    }
+    Ok(Cli::try_parse_from(argv)?)
+}
+
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let fsync = match args.fsync {
         FsyncArg::Always => Fsync::Always,
@@ -122,6 +201,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         default_topic: TopicConfig {
             partitions: args.default_partitions,
             fsync,
+            retention_ms: (args.retention_ms >= 0).then_some(args.retention_ms),
+            retention_bytes: u64::try_from(args.retention_bytes).ok(),
+            segment_bytes: args.segment_bytes,
+            max_batch_bytes: args.max_message_bytes,
             ..TopicConfig::default()
         },
         auto_create_topics: args.auto_create_topics,
@@ -142,8 +225,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             ..BrokerConfig::default()
         },
     ));
-    // Scripts and tests read the bound address from this line.
-    println!("logd listening on {local}");
+    // Scripts and tests read the bound address from this line (a closed stdout is no reason
+    // not to serve).
+    let _ = writeln!(std::io::stdout(), "logd listening on {local}");
     tracing::info!(%local, %advertised, data_dir = %args.data_dir.display(), "serving");
 
     let stopping = Arc::new(AtomicBool::new(false));
@@ -156,6 +240,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         })
         .context("cannot install the signal handler")?;
     }
+    spawn_housekeeping(
+        broker.clone(),
+        Duration::from_millis(args.retention_check_ms.max(100)),
+    );
     let connections = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         if stopping.load(Ordering::SeqCst) {
@@ -189,9 +277,34 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         });
     }
     tracing::info!("shutting down: checkpointing every partition");
+    // Joining the connection threads is not needed: the checkpoint below makes everything
+    // appended so far durable, and the process exits right after.
     broker
         .log()
         .checkpoint_all()
         .context("checkpoint at shutdown")?;
     Ok(())
+}
+
+/// Once a second, makes `interval` topics' appended records durable (their appends only fsync
+/// when they find the last fsync old); every `retention_every`, applies retention.
+fn spawn_housekeeping(broker: Arc<Broker>, retention_every: Duration) {
+    std::thread::spawn(move || {
+        let mut last_retention = std::time::Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            if let Err(e) = broker.log().flush_interval_topics() {
+                tracing::error!(error = %e, "periodic flush failed");
+            }
+            if last_retention.elapsed() >= retention_every {
+                last_retention = std::time::Instant::now();
+                let now = broker.log().clock().now_ms();
+                match broker.log().apply_retention(now) {
+                    Ok(0) => {}
+                    Ok(deleted) => tracing::info!(deleted, "retention deleted segments"),
+                    Err(e) => tracing::error!(error = %e, "retention failed"),
+                }
+            }
+        }
+    });
 }

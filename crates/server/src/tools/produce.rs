@@ -2,7 +2,7 @@
 //! partitioned as Kafka's Java client would (murmur2), batched per partition, acks = all.
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 
 use anyhow::bail;
 use logd_partition::{KeyHash, Partitioner, Sticky};
@@ -89,6 +89,9 @@ pub(crate) fn run(args: &ProduceArgs) -> anyhow::Result<()> {
     for (partition, batch) in std::mem::take(&mut pending) {
         flush(&mut client, partition, batch)?;
     }
-    println!("{acknowledged} records acknowledged");
+    writeln!(
+        std::io::stdout().lock(),
+        "{acknowledged} records acknowledged"
+    )?;
     Ok(())
 }

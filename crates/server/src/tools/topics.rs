@@ -1,5 +1,7 @@
 //! `logd topics create|list|describe|delete`.
 
+use std::io::Write;
+
 use anyhow::bail;
 use clap::Subcommand;
 
@@ -42,6 +44,7 @@ enum TopicsCommand {
 
 pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
     let mut client = args.bootstrap.connect()?;
+    let mut out = std::io::stdout().lock();
     match &args.command {
         TopicsCommand::Create {
             name,
@@ -58,7 +61,7 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
             client
                 .create_topic(name, partitions.unwrap_or(-1), &pairs)
                 .map_err(explain)?;
-            println!("created topic {name}");
+            writeln!(out, "created topic {name}")?;
         }
         TopicsCommand::List => {
             let metadata = client.metadata(None, false).map_err(explain)?;
@@ -69,21 +72,21 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
                 .collect();
             names.sort();
             for name in names {
-                println!("{name}");
+                writeln!(out, "{name}")?;
             }
         }
         TopicsCommand::Describe { name } => {
             let partitions = client.partition_count(name, false).map_err(explain)?;
-            println!("topic {name}: {partitions} partitions");
-            println!("partition\tlog_start\tlog_end");
+            writeln!(out, "topic {name}: {partitions} partitions")?;
+            writeln!(out, "partition\tlog_start\tlog_end")?;
             for p in 0..partitions as i32 {
                 let offsets = client.offsets(name, p).map_err(explain)?;
-                println!("{p}\t{}\t{}", offsets.earliest, offsets.latest);
+                writeln!(out, "{p}\t{}\t{}", offsets.earliest, offsets.latest)?;
             }
         }
         TopicsCommand::Delete { name } => {
             client.delete_topic(name).map_err(explain)?;
-            println!("deleted topic {name}");
+            writeln!(out, "deleted topic {name}")?;
         }
     }
     Ok(())

@@ -288,3 +288,38 @@ fn errors_are_sentences_and_a_closed_pipe_is_not_one() {
         String::from_utf8_lossy(&piped.stderr)
     );
 }
+
+#[test]
+fn a_config_file_sets_options_and_flags_and_environment_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("logd.toml");
+    std::fs::write(
+        &config,
+        "default-partitions = 4\nmax-message-bytes = 2048\n",
+    )
+    .unwrap();
+    // The environment beats the file for partitions; the file's message limit applies.
+    let daemon = Daemon::start_with_env(
+        &dir.path().join("data"),
+        &["--config", config.to_str().unwrap()],
+        &[("LOGD_DEFAULT_PARTITIONS", "3")],
+    );
+    let b = daemon.addr.as_str();
+    ok(&["produce", "-t", "t", "--bootstrap", b], "small\n");
+    assert!(
+        ok(&["topics", "describe", "t", "--bootstrap", b], "").starts_with("topic t: 3 partitions")
+    );
+    let big = format!("{}\n", "x".repeat(4000));
+    let (success, _, stderr) = logd(&["produce", "-t", "t", "--bootstrap", b], &big);
+    assert!(
+        !success && stderr.contains("too large"),
+        "the file's max-message-bytes applies: {stderr}"
+    );
+
+    std::fs::write(&config, "no-such-option = 1\n").unwrap();
+    let (success, _, stderr) = logd(&["serve", "--config", config.to_str().unwrap()], "");
+    assert!(
+        !success && stderr.contains("unknown option `no-such-option`"),
+        "{stderr}"
+    );
+}

@@ -141,3 +141,51 @@ fn logd_dump_verifies_every_batch_and_reports_a_corrupt_byte() {
         "{text}"
     );
 }
+
+#[test]
+fn the_daemon_applies_retention_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        dir.path(),
+        &[
+            "--segment-bytes",
+            "4096",
+            "--retention-bytes",
+            "8192",
+            "--retention-check-ms",
+            "100",
+        ],
+    );
+    let lines: String = (0..400).map(|i| format!("record {i:>60}\n")).collect();
+    for chunk in lines.as_bytes().chunks(lines.len() / 8) {
+        kcat(
+            &["-b", &daemon.addr, "-P", "-t", "short"],
+            std::str::from_utf8(chunk).unwrap(),
+        );
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let first = loop {
+        let first = kcat(
+            &[
+                "-b",
+                &daemon.addr,
+                "-C",
+                "-t",
+                "short",
+                "-o",
+                "beginning",
+                "-c",
+                "1",
+                "-e",
+                "-f",
+                "%o\n",
+            ],
+            "",
+        );
+        if first.trim() != "0" || std::time::Instant::now() > deadline {
+            break first;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_ne!(first.trim(), "0", "retention deleted the oldest segments");
+}

@@ -22,10 +22,16 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `logd serve --listen 127.0.0.1:0` on `data_dir` and waits for its address line.
     pub fn start(data_dir: &Path, extra: &[&str]) -> Daemon {
+        Daemon::start_with_env(data_dir, extra, &[])
+    }
+
+    /// As [`Daemon::start`], with extra environment variables.
+    pub fn start_with_env(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut child = Command::new(env!("CARGO_BIN_EXE_logd"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .args(extra)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .spawn()
