@@ -152,3 +152,48 @@ fn linger_sends_a_partial_batch_without_a_flush() {
     );
     assert_eq!(log.describe_topic("t").unwrap().partitions[0].log_end, 2);
 }
+
+#[test]
+fn batches_stay_within_batch_bytes_and_flush_reports_a_lost_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path());
+    log.create_topic(
+        "t",
+        TopicConfig {
+            max_batch_bytes: 2048,
+            ..TopicConfig::default()
+        },
+    )
+    .unwrap();
+    let value = [b'v'; 100];
+    // Closing a batch before a record would overflow it keeps every batch under 2048 bytes.
+    let fits = Producer::new(
+        &log,
+        ProducerConfig {
+            batch_bytes: 2000,
+            linger: Duration::from_secs(60),
+            ..ProducerConfig::default()
+        },
+    );
+    for _ in 0..100 {
+        fits.send(ProducerRecord::new("t", &value[..])).unwrap();
+    }
+    fits.flush().unwrap();
+    assert_eq!(log.describe_topic("t").unwrap().partitions[0].log_end, 100);
+
+    // A producer whose batches exceed what the topic accepts learns it at flush, even if it
+    // never waited on a delivery.
+    let too_big = Producer::new(
+        &log,
+        ProducerConfig {
+            batch_bytes: 8192,
+            linger: Duration::from_secs(60),
+            ..ProducerConfig::default()
+        },
+    );
+    for _ in 0..60 {
+        too_big.send(ProducerRecord::new("t", &value[..])).unwrap();
+    }
+    assert!(matches!(too_big.flush(), Err(Error::Delivery(_))));
+    assert!(too_big.flush().is_ok(), "reported once");
+}

@@ -193,6 +193,9 @@ struct Shared {
     config: ProducerConfig,
     partitioner: Box<dyn Partitioner>,
     pending: Mutex<PendingBatches>,
+    /// The first append that failed since the last `flush`, which reports it: a sender that
+    /// never waits on its deliveries still learns that records were not stored.
+    failed: Mutex<Option<Arc<Error>>>,
     closing: Mutex<bool>,
     wake: Condvar,
 }
@@ -221,6 +224,7 @@ impl Producer {
             config,
             partitioner,
             pending: Mutex::new(BTreeMap::new()),
+            failed: Mutex::new(None),
             closing: Mutex::new(false),
             wake: Condvar::new(),
         });
@@ -280,8 +284,23 @@ impl Producer {
         if topic.batches.len() <= partition as usize {
             topic.batches.resize_with(partition as usize + 1, || None);
         }
+        // Close the open batch first if this record would push it past `batch_bytes`: batches
+        // stay within the limit (a record larger than the limit gets a batch of its own).
+        let record_bytes = 32
+            + record.key.map_or(0, <[u8]>::len)
+            + record.value.map_or(0, <[u8]>::len)
+            + record
+                .headers
+                .iter()
+                .map(|(k, v)| 16 + k.len() + v.map_or(0, <[u8]>::len))
+                .sum::<usize>();
+        let slot = &mut topic.batches[partition as usize];
+        let full = slot.as_ref().is_some_and(|b| {
+            !b.builder.is_empty() && b.builder.size() + record_bytes > shared.config.batch_bytes
+        });
+        let closed = if full { slot.take() } else { None };
         let name = &topic.name;
-        let batch = topic.batches[partition as usize].get_or_insert_with(|| {
+        let batch = slot.get_or_insert_with(|| {
             Pending::new(shared.config.compression, name.clone(), partition)
         });
         let delivery = Delivery {
@@ -297,18 +316,16 @@ impl Producer {
         batch
             .builder
             .push(timestamp, record.key, record.value, &headers);
-        if batch.builder.size() >= shared.config.batch_bytes {
-            let full = topic.batches[partition as usize]
-                .take()
-                .expect("just filled");
-            drop(pending);
-            // A failure reaches every delivery of the batch, this one included.
-            let _ = shared.append(full);
+        drop(pending);
+        if let Some(closed) = closed {
+            // A failure reaches every delivery of that batch, and the next `flush`.
+            let _ = shared.append(closed);
         }
         Ok(delivery)
     }
 
-    /// Appends every queued batch and waits until they are stored.
+    /// Appends every queued batch and waits until they are stored; fails if any batch since the
+    /// last `flush` (including ones appended by `send` or the linger thread) was not stored.
     pub fn flush(&self) -> Result<()> {
         let batches: Vec<Pending> = {
             let mut pending = self.shared.pending.lock();
@@ -317,13 +334,11 @@ impl Producer {
                 .flat_map(|t| t.batches.iter_mut().filter_map(Option::take))
                 .collect()
         };
-        let mut failure = None;
         for batch in batches {
-            if let Err(e) = self.shared.append(batch) {
-                failure.get_or_insert(e);
-            }
+            // Failures are recorded in `failed` by `append`.
+            let _ = self.shared.append(batch);
         }
-        match failure {
+        match self.shared.failed.lock().take() {
             Some(e) => Err(Error::Delivery(e)),
             None => Ok(()),
         }
@@ -344,6 +359,9 @@ impl Shared {
             self.log.partition_count(topic).unwrap_or(1).max(1),
         );
         let outcome = result.map(|info| info.base_offset.0).map_err(Arc::new);
+        if let Err(e) = &outcome {
+            self.failed.lock().get_or_insert_with(|| e.clone());
+        }
         *batch.slot.outcome.lock() = Some(outcome.clone());
         batch.slot.done.notify_all();
         outcome.map(|_| ())
