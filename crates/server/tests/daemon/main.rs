@@ -72,23 +72,28 @@ impl Drop for Daemon {
     }
 }
 
-/// Runs `logd ARGS` with `stdin`; returns (success, stdout, stderr).
-pub fn logd(args: &[&str], stdin: &str) -> (bool, String, String) {
+/// Runs `program ARGS`, feeding it `stdin`, and collects its output.
+fn run_with_stdin(program: &str, args: &[&str], stdin: &str) -> Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_logd"))
+    let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("logd");
+        .unwrap_or_else(|e| panic!("{program}: {e} (see .ci/run for what to install)"));
     child
         .stdin
         .take()
         .expect("stdin")
         .write_all(stdin.as_bytes())
         .expect("write stdin");
-    let out = child.wait_with_output().expect("logd");
+    child.wait_with_output().expect("wait")
+}
+
+/// Runs `logd ARGS` with `stdin`; returns (success, stdout, stderr).
+pub fn logd(args: &[&str], stdin: &str) -> (bool, String, String) {
+    let out = run_with_stdin(env!("CARGO_BIN_EXE_logd"), args, stdin);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -107,21 +112,7 @@ pub fn python(script: &str, addr: &str) -> String {
 
 /// Runs kcat with `args`, feeding `stdin`.
 pub fn kcat(args: &[&str], stdin: &str) -> String {
-    use std::io::Write;
-    let mut child = Command::new("kcat")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kcat (apt-get install kcat)");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    checked(child.wait_with_output().expect("kcat"), "kcat")
+    checked(run_with_stdin("kcat", args, stdin), "kcat")
 }
 
 fn checked(output: Output, what: &str) -> String {
