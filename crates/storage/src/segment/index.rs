@@ -66,10 +66,11 @@ impl IndexFile {
 
     /// Empties the index (before a rebuild).
     pub(crate) fn clear(&mut self) -> Result<()> {
+        // Drop the view before shrinking the file under it (see `StorageFile::map`).
+        self.mapped = Bytes::new();
         self.file
             .set_len(0)
             .map_err(Error::io("truncate", &self.path))?;
-        self.mapped = Bytes::new();
         self.pending.clear();
         self.written = 0;
         Ok(())
