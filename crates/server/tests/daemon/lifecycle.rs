@@ -108,9 +108,17 @@ fn logd_dump_verifies_every_batch_and_reports_a_corrupt_byte() {
     let ok = dump(&["--records"]);
     assert!(ok.status.success());
     let text = String::from_utf8(ok.stdout).unwrap();
+    // How kcat batches the records depends on timing; every batch must check out either way.
+    let batches: Vec<&str> = text.lines().filter(|l| l.starts_with("position")).collect();
+    assert!(
+        batches.len() >= 2 && batches.iter().all(|l| l.ends_with("crc valid")),
+        "{text}"
+    );
     assert_eq!(
-        text.lines().filter(|l| l.starts_with("position")).count(),
-        2,
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("offset "))
+            .count(),
+        3,
         "{text}"
     );
     assert!(
