@@ -12,6 +12,7 @@ pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
 pub(crate) const INVALID_PARTITIONS: i16 = 37;
 pub(crate) const INVALID_REPLICATION_FACTOR: i16 = 38;
 pub(crate) const INVALID_CONFIG: i16 = 40;
+pub(crate) const INVALID_REQUEST: i16 = 42;
 pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
 pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
 

@@ -8,6 +8,9 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -22,6 +25,7 @@ use kafka_protocol::messages::{
     ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
     ProducerId, RequestHeader, RequestKind, ResponseKind, TopicName,
 };
+use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 use logd::TopicConfig;
 use logd_storage::Offset;
@@ -95,6 +99,9 @@ impl Broker {
             RequestKind::Fetch(request) => ResponseKind::Fetch(self.fetch(&request, version)),
             RequestKind::ListOffsets(request) => {
                 ResponseKind::ListOffsets(self.list_offsets(request))
+            }
+            RequestKind::DescribeConfigs(request) => {
+                ResponseKind::DescribeConfigs(self.describe_configs(request))
             }
             other => {
                 // The version table admits only the APIs above.
@@ -411,6 +418,92 @@ impl Broker {
             }
             topic_response.name = topic.name;
             response.topics.push(topic_response);
+        }
+        response
+    }
+}
+
+/// Kafka's resource types in DescribeConfigs.
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+/// Config sources: set on the topic, or the broker's default.
+const SOURCE_TOPIC: i8 = 1;
+const SOURCE_DEFAULT: i8 = 5;
+
+/// A topic's effective configs under Kafka's names, each with whether it differs from the
+/// broker's default for new topics.
+fn topic_configs(config: &TopicConfig, default: &TopicConfig) -> Vec<(&'static str, String, bool)> {
+    let ms = |v: Option<i64>| v.map_or("-1".to_owned(), |v| v.to_string());
+    vec![
+        ("cleanup.policy", "delete".into(), false),
+        (
+            "retention.ms",
+            ms(config.retention_ms),
+            config.retention_ms != default.retention_ms,
+        ),
+        (
+            "retention.bytes",
+            config
+                .retention_bytes
+                .map_or("-1".to_owned(), |b| b.to_string()),
+            config.retention_bytes != default.retention_bytes,
+        ),
+        (
+            "segment.bytes",
+            config.segment_bytes.to_string(),
+            config.segment_bytes != default.segment_bytes,
+        ),
+        (
+            "segment.ms",
+            ms(config.segment_ms),
+            config.segment_ms != default.segment_ms,
+        ),
+        (
+            "max.message.bytes",
+            config.max_batch_bytes.to_string(),
+            config.max_batch_bytes != default.max_batch_bytes,
+        ),
+        ("message.timestamp.type", "CreateTime".into(), false),
+    ]
+}
+
+impl Broker {
+    fn describe_configs(&self, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
+        let mut response = DescribeConfigsResponse::default();
+        for resource in request.resources {
+            let mut result = DescribeConfigsResult::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name.clone();
+            let wanted = |name: &str| {
+                resource
+                    .configuration_keys
+                    .as_ref()
+                    .is_none_or(|keys| keys.iter().any(|k| &**k == name))
+            };
+            match resource.resource_type {
+                RESOURCE_TOPIC => match self.log.describe_topic(&resource.resource_name) {
+                    Ok(topic) => {
+                        let default = self.log.default_topic_config();
+                        result.configs = topic_configs(&topic.config, default)
+                            .into_iter()
+                            .filter(|(name, _, _)| wanted(name))
+                            .map(|(name, value, set)| {
+                                let mut entry = DescribeConfigsResourceResult::default();
+                                entry.name = StrBytes::from_static_str(name);
+                                entry.value = Some(StrBytes::from_string(value));
+                                entry.config_source =
+                                    if set { SOURCE_TOPIC } else { SOURCE_DEFAULT };
+                                entry
+                            })
+                            .collect();
+                    }
+                    Err(e) => result.error_code = codes::for_engine_error(&e),
+                },
+                // The broker has no dynamic configs to show; an empty answer is Kafka's for that.
+                RESOURCE_BROKER => {}
+                _ => result.error_code = codes::INVALID_REQUEST,
+            }
+            response.results.push(result);
         }
         response
     }

@@ -85,6 +85,13 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
         ],
         ApiKey::DeleteTopics => vec![Array(vec![Str]), I32],
         ApiKey::InitProducerId => vec![Str, I32],
+        ApiKey::DescribeConfigs => {
+            let mut fields = vec![Array(vec![I8, Str, Array(vec![Str])]), BOOL];
+            if v >= 3 {
+                fields.push(BOOL);
+            }
+            fields
+        }
         _ => return None,
     })
 }

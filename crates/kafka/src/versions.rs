@@ -16,6 +16,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 2, 3),
     (ApiKey::DeleteTopics, 1, 1),
     (ApiKey::InitProducerId, 0, 0),
+    (ApiKey::DescribeConfigs, 1, 3),
 ];
 
 /// The served range of `key`, if logd serves it.

@@ -194,3 +194,25 @@ fn confluent_kafka_admin_producer_and_consumer_work() {
     let output = python(CONFLUENT_KAFKA, &daemon.addr);
     assert_eq!(output.trim(), "['ck'] True 30 30 []");
 }
+
+const DESCRIBE_CONFIGS: &str = r#"
+import sys
+from confluent_kafka.admin import AdminClient, NewTopic, ConfigResource
+admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+for f in admin.create_topics([NewTopic("cfg", num_partitions=1, replication_factor=1,
+                                       config={"retention.ms": "3600000"})]).values():
+    f.result(10)
+for f in admin.describe_configs([ConfigResource("topic", "cfg")]).values():
+    configs = f.result(10)
+    r = configs["retention.ms"]
+    s = configs["segment.bytes"]
+    # Kafka's config sources: 1 = set on the topic, 5 = the broker's default.
+    print(r.value, r.source, s.source)
+"#;
+
+#[test]
+fn confluent_kafka_describes_topic_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    assert_eq!(python(DESCRIBE_CONFIGS, &daemon.addr).trim(), "3600000 1 5");
+}
