@@ -354,15 +354,12 @@ impl Broker {
                         if version >= 5 {
                             data.log_start_offset = log.log_start_offset().0;
                         }
-                        // At least one batch per response even over the limits (KIP-74).
-                        let room = if total == 0 {
-                            1
-                        } else {
-                            max_total.saturating_sub(total)
-                        };
-                        if room > 0 {
-                            let limit =
-                                (requested.partition_max_bytes.max(0) as usize).min(room.max(1));
+                        // Up to the partition's and the response's byte limits, and at least
+                        // one batch per response even over them (KIP-74): `read` always
+                        // returns one whole batch.
+                        let room = max_total.saturating_sub(total);
+                        if total == 0 || room > 0 {
+                            let limit = (requested.partition_max_bytes.max(0) as usize).min(room);
                             match log.read(Offset(requested.fetch_offset), limit) {
                                 Ok(bytes) => {
                                     total += bytes.len();

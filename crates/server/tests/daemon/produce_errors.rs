@@ -138,3 +138,87 @@ fn refused_batches_get_kafka_error_codes_and_store_nothing() {
         "refused batches left nothing behind"
     );
 }
+
+/// One Fetch of `partition` from `offset` with the given byte limits: (error code, records).
+fn fetch(
+    stream: &mut TcpStream,
+    offset: i64,
+    partition_max_bytes: i32,
+    max_bytes: i32,
+) -> (i16, Bytes) {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+    const FETCH: i16 = 11;
+    let mut partition = FetchPartition::default();
+    partition.fetch_offset = offset;
+    partition.partition_max_bytes = partition_max_bytes;
+    let mut topic = FetchTopic::default();
+    topic.topic = TopicName(StrBytes::from_static_str("errs"));
+    topic.partitions = vec![partition];
+    let mut request = FetchRequest::default();
+    request.replica_id = BrokerId(-1);
+    request.max_bytes = max_bytes;
+    request.topics = vec![topic];
+    let mut header = RequestHeader::default();
+    header.request_api_key = ApiKey::Fetch as i16;
+    header.request_api_version = FETCH;
+    header.correlation_id = 99;
+    let mut body = BytesMut::new();
+    header
+        .encode(&mut body, ApiKey::Fetch.request_header_version(FETCH))
+        .unwrap();
+    request.encode(&mut body, FETCH).unwrap();
+    stream
+        .write_all(&(body.len() as i32).to_be_bytes())
+        .unwrap();
+    stream.write_all(&body).unwrap();
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).unwrap();
+    let mut response = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut response).unwrap();
+    let mut response = Bytes::from(response);
+    ResponseHeader::decode(&mut response, ApiKey::Fetch.response_header_version(FETCH)).unwrap();
+    let response = FetchResponse::decode(&mut response, FETCH).unwrap();
+    let data = &response.responses[0].partitions[0];
+    (data.error_code, data.records.clone().unwrap_or_default())
+}
+
+fn batches_in(records: &Bytes) -> usize {
+    logd_storage::batch::BatchIter::new(records, 0).count()
+}
+
+#[test]
+fn a_fetch_returns_batches_up_to_its_limits_and_at_least_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let mut stream = TcpStream::connect(&daemon.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    for i in 0..5 {
+        send(
+            &mut stream,
+            i,
+            0,
+            -1,
+            batch(&[format!("record {i}").as_bytes()]),
+        );
+        assert_eq!(receive(&mut stream).1, 0);
+    }
+    let (code, records) = fetch(&mut stream, 0, 1 << 20, 50 << 20);
+    assert_eq!(
+        (code, batches_in(&records)),
+        (0, 5),
+        "every batch fits the limits"
+    );
+    let (_, records) = fetch(&mut stream, 1, 1 << 20, 50 << 20);
+    assert_eq!(batches_in(&records), 4, "from the batch holding the offset");
+    let (_, records) = fetch(&mut stream, 0, 1, 1);
+    assert_eq!(
+        batches_in(&records),
+        1,
+        "one batch even over both limits (KIP-74)"
+    );
+    let (code, _) = fetch(&mut stream, 9, 1 << 20, 50 << 20);
+    assert_eq!(code, 1, "OFFSET_OUT_OF_RANGE beyond the end");
+}
