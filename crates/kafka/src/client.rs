@@ -20,6 +20,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
+use crate::codes;
 use crate::error::{Error, Result};
 
 /// Why a client call failed: the connection, or a Kafka error code in the answer.
@@ -42,15 +43,15 @@ pub enum ClientError {
 /// What a Kafka error code says about the thing asked for, as a predicate ("does not exist").
 pub fn code_name(code: i16) -> String {
     match code {
-        1 => "is out of range".into(),
-        2 => "was refused as corrupt".into(),
-        3 => "does not exist".into(),
-        10 => "was refused as too large".into(),
-        17 => "is not a valid topic name".into(),
-        36 => "already exists".into(),
-        37 => "has an invalid partition count".into(),
-        40 => "has an invalid topic config".into(),
-        56 => "failed with a storage error on the broker".into(),
+        codes::OFFSET_OUT_OF_RANGE => "is out of range".into(),
+        codes::CORRUPT_MESSAGE => "was refused as corrupt".into(),
+        codes::UNKNOWN_TOPIC_OR_PARTITION => "does not exist".into(),
+        codes::MESSAGE_TOO_LARGE => "was refused as too large".into(),
+        codes::INVALID_TOPIC_EXCEPTION => "is not a valid topic name".into(),
+        codes::TOPIC_ALREADY_EXISTS => "already exists".into(),
+        codes::INVALID_PARTITIONS => "has an invalid partition count".into(),
+        codes::INVALID_CONFIG => "has an invalid topic config".into(),
+        codes::KAFKA_STORAGE_ERROR => "failed with a storage error on the broker".into(),
         other => format!("failed with Kafka error {other}"),
     }
 }
@@ -168,7 +169,7 @@ impl Client {
         let response = self.metadata(Some(&[topic]), auto_create)?;
         let found = response.topics.first().ok_or_else(|| ClientError::Kafka {
             what: format!("topic {topic}"),
-            code: 3,
+            code: codes::UNKNOWN_TOPIC_OR_PARTITION,
         })?;
         if found.error_code != 0 {
             return Err(ClientError::Kafka {

@@ -158,10 +158,9 @@ impl Topic {
             dir,
         };
         topic.open_partitions(storage)?;
+        // `create_dir_durable` already made the topic directory's entry durable, and
+        // `write_metadata` fsyncs the topic directory.
         topic.write_metadata(&**storage)?;
-        storage
-            .sync_dir(topics_dir)
-            .map_err(|e| metadata_error(topics_dir, e))?;
         Ok(topic)
     }
 

@@ -11,8 +11,8 @@ use logd_partition::{KeyHash, Partitioner, Sticky};
 use logd_storage::Bytes;
 use logd_storage::batch::{BatchBuilder, Compression, Record};
 
+use super::Bootstrap;
 use super::offset::OffsetSpec;
-use super::{Bootstrap, explain};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum Format {
@@ -87,7 +87,7 @@ fn cursors(
 ) -> anyhow::Result<Vec<Cursor>> {
     let partitions: Vec<i32> = match partition {
         Some(p) => vec![p],
-        None => (0..client.partition_count(topic, false).map_err(explain)? as i32).collect(),
+        None => (0..client.partition_count(topic, false)? as i32).collect(),
     };
     partitions
         .into_iter()
@@ -96,7 +96,7 @@ fn cursors(
             let stop = match (to, follow) {
                 (Some(to), _) => Some(to),
                 (None, true) => None,
-                (None, false) => Some(client.offsets(topic, partition).map_err(explain)?.latest),
+                (None, false) => Some(client.offsets(topic, partition)?.latest),
             };
             Ok(Cursor {
                 partition,
@@ -126,9 +126,8 @@ fn read(
             }
             open = true;
             let wait = if cursor.stop.is_none() { 500 } else { 0 };
-            let (bytes, _high_watermark) = client
-                .fetch(topic, cursor.partition, cursor.next, wait)
-                .map_err(explain)?;
+            let (bytes, _high_watermark) =
+                client.fetch(topic, cursor.partition, cursor.next, wait)?;
             let mut records = Vec::new();
             Record::decode_each(&bytes, 64 << 20, |r| {
                 records.push(r);
@@ -274,7 +273,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
             let mut writer = Client::connect(&args.bootstrap.bootstrap).map_err(|e| {
                 anyhow::anyhow!("cannot connect to {}: {e}", args.bootstrap.bootstrap)
             })?;
-            let partitions = writer.partition_count(target, true).map_err(explain)?;
+            let partitions = writer.partition_count(target, true)?;
             let partitioner = KeyHash::new(Sticky::default());
             let mut pending: BTreeMap<i32, BatchBuilder> = BTreeMap::new();
             let mut done = 0;
@@ -305,9 +304,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
                     );
                     if batch.len() >= 1000 {
                         let full = pending.remove(&to).expect("just filled");
-                        writer
-                            .produce(target, to, full.build(0)?)
-                            .map_err(explain)?;
+                        writer.produce(target, to, full.build(0)?)?;
                     }
                     done += 1;
                     progress(done);
@@ -315,9 +312,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
                 },
             )?;
             for (to, batch) in pending {
-                writer
-                    .produce(target, to, batch.build(0)?)
-                    .map_err(explain)?;
+                writer.produce(target, to, batch.build(0)?)?;
             }
             n
         }

@@ -7,7 +7,7 @@ pub(crate) mod produce;
 pub(crate) mod topics;
 
 use anyhow::Context;
-use logd_kafka::{Client, ClientError};
+use logd_kafka::Client;
 
 /// Where the broker is; shared by every client subcommand.
 #[derive(Debug, Clone, clap::Args)]
@@ -28,11 +28,6 @@ impl Bootstrap {
         Client::connect(&self.bootstrap)
             .with_context(|| format!("cannot connect to {}", self.bootstrap))
     }
-}
-
-/// Turns a client error into a message a person can act on.
-pub(crate) fn explain(error: ClientError) -> anyhow::Error {
-    anyhow::anyhow!("{error}")
 }
 
 /// True for an error caused by a closed stdout (`logd consume | head`), which ends quietly.

@@ -3,8 +3,6 @@
 
 use logd_kafka::{Client, PartitionOffsets};
 
-use super::explain;
-
 /// A parsed `-o` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OffsetSpec {
@@ -43,17 +41,13 @@ impl OffsetSpec {
         topic: &str,
         partition: i32,
     ) -> anyhow::Result<i64> {
-        let PartitionOffsets { earliest, latest } =
-            client.offsets(topic, partition).map_err(explain)?;
+        let PartitionOffsets { earliest, latest } = client.offsets(topic, partition)?;
         Ok(match self {
             OffsetSpec::Beginning => earliest,
             OffsetSpec::End => latest,
             OffsetSpec::At(n) => n.clamp(earliest, latest),
             OffsetSpec::Last(n) => latest.saturating_sub(n).max(earliest),
-            OffsetSpec::Time(ms) => client
-                .list_offset(topic, partition, ms)
-                .map_err(explain)?
-                .unwrap_or(latest),
+            OffsetSpec::Time(ms) => client.list_offset(topic, partition, ms)?.unwrap_or(latest),
         })
     }
 }

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 
 use anyhow::bail;
+use logd::{Clock, SystemClock};
 use logd_partition::{KeyHash, Partitioner, Sticky};
 use logd_storage::batch::{BatchBuilder, Compression};
 
-use super::{Bootstrap, explain};
+use super::Bootstrap;
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ProduceArgs {
@@ -40,7 +41,7 @@ pub(crate) fn run(args: &ProduceArgs) -> anyhow::Result<()> {
         headers.push((key.as_bytes().to_vec(), value.as_bytes().to_vec()));
     }
     let mut client = args.bootstrap.connect()?;
-    let partitions = client.partition_count(&args.topic, true).map_err(explain)?;
+    let partitions = client.partition_count(&args.topic, true)?;
     let partitioner = KeyHash::new(Sticky::default());
     let mut pending: BTreeMap<i32, BatchBuilder> = BTreeMap::new();
     let mut acknowledged = 0usize;
@@ -48,16 +49,9 @@ pub(crate) fn run(args: &ProduceArgs) -> anyhow::Result<()> {
                      partition: i32,
                      batch: BatchBuilder|
      -> anyhow::Result<()> {
-        client
-            .produce(&args.topic, partition, batch.build(0)?)
-            .map_err(explain)?;
+        client.produce(&args.topic, partition, batch.build(0)?)?;
         acknowledged += batch.len();
         Ok(())
-    };
-    let now = || {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64)
     };
     for line in std::io::stdin().lock().lines() {
         let line = line?;
@@ -79,7 +73,7 @@ pub(crate) fn run(args: &ProduceArgs) -> anyhow::Result<()> {
         let batch = pending
             .entry(partition)
             .or_insert_with(|| BatchBuilder::new(Compression::None));
-        batch.push(now(), key, Some(value), &header_refs);
+        batch.push(SystemClock.now_ms(), key, Some(value), &header_refs);
         if batch.len() >= BATCH_RECORDS {
             let full = pending.remove(&partition).expect("just filled");
             partitioner.batch_complete(partition as u32, partitions);

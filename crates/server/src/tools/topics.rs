@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::bail;
 use clap::Subcommand;
 
-use super::{Bootstrap, explain};
+use super::Bootstrap;
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct TopicsArgs {
@@ -58,13 +58,11 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
                 };
                 pairs.push((key.to_owned(), value.to_owned()));
             }
-            client
-                .create_topic(name, partitions.unwrap_or(-1), &pairs)
-                .map_err(explain)?;
+            client.create_topic(name, partitions.unwrap_or(-1), &pairs)?;
             writeln!(out, "created topic {name}")?;
         }
         TopicsCommand::List => {
-            let metadata = client.metadata(None, false).map_err(explain)?;
+            let metadata = client.metadata(None, false)?;
             let mut names: Vec<String> = metadata
                 .topics
                 .iter()
@@ -76,16 +74,16 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
             }
         }
         TopicsCommand::Describe { name } => {
-            let partitions = client.partition_count(name, false).map_err(explain)?;
+            let partitions = client.partition_count(name, false)?;
             writeln!(out, "topic {name}: {partitions} partitions")?;
             writeln!(out, "partition\tlog_start\tlog_end")?;
             for p in 0..partitions as i32 {
-                let offsets = client.offsets(name, p).map_err(explain)?;
+                let offsets = client.offsets(name, p)?;
                 writeln!(out, "{p}\t{}\t{}", offsets.earliest, offsets.latest)?;
             }
         }
         TopicsCommand::Delete { name } => {
-            client.delete_topic(name).map_err(explain)?;
+            client.delete_topic(name)?;
             writeln!(out, "deleted topic {name}")?;
         }
     }

@@ -37,32 +37,48 @@ fn send(stream: &mut TcpStream, correlation_id: i32, partition: i32, acks: i16, 
     request.acks = acks;
     request.timeout_ms = 5000;
     request.topic_data = vec![topic];
+    write_request(stream, ApiKey::Produce, VERSION, correlation_id, &request);
+}
+
+/// Frames `request` behind a header and a size prefix and writes it.
+fn write_request(
+    stream: &mut TcpStream,
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    request: &impl Encodable,
+) {
     let mut header = RequestHeader::default();
-    header.request_api_key = ApiKey::Produce as i16;
-    header.request_api_version = VERSION;
+    header.request_api_key = api_key as i16;
+    header.request_api_version = version;
     header.correlation_id = correlation_id;
     header.client_id = Some(StrBytes::from_static_str("produce-errors-test"));
     let mut body = BytesMut::new();
     header
-        .encode(&mut body, ApiKey::Produce.request_header_version(VERSION))
+        .encode(&mut body, api_key.request_header_version(version))
         .unwrap();
-    request.encode(&mut body, VERSION).unwrap();
+    request.encode(&mut body, version).unwrap();
     stream
         .write_all(&(body.len() as i32).to_be_bytes())
         .unwrap();
     stream.write_all(&body).unwrap();
 }
 
-/// Reads one response: (correlation id, error code, base offset).
-fn receive(stream: &mut TcpStream) -> (i32, i16, i64) {
+/// Reads one size-prefixed response and decodes its header.
+fn read_response(stream: &mut TcpStream, api_key: ApiKey, version: i16) -> (ResponseHeader, Bytes) {
     let mut size = [0u8; 4];
     stream.read_exact(&mut size).unwrap();
     let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
     stream.read_exact(&mut body).unwrap();
     let mut body = Bytes::from(body);
     let header =
-        ResponseHeader::decode(&mut body, ApiKey::Produce.response_header_version(VERSION))
-            .unwrap();
+        ResponseHeader::decode(&mut body, api_key.response_header_version(version)).unwrap();
+    (header, body)
+}
+
+/// Reads one response: (correlation id, error code, base offset).
+fn receive(stream: &mut TcpStream) -> (i32, i16, i64) {
+    let (header, mut body) = read_response(stream, ApiKey::Produce, VERSION);
     let response = ProduceResponse::decode(&mut body, VERSION).unwrap();
     let partition = &response.responses[0].partition_responses[0];
     (
@@ -159,26 +175,9 @@ fn fetch(
     request.replica_id = BrokerId(-1);
     request.max_bytes = max_bytes;
     request.topics = vec![topic];
-    let mut header = RequestHeader::default();
-    header.request_api_key = ApiKey::Fetch as i16;
-    header.request_api_version = FETCH;
-    header.correlation_id = 99;
-    let mut body = BytesMut::new();
-    header
-        .encode(&mut body, ApiKey::Fetch.request_header_version(FETCH))
-        .unwrap();
-    request.encode(&mut body, FETCH).unwrap();
-    stream
-        .write_all(&(body.len() as i32).to_be_bytes())
-        .unwrap();
-    stream.write_all(&body).unwrap();
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size).unwrap();
-    let mut response = vec![0u8; i32::from_be_bytes(size) as usize];
-    stream.read_exact(&mut response).unwrap();
-    let mut response = Bytes::from(response);
-    ResponseHeader::decode(&mut response, ApiKey::Fetch.response_header_version(FETCH)).unwrap();
-    let response = FetchResponse::decode(&mut response, FETCH).unwrap();
+    write_request(stream, ApiKey::Fetch, FETCH, 99, &request);
+    let (_, mut body) = read_response(stream, ApiKey::Fetch, FETCH);
+    let response = FetchResponse::decode(&mut body, FETCH).unwrap();
     let data = &response.responses[0].partitions[0];
     (data.error_code, data.records.clone().unwrap_or_default())
 }
