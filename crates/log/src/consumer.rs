@@ -20,8 +20,8 @@ use logd_storage::{Offset, PartitionLog};
 use crate::engine::Log;
 use crate::error::{Error, Result};
 use crate::group::{
-    Assignor, GroupError, JoinRequest, decode_assignment, decode_subscription, encode_assignment,
-    encode_subscription,
+    Assignor, GroupError, JoinRequest, JoinStatus, decode_assignment, decode_subscription,
+    encode_assignment, encode_subscription,
 };
 
 /// A partition of a topic.
@@ -441,9 +441,21 @@ impl Consumer {
                 )],
                 session_timeout_ms: self.config.session_timeout.as_millis() as i64,
                 rebalance_timeout_ms: self.config.rebalance_timeout.as_millis() as i64,
+                client_host: "embedded".into(),
+                require_known_member_id: false,
             };
             let joined = match coordinator.join_and_wait(group, request, clock, wait) {
-                Ok(joined) => joined,
+                Ok(JoinStatus::Joined(joined)) => joined,
+                // Embedded members do not ask for KIP-394's second join; nothing else waits.
+                Ok(
+                    JoinStatus::MemberIdRequired { member_id } | JoinStatus::Waiting { member_id },
+                ) => {
+                    self.membership = Some(Membership {
+                        member_id,
+                        generation: -1,
+                    });
+                    continue;
+                }
                 Err(GroupError::UnknownMember) => {
                     self.membership = None;
                     continue;

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use super::GroupError;
-use super::state::{Group, JoinRequest, JoinResponse, JoinStatus, SyncStatus};
+use super::state::{Group, JoinRequest, JoinStatus, SyncStatus};
 use crate::clock::Clock;
 
 /// Limits the coordinator enforces.
@@ -19,6 +19,10 @@ pub struct GroupConfig {
     pub min_session_timeout_ms: i64,
     /// Largest session timeout (Kafka `group.max.session.timeout.ms`).
     pub max_session_timeout_ms: i64,
+    /// How long the first rebalance of an empty group waits for more members (Kafka
+    /// `group.initial.rebalance.delay.ms`, 3000 there). 0 by default for embedded consumers,
+    /// which join from one process; the daemon sets Kafka's value.
+    pub initial_rebalance_delay_ms: i64,
 }
 
 impl Default for GroupConfig {
@@ -26,6 +30,7 @@ impl Default for GroupConfig {
         GroupConfig {
             min_session_timeout_ms: 6_000,
             max_session_timeout_ms: 1_800_000,
+            initial_rebalance_delay_ms: 0,
         }
     }
 }
@@ -56,10 +61,28 @@ impl Coordinator {
         let mut groups = self.groups.lock();
         let group = groups
             .entry(id.to_owned())
-            .or_insert_with(|| Group::new(id));
+            .or_insert_with(|| self.new_group(id));
         let out = f(group);
         self.changed.notify_all();
         out
+    }
+
+    fn new_group(&self, id: &str) -> Group {
+        Group::new(id).with_initial_delay(self.config.initial_rebalance_delay_ms)
+    }
+
+    /// Expires sessions and ends overdue join phases in every group, so groups nobody calls
+    /// (every member gone) still move on. Returns how many groups changed.
+    pub fn tick_all(&self, now: i64) -> usize {
+        let mut groups = self.groups.lock();
+        let mut changed = 0;
+        for group in groups.values_mut() {
+            changed += usize::from(group.tick(now));
+        }
+        if changed > 0 {
+            self.changed.notify_all();
+        }
+        changed
     }
 
     /// Runs `f` on group `id` after expiring what `now` has expired in it.
@@ -105,20 +128,21 @@ impl Coordinator {
         self.with_ticked_group(group, now, |g| g.join(request, now))
     }
 
-    /// Joins and waits until the join phase completes (or `timeout` passes).
+    /// Joins and waits until the join phase completes (or `timeout` passes). Returns
+    /// [`JoinStatus::Joined`], or [`JoinStatus::MemberIdRequired`] for a KIP-394 first join.
     pub fn join_and_wait(
         &self,
         group: &str,
         request: JoinRequest,
         clock: &dyn Clock,
         timeout: Duration,
-    ) -> Result<JoinResponse, GroupError> {
+    ) -> Result<JoinStatus, GroupError> {
         let started = std::time::Instant::now();
         let mut status = self.join(group, request, clock.now_ms())?;
         loop {
             let member_id = match status {
-                JoinStatus::Joined(response) => return Ok(response),
                 JoinStatus::Waiting { member_id } => member_id,
+                done => return Ok(done),
             };
             if started.elapsed() >= timeout {
                 return Err(GroupError::Timeout);
@@ -127,7 +151,7 @@ impl Coordinator {
             self.changed.wait_for(&mut groups, WAIT_SLICE);
             let group = groups
                 .entry(group.to_owned())
-                .or_insert_with(|| Group::new(group));
+                .or_insert_with(|| self.new_group(group));
             if group.tick(clock.now_ms()) {
                 self.changed.notify_all();
             }
@@ -177,6 +201,18 @@ impl Coordinator {
     /// A member leaves.
     pub fn leave(&self, group: &str, member_id: &str, now: i64) -> Result<(), GroupError> {
         self.with_group(group, |g| g.leave(member_id, now))
+    }
+
+    /// A static member leaves by its instance id (LeaveGroup v3+); a member id, if given, must
+    /// be the instance's current holder.
+    pub fn leave_instance(
+        &self,
+        group: &str,
+        instance_id: &str,
+        member_id: Option<&str>,
+        now: i64,
+    ) -> Result<String, GroupError> {
+        self.with_group(group, |g| g.leave_instance(instance_id, member_id, now))
     }
 
     /// Whether a commit from `member_id` at `generation` is accepted.

@@ -7,6 +7,7 @@
 //! assignment in its sync.
 
 use std::collections::BTreeMap;
+use std::hash::BuildHasher;
 
 use bytes::Bytes;
 
@@ -34,6 +35,11 @@ pub struct JoinRequest {
     pub group_instance_id: Option<String>,
     /// The client's id, used to build a new member id.
     pub client_id: String,
+    /// Where the client connects from, as `describe` shows it.
+    pub client_host: String,
+    /// KIP-394 (JoinGroup v4+): a dynamic member joining without an id gets one and must
+    /// join again with it, so a client that dies mid-join leaves no member behind.
+    pub require_known_member_id: bool,
     /// `"consumer"` for consumers.
     pub protocol_type: String,
     /// Supported protocols (assignor names) in order of preference, each with its metadata.
@@ -69,6 +75,11 @@ pub enum JoinStatus {
         /// The (possibly new) member id.
         member_id: String,
     },
+    /// KIP-394: join again with this id (Kafka 79, MEMBER_ID_REQUIRED).
+    MemberIdRequired {
+        /// The id handed out.
+        member_id: String,
+    },
 }
 
 /// Outcome of a sync call.
@@ -89,6 +100,10 @@ pub struct MemberDescription {
     pub group_instance_id: Option<String>,
     /// Client id.
     pub client_id: String,
+    /// Where the client connects from.
+    pub client_host: String,
+    /// Its metadata for the group's protocol (a consumer's subscription).
+    pub metadata: Bytes,
     /// Its assignment in the current generation (empty before sync).
     pub assignment: Bytes,
 }
@@ -97,6 +112,7 @@ pub struct MemberDescription {
 struct Member {
     instance_id: Option<String>,
     client_id: String,
+    client_host: String,
     protocols: Vec<(String, Bytes)>,
     session_timeout_ms: i64,
     rebalance_timeout_ms: i64,
@@ -120,7 +136,21 @@ pub struct Group {
     members: BTreeMap<String, Member>,
     rebalance_deadline: i64,
     next_seq: u64,
+    /// Member ids handed out by KIP-394 and not yet used, with when each expires.
+    pending: BTreeMap<String, i64>,
+    /// Random per group instance, so member ids are not reused after a restart.
+    nonce: u64,
+    ids_issued: u64,
+    /// A rebalance of an empty group waits this long for more joiners (Kafka
+    /// `group.initial.rebalance.delay.ms`), so a burst of consumers lands in one generation.
+    initial_delay_ms: i64,
+    /// While the initial delay runs, the join phase stays open until this time.
+    join_open_until: i64,
 }
+
+/// Most KIP-394 ids a group keeps waiting for their second join; beyond it the ones closest to
+/// expiry are dropped, so clients that never come back cannot grow the group without bound.
+const MAX_PENDING_MEMBERS: usize = 1024;
 
 impl Group {
     /// A new, empty group.
@@ -135,7 +165,19 @@ impl Group {
             members: BTreeMap::new(),
             rebalance_deadline: 0,
             next_seq: 0,
+            pending: BTreeMap::new(),
+            nonce: std::collections::hash_map::RandomState::new().hash_one(0u8),
+            ids_issued: 0,
+            initial_delay_ms: 0,
+            join_open_until: 0,
         }
+    }
+
+    /// The same group, waiting `delay_ms` for more joiners when a rebalance starts while it is
+    /// empty.
+    pub fn with_initial_delay(mut self, delay_ms: i64) -> Group {
+        self.initial_delay_ms = delay_ms;
+        self
     }
 
     /// The group id.
@@ -171,12 +213,15 @@ impl Group {
                 member_id: id.clone(),
                 group_instance_id: m.instance_id.clone(),
                 client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                metadata: self.metadata_of(m),
                 assignment: m.assignment.clone().unwrap_or_default(),
             })
             .collect()
     }
 
-    /// A member joins or rejoins. Starts a rebalance unless one is already being prepared.
+    /// A member joins or rejoins. Starts a rebalance unless one is already being prepared, or
+    /// unless a static member restarts with what it had while the group is stable.
     pub fn join(&mut self, request: JoinRequest, now: i64) -> Result<JoinStatus, GroupError> {
         if let Some(existing) = &self.protocol_type
             && !self.members.is_empty()
@@ -184,7 +229,28 @@ impl Group {
         {
             return Err(GroupError::InconsistentProtocol);
         }
-        let member_id = self.resolve_member_id(&request)?;
+        if let Some(instance) = &request.group_instance_id
+            && let Some(holder) = self.static_holder(instance)
+        {
+            match &request.member_id {
+                Some(given) if *given != holder => return Err(GroupError::FencedInstance),
+                Some(_) => {}
+                None => return self.replace_static_member(holder, request, now),
+            }
+        }
+        let member_id = match &request.member_id {
+            Some(id) if self.members.contains_key(id) => id.clone(),
+            Some(id) if self.pending.remove(id).is_some() => id.clone(),
+            Some(_) => return Err(GroupError::UnknownMember),
+            None => {
+                let id = self.new_member_id(&request.client_id);
+                if request.require_known_member_id && request.group_instance_id.is_none() {
+                    self.add_pending(id.clone(), now + request.session_timeout_ms);
+                    return Ok(JoinStatus::MemberIdRequired { member_id: id });
+                }
+                id
+            }
+        };
         if !self.members.is_empty() && !self.shares_a_protocol(&member_id, &request.protocols) {
             return Err(GroupError::InconsistentProtocol);
         }
@@ -192,6 +258,11 @@ impl Group {
             Some(m) => m.seq,
             None => {
                 self.next_seq += 1;
+                if self.phase == GroupPhase::PreparingRebalance && now < self.join_open_until {
+                    // Kafka extends the initial delay for each newcomer, up to the deadline.
+                    self.join_open_until =
+                        (now + self.initial_delay_ms).min(self.rebalance_deadline);
+                }
                 self.next_seq
             }
         };
@@ -201,6 +272,7 @@ impl Group {
             Member {
                 instance_id: request.group_instance_id,
                 client_id: request.client_id,
+                client_host: request.client_host,
                 protocols: request.protocols,
                 session_timeout_ms: request.session_timeout_ms,
                 rebalance_timeout_ms: request.rebalance_timeout_ms,
@@ -217,28 +289,78 @@ impl Group {
         self.poll_join(&member_id)
     }
 
-    fn resolve_member_id(&self, request: &JoinRequest) -> Result<String, GroupError> {
-        if let Some(instance) = &request.group_instance_id
-            && let Some((id, _)) = self
-                .members
+    /// The member id that holds static instance `instance`.
+    fn static_holder(&self, instance: &str) -> Option<String> {
+        self.members
+            .iter()
+            .find(|(_, m)| m.instance_id.as_deref() == Some(instance))
+            .map(|(id, _)| id.clone())
+    }
+
+    /// A static member restarted (joins with its instance id and no member id): it gets a new
+    /// member id, the old one is fenced, and as in Kafka a stable group with unchanged
+    /// subscriptions does not rebalance; a follower keeps its assignment.
+    fn replace_static_member(
+        &mut self,
+        old_id: String,
+        request: JoinRequest,
+        now: i64,
+    ) -> Result<JoinStatus, GroupError> {
+        let mut member = self
+            .members
+            .remove(&old_id)
+            .ok_or(GroupError::UnknownMember)?;
+        let new_id = self.new_member_id(&request.client_id);
+        let unchanged = member.protocols == request.protocols;
+        member.client_id = request.client_id;
+        member.client_host = request.client_host;
+        member.protocols = request.protocols;
+        member.session_timeout_ms = request.session_timeout_ms;
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms;
+        member.last_seen = now;
+        member.joined = true;
+        let was_leader = self.leader.as_deref() == Some(old_id.as_str());
+        if was_leader {
+            self.leader = Some(new_id.clone());
+        }
+        self.members.insert(new_id.clone(), member);
+        if !(self.phase == GroupPhase::Stable && unchanged && !was_leader) {
+            if self.phase != GroupPhase::PreparingRebalance {
+                self.start_rebalance(now, Some(&new_id));
+            }
+            self.maybe_complete_join(now);
+        }
+        self.poll_join(&new_id)
+    }
+
+    fn new_member_id(&mut self, client_id: &str) -> String {
+        self.ids_issued += 1;
+        format!("{client_id}-{:016x}-{:08x}", self.nonce, self.ids_issued)
+    }
+
+    fn add_pending(&mut self, id: String, expires_at: i64) {
+        if self.pending.len() >= MAX_PENDING_MEMBERS
+            && let Some(soonest) = self
+                .pending
                 .iter()
-                .find(|(_, m)| m.instance_id.as_ref() == Some(instance))
+                .min_by_key(|(_, at)| **at)
+                .map(|(id, _)| id.clone())
         {
-            return match &request.member_id {
-                Some(given) if given != id => Err(GroupError::FencedInstance),
-                _ => Ok(id.clone()),
-            };
+            self.pending.remove(&soonest);
         }
-        match &request.member_id {
-            Some(id) if self.members.contains_key(id) => Ok(id.clone()),
-            Some(_) => Err(GroupError::UnknownMember),
-            None => Ok(format!(
-                "{}-{}-{}",
-                request.client_id,
-                self.id,
-                self.next_seq + 1
-            )),
-        }
+        self.pending.insert(id, expires_at);
+    }
+
+    /// A member's metadata for the group's protocol (its first protocol's before one is chosen).
+    fn metadata_of(&self, member: &Member) -> Bytes {
+        let chosen = self
+            .protocol
+            .as_ref()
+            .and_then(|p| member.protocols.iter().find(|(n, _)| n == p));
+        chosen
+            .or(member.protocols.first())
+            .map(|(_, md)| md.clone())
+            .unwrap_or_default()
     }
 
     fn shares_a_protocol(&self, joining: &str, protocols: &[(String, Bytes)]) -> bool {
@@ -251,7 +373,6 @@ impl Group {
     }
 
     fn start_rebalance(&mut self, now: i64, rejoined: Option<&str>) {
-        self.phase = GroupPhase::PreparingRebalance;
         let longest = self
             .members
             .values()
@@ -259,6 +380,12 @@ impl Group {
             .max()
             .unwrap_or(0);
         self.rebalance_deadline = now + longest;
+        self.join_open_until = if self.phase == GroupPhase::Empty {
+            (now + self.initial_delay_ms).min(self.rebalance_deadline)
+        } else {
+            now
+        };
+        self.phase = GroupPhase::PreparingRebalance;
         for (id, member) in &mut self.members {
             member.joined = Some(id.as_str()) == rejoined;
             member.assignment = None;
@@ -271,7 +398,7 @@ impl Group {
             return;
         }
         let everyone = self.members.values().all(|m| m.joined);
-        if !everyone && now < self.rebalance_deadline {
+        if (!everyone || now < self.join_open_until) && now < self.rebalance_deadline {
             return;
         }
         self.members.retain(|_, m| m.joined);
@@ -346,18 +473,7 @@ impl Group {
         let members = if leader == member_id {
             self.members
                 .iter()
-                .map(|(id, m)| {
-                    let metadata = m
-                        .protocols
-                        .iter()
-                        .find(|(n, _)| *n == protocol)
-                        .map(|(_, md)| md.clone());
-                    (
-                        id.clone(),
-                        m.instance_id.clone(),
-                        metadata.unwrap_or_default(),
-                    )
-                })
+                .map(|(id, m)| (id.clone(), m.instance_id.clone(), self.metadata_of(m)))
                 .collect()
         } else {
             Vec::new()
@@ -457,6 +573,23 @@ impl Group {
         Ok(())
     }
 
+    /// A static member leaves by instance id; returns the member id that left.
+    pub fn leave_instance(
+        &mut self,
+        instance_id: &str,
+        member_id: Option<&str>,
+        now: i64,
+    ) -> Result<String, GroupError> {
+        let holder = self
+            .static_holder(instance_id)
+            .ok_or(GroupError::UnknownMember)?;
+        if member_id.is_some_and(|given| !given.is_empty() && given != holder) {
+            return Err(GroupError::FencedInstance);
+        }
+        self.leave(&holder, now)?;
+        Ok(holder)
+    }
+
     /// After members were removed outside a join phase: an empty group goes to `Empty` (a new
     /// generation, so stale members are fenced), otherwise the rest rebalance.
     fn members_removed(&mut self, now: i64) {
@@ -485,6 +618,7 @@ impl Group {
         for id in &expired {
             self.members.remove(id);
         }
+        self.pending.retain(|_, expires_at| *expires_at > now);
         if !expired.is_empty() && !rebalancing {
             self.members_removed(now);
         }

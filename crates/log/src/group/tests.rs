@@ -11,6 +11,8 @@ fn request(member: Option<&str>) -> JoinRequest {
         protocols: vec![("range".into(), Bytes::from_static(b"t"))],
         session_timeout_ms: 10_000,
         rebalance_timeout_ms: 30_000,
+        client_host: "/127.0.0.1".into(),
+        require_known_member_id: false,
     }
 }
 
@@ -181,18 +183,136 @@ fn leaving_rebalances_the_rest_and_the_last_one_empties_the_group() {
 }
 
 #[test]
-fn static_members_keep_their_id_and_fence_impostors() {
+fn a_restarted_static_follower_gets_a_new_id_keeps_its_assignment_and_fences_the_old_id() {
+    let mut g = Group::new("g");
+    let leader = joined(g.join(request(None), 0).unwrap());
+    assert!(matches!(
+        g.sync(&leader.member_id, 1, Some(vec![]), 1),
+        Ok(SyncStatus::Assigned(_))
+    ));
+    let mut with_instance = request(None);
+    with_instance.group_instance_id = Some("host-1".into());
+    let follower = waiting(g.join(with_instance.clone(), 10).unwrap());
+    let leader_again = joined(g.join(request(Some(&leader.member_id)), 11).unwrap());
+    let gen2 = leader_again.generation;
+    let assignment = vec![
+        (leader.member_id.clone(), Bytes::from_static(b"L")),
+        (follower.clone(), Bytes::from_static(b"F")),
+    ];
+    g.sync(&leader.member_id, gen2, Some(assignment), 12)
+        .unwrap();
+    assert_eq!(g.phase(), GroupPhase::Stable);
+
+    // The follower's process restarts: same instance id, no member id, same subscription.
+    let restarted = joined(g.join(with_instance.clone(), 20).unwrap());
+    assert_ne!(restarted.member_id, follower, "a new member id");
+    assert_eq!(restarted.generation, gen2, "no rebalance");
+    assert_eq!(g.phase(), GroupPhase::Stable);
+    assert_eq!(
+        g.sync(&restarted.member_id, gen2, None, 21),
+        Ok(SyncStatus::Assigned(Bytes::from_static(b"F"))),
+        "it keeps its assignment"
+    );
+    assert_eq!(
+        g.heartbeat(&leader.member_id, gen2, 22),
+        Ok(()),
+        "the leader saw nothing"
+    );
+    // The old incarnation (a zombie) is fenced.
+    with_instance.member_id = Some(follower);
+    assert_eq!(
+        g.join(with_instance.clone(), 23),
+        Err(GroupError::FencedInstance)
+    );
+    // Leaving by instance id removes the current holder and the rest rebalance.
+    assert_eq!(
+        g.leave_instance("host-1", None, 30),
+        Ok(restarted.member_id.clone())
+    );
+    assert_eq!(g.phase(), GroupPhase::PreparingRebalance);
+    assert_eq!(
+        g.leave_instance("host-1", None, 31),
+        Err(GroupError::UnknownMember)
+    );
+}
+
+#[test]
+fn a_restarted_static_member_with_a_new_subscription_rebalances() {
     let mut g = Group::new("g");
     let mut with_instance = request(None);
     with_instance.group_instance_id = Some("host-1".into());
     let first = joined(g.join(with_instance.clone(), 0).unwrap());
-    let again = joined(g.join(with_instance.clone(), 10).unwrap());
+    g.sync(&first.member_id, 1, Some(vec![]), 1).unwrap();
+    with_instance.protocols = vec![("range".into(), Bytes::from_static(b"other-topic"))];
+    let again = joined(g.join(with_instance, 10).unwrap());
     assert_eq!(
-        again.member_id, first.member_id,
-        "a restart with the same instance id keeps the member"
+        again.generation, 2,
+        "changed metadata starts a new generation"
     );
-    with_instance.member_id = Some("someone-else".into());
-    assert_eq!(g.join(with_instance, 20), Err(GroupError::FencedInstance));
+    assert_eq!(
+        again.members.len(),
+        1,
+        "the lone member leads and assigns again"
+    );
+}
+
+#[test]
+fn kip_394_hands_out_an_id_and_admits_only_a_join_that_carries_it() {
+    let mut g = Group::new("g");
+    let mut first = request(None);
+    first.require_known_member_id = true;
+    let id = match g.join(first.clone(), 0).unwrap() {
+        JoinStatus::MemberIdRequired { member_id } => member_id,
+        other => panic!("expected MemberIdRequired, got {other:?}"),
+    };
+    assert!(id.starts_with("c-"), "built from the client id: {id}");
+    assert_eq!(g.phase(), GroupPhase::Empty, "nobody joined yet");
+    assert!(g.members().is_empty());
+    let mut second = first.clone();
+    second.member_id = Some(id.clone());
+    assert_eq!(joined(g.join(second.clone(), 1).unwrap()).member_id, id);
+    // A pending id that was never used expires with the session timeout.
+    let stale = match g.join(first, 2).unwrap() {
+        JoinStatus::MemberIdRequired { member_id } => member_id,
+        other => panic!("expected MemberIdRequired, got {other:?}"),
+    };
+    g.tick(2 + 10_001);
+    let mut late = second;
+    late.member_id = Some(stale);
+    assert_eq!(g.join(late, 10_004), Err(GroupError::UnknownMember));
+}
+
+#[test]
+fn member_ids_differ_between_group_instances() {
+    let a = joined(Group::new("g").join(request(None), 0).unwrap());
+    let b = joined(Group::new("g").join(request(None), 0).unwrap());
+    assert_ne!(
+        a.member_id, b.member_id,
+        "a restarted coordinator must not reuse ids"
+    );
+}
+
+#[test]
+fn the_initial_delay_gathers_a_burst_of_joiners_into_one_generation() {
+    let mut g = Group::new("g").with_initial_delay(3_000);
+    let a = waiting(g.join(request(None), 0).unwrap());
+    let b = waiting(g.join(request(None), 1_000).unwrap());
+    assert!(!g.tick(2_999), "still inside the delay");
+    assert_eq!(g.phase(), GroupPhase::PreparingRebalance);
+    // b extended the delay to 1_000 + 3_000.
+    assert!(!g.tick(3_500));
+    assert!(g.tick(4_000));
+    assert_eq!(g.generation(), 1);
+    assert!(matches!(g.poll_join(&a).unwrap(), JoinStatus::Joined(r) if r.members.len() == 2));
+    assert!(matches!(g.poll_join(&b).unwrap(), JoinStatus::Joined(r) if r.members.is_empty()));
+    // A later rebalance of a non-empty group does not wait.
+    let c = g.join(request(None), 5_000).unwrap();
+    assert!(matches!(c, JoinStatus::Waiting { .. }));
+    g.join(request(Some(&a)), 5_001).unwrap();
+    assert!(matches!(
+        g.join(request(Some(&b)), 5_002).unwrap(),
+        JoinStatus::Joined(_)
+    ));
 }
 
 #[test]
