@@ -77,6 +77,11 @@ impl Broker {
     /// Serves one connection until the client closes it or breaks the protocol.
     pub fn serve_connection(&self, mut stream: TcpStream) -> Result<()> {
         stream.set_nodelay(true)?;
+        // Kafka shows a member's host as "/ip".
+        let client_host = stream
+            .peer_addr()
+            .map(|a| format!("/{}", a.ip()))
+            .unwrap_or_default();
         stream.set_read_timeout(Some(self.config.idle_timeout))?;
         loop {
             let mut size = [0u8; 4];
@@ -97,22 +102,22 @@ impl Broker {
             stream.set_read_timeout(Some(self.config.request_timeout))?;
             stream.read_exact(&mut body)?;
             stream.set_read_timeout(Some(self.config.idle_timeout))?;
-            if let Some(response) = self.handle_frame(Bytes::from(body))? {
+            if let Some(response) = self.handle_frame(Bytes::from(body), &client_host)? {
                 stream.write_all(&response)?;
             }
         }
     }
 
-    /// Answers one request frame (without its size prefix); `None` when no response is due
-    /// (Produce with acks = 0).
-    pub fn handle_frame(&self, frame: Bytes) -> Result<Option<BytesMut>> {
+    /// Answers one request frame (without its size prefix) from a client at `client_host`;
+    /// `None` when no response is due (Produce with acks = 0).
+    pub fn handle_frame(&self, frame: Bytes, client_host: &str) -> Result<Option<BytesMut>> {
         match decode_request(frame)? {
             Decoded::Request {
                 key,
                 version,
                 header,
                 request,
-            } => match self.handle(&header, *request, version) {
+            } => match self.handle(&header, *request, version, client_host) {
                 Some(response) => encode(key, version, header.correlation_id, response).map(Some),
                 None => Ok(None),
             },

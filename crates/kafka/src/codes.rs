@@ -1,12 +1,21 @@
 //! The Kafka error codes logd answers with (the protocol guide's table).
 
 pub(crate) const UNKNOWN_SERVER_ERROR: i16 = -1;
+pub(crate) const NONE: i16 = 0;
 pub(crate) const OFFSET_OUT_OF_RANGE: i16 = 1;
 pub(crate) const CORRUPT_MESSAGE: i16 = 2;
 pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
+pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+pub(crate) const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = 17;
 pub(crate) const INVALID_REQUIRED_ACKS: i16 = 21;
+pub(crate) const ILLEGAL_GENERATION: i16 = 22;
+pub(crate) const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+pub(crate) const INVALID_GROUP_ID: i16 = 24;
+pub(crate) const UNKNOWN_MEMBER_ID: i16 = 25;
+pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
+pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
 pub(crate) const UNSUPPORTED_VERSION: i16 = 35;
 pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
 pub(crate) const INVALID_PARTITIONS: i16 = 37;
@@ -15,6 +24,27 @@ pub(crate) const INVALID_CONFIG: i16 = 40;
 pub(crate) const INVALID_REQUEST: i16 = 42;
 pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
 pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
+pub(crate) const NON_EMPTY_GROUP: i16 = 68;
+pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
+pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
+pub(crate) const FENCED_INSTANCE_ID: i16 = 82;
+pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+
+/// The code for a refused group call.
+pub(crate) fn for_group_error(error: logd::group::GroupError) -> i16 {
+    use logd::group::GroupError as G;
+    match error {
+        G::UnknownMember => UNKNOWN_MEMBER_ID,
+        G::IllegalGeneration => ILLEGAL_GENERATION,
+        // A join or sync that waited its whole timeout: the client rejoins.
+        G::RebalanceInProgress | G::Timeout => REBALANCE_IN_PROGRESS,
+        G::InconsistentProtocol => INCONSISTENT_GROUP_PROTOCOL,
+        G::InvalidSessionTimeout => INVALID_SESSION_TIMEOUT,
+        G::FencedInstance => FENCED_INSTANCE_ID,
+        G::NonEmptyGroup => NON_EMPTY_GROUP,
+        _ => UNKNOWN_SERVER_ERROR,
+    }
+}
 
 /// The code for an engine error met while serving a partition.
 pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {

@@ -62,12 +62,14 @@ impl Broker {
         header: &RequestHeader,
         request: RequestKind,
         version: i16,
+        client_host: &str,
     ) -> Option<ResponseKind> {
+        let client_id = header.client_id.as_deref().unwrap_or("");
         Some(match request {
             RequestKind::ApiVersions(request) => {
                 if version >= 3 {
                     tracing::info!(
-                        client_id = header.client_id.as_deref().unwrap_or(""),
+                        client_id,
                         software = &*request.client_software_name,
                         software_version = &*request.client_software_version,
                         "client connected"
@@ -102,6 +104,33 @@ impl Broker {
             }
             RequestKind::DescribeConfigs(request) => {
                 ResponseKind::DescribeConfigs(self.describe_configs(request))
+            }
+            RequestKind::FindCoordinator(request) => {
+                ResponseKind::FindCoordinator(self.find_coordinator(request))
+            }
+            RequestKind::JoinGroup(request) => {
+                ResponseKind::JoinGroup(self.join_group(request, version, client_id, client_host))
+            }
+            RequestKind::SyncGroup(request) => ResponseKind::SyncGroup(self.sync_group(request)),
+            RequestKind::Heartbeat(request) => ResponseKind::Heartbeat(self.heartbeat(request)),
+            RequestKind::LeaveGroup(request) => {
+                ResponseKind::LeaveGroup(self.leave_group(request, version))
+            }
+            RequestKind::OffsetCommit(request) => {
+                ResponseKind::OffsetCommit(self.offset_commit(request))
+            }
+            RequestKind::OffsetFetch(request) => {
+                ResponseKind::OffsetFetch(self.offset_fetch(request, version))
+            }
+            RequestKind::ListGroups(_) => ResponseKind::ListGroups(self.list_groups()),
+            RequestKind::DescribeGroups(request) => {
+                ResponseKind::DescribeGroups(self.describe_groups(request, version))
+            }
+            RequestKind::DeleteGroups(request) => {
+                ResponseKind::DeleteGroups(self.delete_groups(request))
+            }
+            RequestKind::OffsetDelete(request) => {
+                ResponseKind::OffsetDelete(self.offset_delete(request))
             }
             other => {
                 // The version table admits only the APIs above.

@@ -7,6 +7,7 @@ mod broker;
 mod client;
 mod codes;
 mod error;
+mod groups;
 mod handlers;
 mod shape;
 mod versions;

@@ -92,6 +92,64 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             }
             fields
         }
+        ApiKey::FindCoordinator => match v {
+            0 => vec![Str],
+            _ => vec![Str, I8],
+        },
+        ApiKey::JoinGroup => {
+            let mut fields = vec![Str, I32];
+            if v >= 1 {
+                fields.push(I32);
+            }
+            fields.push(Str);
+            if v >= 5 {
+                fields.push(Str);
+            }
+            fields.extend([Str, Array(vec![Str, Bytes])]);
+            fields
+        }
+        ApiKey::SyncGroup | ApiKey::Heartbeat => {
+            let mut fields = vec![Str, I32, Str];
+            if v >= 3 {
+                fields.push(Str);
+            }
+            if key == ApiKey::SyncGroup {
+                fields.push(Array(vec![Str, Bytes]));
+            }
+            fields
+        }
+        ApiKey::LeaveGroup => match v {
+            0..=2 => vec![Str, Str],
+            _ => vec![Str, Array(vec![Str, Str])],
+        },
+        ApiKey::OffsetCommit => {
+            let mut fields = vec![Str, I32, Str];
+            if v >= 7 {
+                fields.push(Str);
+            }
+            if v <= 4 {
+                fields.push(I64);
+            }
+            let mut partition = vec![I32, I64];
+            if v >= 6 {
+                partition.push(I32);
+            }
+            partition.push(Str);
+            fields.push(Array(vec![Str, Array(partition)]));
+            fields
+        }
+        ApiKey::OffsetFetch | ApiKey::OffsetDelete => {
+            vec![Str, Array(vec![Str, Array(vec![I32])])]
+        }
+        ApiKey::ListGroups => vec![],
+        ApiKey::DescribeGroups => {
+            let mut fields = vec![Array(vec![Str])];
+            if v >= 3 {
+                fields.push(BOOL);
+            }
+            fields
+        }
+        ApiKey::DeleteGroups => vec![Array(vec![Str])],
         _ => return None,
     })
 }
@@ -185,6 +243,21 @@ mod tests {
         nested.push(b't');
         nested.extend_from_slice(&(i32::MAX - 1).to_be_bytes()); // its partitions: a lie
         assert!(check(ApiKey::Produce, 7, &nested).is_err());
+    }
+
+    #[test]
+    fn every_served_request_has_a_layout() {
+        for (key, min, max) in crate::versions::SUPPORTED {
+            if *key == ApiKey::ApiVersions {
+                continue; // no arrays, and its v3 request is flexible
+            }
+            for version in *min..=*max {
+                assert!(
+                    layout(*key, version).is_some(),
+                    "{key:?} v{version} would reach the codec unchecked"
+                );
+            }
+        }
     }
 
     #[test]

@@ -17,6 +17,17 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 1, 1),
     (ApiKey::InitProducerId, 0, 0),
     (ApiKey::DescribeConfigs, 1, 3),
+    (ApiKey::FindCoordinator, 0, 2),
+    (ApiKey::JoinGroup, 0, 5),
+    (ApiKey::SyncGroup, 0, 3),
+    (ApiKey::Heartbeat, 0, 3),
+    (ApiKey::LeaveGroup, 0, 3),
+    (ApiKey::OffsetCommit, 2, 7),
+    (ApiKey::OffsetFetch, 1, 5),
+    (ApiKey::ListGroups, 0, 2),
+    (ApiKey::DescribeGroups, 0, 4),
+    (ApiKey::DeleteGroups, 0, 1),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// The served range of `key`, if logd serves it.

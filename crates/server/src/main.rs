@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
+use logd::group::GroupConfig;
 use logd::{Config, Fsync, Log, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};
 
@@ -93,6 +94,29 @@ struct ServeArgs {
     /// How often retention runs, in ms.
     #[arg(long, env = "LOGD_RETENTION_CHECK_MS", default_value_t = 60_000)]
     retention_check_ms: u64,
+    /// How long the first rebalance of an empty consumer group waits for more members, in ms
+    /// (Kafka `group.initial.rebalance.delay.ms`).
+    #[arg(
+        long,
+        env = "LOGD_GROUP_INITIAL_REBALANCE_DELAY_MS",
+        default_value_t = 3000
+    )]
+    group_initial_rebalance_delay_ms: i64,
+    /// Smallest session timeout a consumer may ask for, in ms (Kafka
+    /// `group.min.session.timeout.ms`).
+    #[arg(
+        long,
+        env = "LOGD_GROUP_MIN_SESSION_TIMEOUT_MS",
+        default_value_t = 6000
+    )]
+    group_min_session_timeout_ms: i64,
+    /// Largest session timeout, in ms (Kafka `group.max.session.timeout.ms`).
+    #[arg(
+        long,
+        env = "LOGD_GROUP_MAX_SESSION_TIMEOUT_MS",
+        default_value_t = 1_800_000
+    )]
+    group_max_session_timeout_ms: i64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -208,6 +232,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             ..TopicConfig::default()
         },
         auto_create_topics: args.auto_create_topics,
+        groups: GroupConfig {
+            min_session_timeout_ms: args.group_min_session_timeout_ms,
+            max_session_timeout_ms: args.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms: args.group_initial_rebalance_delay_ms.max(0),
+        },
         ..Config::default()
     };
     let log = Log::open(&args.data_dir, config)
@@ -287,7 +316,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Once a second, makes `interval` topics' appended records durable (their appends only fsync
-/// when they find the last fsync old); every `retention_every`, applies retention.
+/// when they find the last fsync old) and expires dead group members; every
+/// `retention_every`, applies retention.
 fn spawn_housekeeping(broker: Arc<Broker>, retention_every: Duration) {
     std::thread::spawn(move || {
         let mut last_retention = std::time::Instant::now();
@@ -296,6 +326,9 @@ fn spawn_housekeeping(broker: Arc<Broker>, retention_every: Duration) {
             if let Err(e) = broker.log().flush_interval_topics() {
                 tracing::error!(error = %e, "periodic flush failed");
             }
+            // Groups whose members all vanished expire even though nobody calls them.
+            let now = broker.log().clock().now_ms();
+            broker.log().coordinator().tick_all(now);
             if last_retention.elapsed() >= retention_every {
                 last_retention = std::time::Instant::now();
                 let now = broker.log().clock().now_ms();

@@ -203,6 +203,25 @@ impl Coordinator {
         self.with_group(group, |g| g.leave(member_id, now))
     }
 
+    /// FENCED_INSTANCE_ID if static `instance` is held by another member than `member_id`.
+    pub fn check_instance(
+        &self,
+        group: &str,
+        instance: &str,
+        member_id: &str,
+    ) -> Result<(), GroupError> {
+        self.read_group(group, |g| g.check_instance(instance, member_id))
+            .unwrap_or(Ok(()))
+    }
+
+    /// The longest rebalance timeout among a group's members (zero for an unknown group).
+    pub fn rebalance_timeout(&self, group: &str) -> Duration {
+        let ms = self
+            .read_group(group, Group::rebalance_timeout_ms)
+            .unwrap_or(0);
+        Duration::from_millis(ms.max(0) as u64)
+    }
+
     /// A static member leaves by its instance id (LeaveGroup v3+); a member id, if given, must
     /// be the instance's current holder.
     pub fn leave_instance(

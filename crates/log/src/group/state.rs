@@ -573,6 +573,24 @@ impl Group {
         Ok(())
     }
 
+    /// FENCED_INSTANCE_ID if static instance `instance` is held by another member than
+    /// `member_id`.
+    pub fn check_instance(&self, instance: &str, member_id: &str) -> Result<(), GroupError> {
+        match self.static_holder(instance) {
+            Some(holder) if holder != member_id => Err(GroupError::FencedInstance),
+            _ => Ok(()),
+        }
+    }
+
+    /// The longest rebalance timeout among the members (how long a join phase may last).
+    pub fn rebalance_timeout_ms(&self) -> i64 {
+        self.members
+            .values()
+            .map(|m| m.rebalance_timeout_ms)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// A static member leaves by instance id; returns the member id that left.
     pub fn leave_instance(
         &mut self,

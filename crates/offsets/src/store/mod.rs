@@ -132,6 +132,11 @@ impl OffsetStore {
         })
     }
 
+    /// The longest commit metadata accepted (Kafka `offset.metadata.max.bytes`).
+    pub fn max_metadata_bytes(&self) -> usize {
+        self.config.max_metadata_bytes
+    }
+
     /// Stores `offsets` for `group`, all or none, and returns once they are durable.
     pub fn commit(&self, group: &str, offsets: &[OffsetCommit], now_ms: i64) -> Result<()> {
         if group.is_empty() {

@@ -1,0 +1,524 @@
+//! The consumer-group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+//! OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups and OffsetDelete. Each
+//! translates into the engine's coordinator and offset store, where the group rules live.
+//! JoinGroup and SyncGroup park the connection's thread until the group answers, as Kafka parks
+//! those requests; a client sends its other requests on other connections meanwhile.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponsePartition, OffsetFetchResponseTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, ConsumerProtocolSubscription, DeleteGroupsRequest, DeleteGroupsResponse,
+    DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    GroupId, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, LeaveGroupResponse, ListGroupsResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchRequest,
+    OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+use logd::group::{GroupError, GroupPhase, JoinRequest, JoinStatus};
+use logd_offsets::OffsetCommit;
+
+use crate::broker::Broker;
+use crate::codes;
+
+/// A parked JoinGroup or SyncGroup gives up this long after the rebalance timeout (the group
+/// ends a join phase at that timeout, so this only fires if something is badly wrong).
+const PARK_SLACK: Duration = Duration::from_secs(5);
+
+/// A partition of an OffsetCommit: its index, and its error code or `None` if it is committed
+/// with the others.
+type PartitionVerdict = (i32, Option<i16>);
+
+fn str_bytes(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+/// Kafka's name for a group state.
+fn state_name(phase: Option<GroupPhase>) -> &'static str {
+    match phase {
+        Some(GroupPhase::Empty) => "Empty",
+        Some(GroupPhase::PreparingRebalance) => "PreparingRebalance",
+        Some(GroupPhase::CompletingRebalance) => "CompletingRebalance",
+        Some(GroupPhase::Stable) => "Stable",
+        None => "Dead",
+    }
+}
+
+/// The topics in a consumer's subscription metadata (Kafka's ConsumerProtocolSubscription).
+fn subscribed_topics(metadata: &Bytes) -> Vec<String> {
+    let mut buf = metadata.clone();
+    if buf.len() < 2 {
+        return Vec::new();
+    }
+    let version = i16::from_be_bytes([buf[0], buf[1]]);
+    let _ = bytes::Buf::get_i16(&mut buf);
+    ConsumerProtocolSubscription::decode(&mut buf, version.clamp(0, 3))
+        .map(|s| s.topics.iter().map(|t| t.to_string()).collect())
+        .unwrap_or_default()
+}
+
+impl Broker {
+    fn now_ms(&self) -> i64 {
+        self.log.clock().now_ms()
+    }
+
+    pub(crate) fn find_coordinator(
+        &self,
+        request: FindCoordinatorRequest,
+    ) -> FindCoordinatorResponse {
+        tracing::debug!(key = &*request.key, "find coordinator");
+        let mut response = FindCoordinatorResponse::default();
+        response.node_id = BrokerId(self.config.node_id);
+        response.host = str_bytes(self.config.advertised_host.clone());
+        response.port = i32::from(self.config.advertised_port);
+        response
+    }
+
+    pub(crate) fn join_group(
+        &self,
+        request: JoinGroupRequest,
+        version: i16,
+        client_id: &str,
+        client_host: &str,
+    ) -> JoinGroupResponse {
+        let mut response = JoinGroupResponse::default();
+        response.generation_id = -1;
+        response.protocol_name = Some(StrBytes::default());
+        response.member_id = request.member_id.clone();
+        if request.group_id.is_empty() {
+            response.error_code = codes::INVALID_GROUP_ID;
+            return response;
+        }
+        let rebalance_timeout_ms = if version == 0 {
+            request.session_timeout_ms // v0 has no rebalance timeout: Kafka uses the session's
+        } else {
+            request.rebalance_timeout_ms
+        };
+        let join = JoinRequest {
+            member_id: (!request.member_id.is_empty()).then(|| request.member_id.to_string()),
+            group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
+            client_id: client_id.to_owned(),
+            client_host: client_host.to_owned(),
+            require_known_member_id: version >= 4,
+            protocol_type: request.protocol_type.to_string(),
+            protocols: request
+                .protocols
+                .iter()
+                .map(|p| (p.name.to_string(), p.metadata.clone()))
+                .collect(),
+            session_timeout_ms: i64::from(request.session_timeout_ms),
+            rebalance_timeout_ms: i64::from(rebalance_timeout_ms),
+        };
+        let wait = Duration::from_millis(rebalance_timeout_ms.max(0) as u64) + PARK_SLACK;
+        let outcome =
+            self.log
+                .coordinator()
+                .join_and_wait(&request.group_id, join, self.log.clock(), wait);
+        match outcome {
+            Ok(JoinStatus::Joined(joined)) => {
+                response.generation_id = joined.generation;
+                response.protocol_name = Some(str_bytes(joined.protocol));
+                response.leader = str_bytes(joined.leader);
+                response.member_id = str_bytes(joined.member_id);
+                response.members = joined
+                    .members
+                    .into_iter()
+                    .map(|(member_id, instance_id, metadata)| {
+                        let mut member = JoinGroupResponseMember::default();
+                        member.member_id = str_bytes(member_id);
+                        if version >= 5 {
+                            member.group_instance_id = instance_id.map(str_bytes);
+                        }
+                        member.metadata = metadata;
+                        member
+                    })
+                    .collect();
+            }
+            Ok(JoinStatus::MemberIdRequired { member_id }) => {
+                response.error_code = codes::MEMBER_ID_REQUIRED;
+                response.member_id = str_bytes(member_id);
+            }
+            Ok(JoinStatus::Waiting { .. }) => {
+                response.error_code = codes::REBALANCE_IN_PROGRESS;
+            }
+            Err(e) => response.error_code = codes::for_group_error(e),
+        }
+        response
+    }
+
+    /// FENCED_INSTANCE_ID if `instance_id` is held by another member than `member_id`.
+    fn check_instance(
+        &self,
+        group: &str,
+        member_id: &str,
+        instance_id: Option<&StrBytes>,
+    ) -> Result<(), GroupError> {
+        match instance_id {
+            Some(instance) => self
+                .log
+                .coordinator()
+                .check_instance(group, instance, member_id),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn sync_group(&self, request: SyncGroupRequest) -> SyncGroupResponse {
+        let mut response = SyncGroupResponse::default();
+        let outcome = self
+            .check_instance(
+                &request.group_id,
+                &request.member_id,
+                request.group_instance_id.as_ref(),
+            )
+            .and_then(|()| {
+                let assignments = request
+                    .assignments
+                    .into_iter()
+                    .map(|a| (a.member_id.to_string(), a.assignment))
+                    .collect();
+                let wait = self.log.coordinator().rebalance_timeout(&request.group_id) + PARK_SLACK;
+                self.log.coordinator().sync_and_wait(
+                    &request.group_id,
+                    &request.member_id,
+                    request.generation_id,
+                    Some(assignments),
+                    self.log.clock(),
+                    wait,
+                )
+            });
+        match outcome {
+            Ok(assignment) => response.assignment = assignment,
+            Err(e) => response.error_code = codes::for_group_error(e),
+        }
+        response
+    }
+
+    pub(crate) fn heartbeat(&self, request: HeartbeatRequest) -> HeartbeatResponse {
+        let mut response = HeartbeatResponse::default();
+        let outcome = self
+            .check_instance(
+                &request.group_id,
+                &request.member_id,
+                request.group_instance_id.as_ref(),
+            )
+            .and_then(|()| {
+                self.log.coordinator().heartbeat(
+                    &request.group_id,
+                    &request.member_id,
+                    request.generation_id,
+                    self.now_ms(),
+                )
+            });
+        if let Err(e) = outcome {
+            response.error_code = codes::for_group_error(e);
+        }
+        response
+    }
+
+    pub(crate) fn leave_group(
+        &self,
+        request: LeaveGroupRequest,
+        version: i16,
+    ) -> LeaveGroupResponse {
+        let mut response = LeaveGroupResponse::default();
+        let coordinator = self.log.coordinator();
+        let now = self.now_ms();
+        if version < 3 {
+            if let Err(e) = coordinator.leave(&request.group_id, &request.member_id, now) {
+                response.error_code = codes::for_group_error(e);
+            }
+            return response;
+        }
+        for identity in request.members {
+            let outcome = match &identity.group_instance_id {
+                Some(instance) => coordinator
+                    .leave_instance(&request.group_id, instance, Some(&identity.member_id), now)
+                    .map(|_| ()),
+                None => coordinator.leave(&request.group_id, &identity.member_id, now),
+            };
+            let mut member = MemberResponse::default();
+            member.member_id = identity.member_id;
+            member.group_instance_id = identity.group_instance_id;
+            if let Err(e) = outcome {
+                member.error_code = codes::for_group_error(e);
+            }
+            response.members.push(member);
+        }
+        response
+    }
+
+    pub(crate) fn offset_commit(&self, request: OffsetCommitRequest) -> OffsetCommitResponse {
+        let group = request.group_id.to_string();
+        let now = self.now_ms();
+        let allowed = if group.is_empty() {
+            Err(codes::INVALID_GROUP_ID)
+        } else {
+            self.check_instance(
+                &group,
+                &request.member_id,
+                request.group_instance_id.as_ref(),
+            )
+            .and_then(|()| {
+                self.log.coordinator().validate_commit(
+                    &group,
+                    &request.member_id,
+                    request.generation_id_or_member_epoch,
+                    now,
+                )
+            })
+            .map_err(codes::for_group_error)
+        };
+        let max_metadata = self.log.offsets().max_metadata_bytes();
+        let mut results: Vec<(TopicName, Vec<PartitionVerdict>)> = Vec::new();
+        let mut commits = Vec::new();
+        for topic in request.topics {
+            let partitions = self.log.partition_count(&topic.name).ok();
+            let mut topic_results = Vec::new();
+            for p in topic.partitions {
+                let metadata = p
+                    .committed_metadata
+                    .map(|m| m.to_string())
+                    .unwrap_or_default();
+                let code = match allowed {
+                    Err(code) => Some(code),
+                    Ok(())
+                        if partitions.is_none_or(|n| {
+                            !(0..n as i64).contains(&i64::from(p.partition_index))
+                        }) =>
+                    {
+                        Some(codes::UNKNOWN_TOPIC_OR_PARTITION)
+                    }
+                    Ok(()) if metadata.len() > max_metadata => {
+                        Some(codes::OFFSET_METADATA_TOO_LARGE)
+                    }
+                    Ok(()) if p.committed_offset < 0 => Some(codes::INVALID_REQUEST),
+                    Ok(()) => {
+                        commits.push(OffsetCommit {
+                            topic: topic.name.to_string(),
+                            partition: p.partition_index,
+                            offset: p.committed_offset,
+                            metadata,
+                        });
+                        None
+                    }
+                };
+                topic_results.push((p.partition_index, code));
+            }
+            results.push((topic.name, topic_results));
+        }
+        let stored = if commits.is_empty() {
+            codes::NONE
+        } else {
+            match self.log.offsets().commit(&group, &commits, now) {
+                Ok(()) => codes::NONE,
+                Err(e) => {
+                    tracing::error!(%group, error = %e, "offset commit failed");
+                    codes::COORDINATOR_NOT_AVAILABLE
+                }
+            }
+        };
+        let mut response = OffsetCommitResponse::default();
+        for (name, partitions) in results {
+            let mut topic = OffsetCommitResponseTopic::default();
+            topic.name = name;
+            for (index, code) in partitions {
+                let mut partition = OffsetCommitResponsePartition::default();
+                partition.partition_index = index;
+                partition.error_code = code.unwrap_or(stored);
+                topic.partitions.push(partition);
+            }
+            response.topics.push(topic);
+        }
+        response
+    }
+
+    pub(crate) fn offset_fetch(
+        &self,
+        request: OffsetFetchRequest,
+        version: i16,
+    ) -> OffsetFetchResponse {
+        let group = request.group_id.to_string();
+        let offsets = self.log.offsets();
+        let wanted: Vec<(String, Vec<i32>)> = match request.topics {
+            Some(topics) => topics
+                .into_iter()
+                .map(|t| (t.name.to_string(), t.partition_indexes))
+                .collect(),
+            // v2+: null means every partition the group has committed.
+            None => {
+                let mut all: Vec<(String, Vec<i32>)> = Vec::new();
+                for (topic, partition, _) in offsets.group_offsets(&group) {
+                    match all.last_mut() {
+                        Some((t, parts)) if *t == topic => parts.push(partition),
+                        _ => all.push((topic, vec![partition])),
+                    }
+                }
+                all
+            }
+        };
+        let mut response = OffsetFetchResponse::default();
+        for (name, partitions) in wanted {
+            let mut topic = OffsetFetchResponseTopic::default();
+            for index in partitions {
+                let committed = offsets.fetch(&group, &name, index);
+                let mut partition = OffsetFetchResponsePartition::default();
+                partition.partition_index = index;
+                partition.committed_offset = committed.as_ref().map_or(-1, |c| c.offset);
+                if version >= 5 {
+                    partition.committed_leader_epoch = -1;
+                }
+                partition.metadata =
+                    Some(str_bytes(committed.map(|c| c.metadata).unwrap_or_default()));
+                topic.partitions.push(partition);
+            }
+            topic.name = TopicName(str_bytes(name));
+            response.topics.push(topic);
+        }
+        response
+    }
+
+    pub(crate) fn list_groups(&self) -> ListGroupsResponse {
+        let mut response = ListGroupsResponse::default();
+        response.groups = self
+            .log
+            .list_groups()
+            .into_iter()
+            .map(|id| {
+                let mut group = ListedGroup::default();
+                group.group_id = GroupId(str_bytes(id));
+                group.protocol_type = str_bytes("consumer");
+                group
+            })
+            .collect();
+        response
+    }
+
+    pub(crate) fn describe_groups(
+        &self,
+        request: DescribeGroupsRequest,
+        version: i16,
+    ) -> DescribeGroupsResponse {
+        let mut response = DescribeGroupsResponse::default();
+        for id in request.groups {
+            let mut described = DescribedGroup::default();
+            let live = self.log.coordinator().read_group(&id, |g| {
+                (g.phase(), g.protocol().map(str::to_owned), g.members())
+            });
+            let has_offsets = !self.log.offsets().group_offsets(&id).is_empty();
+            match live {
+                Some((phase, protocol, members)) => {
+                    described.group_state = str_bytes(state_name(Some(phase)));
+                    described.protocol_type = str_bytes("consumer");
+                    described.protocol_data = str_bytes(protocol.unwrap_or_default());
+                    described.members = members
+                        .into_iter()
+                        .map(|m| {
+                            let mut member = DescribedGroupMember::default();
+                            member.member_id = str_bytes(m.member_id);
+                            if version >= 4 {
+                                member.group_instance_id = m.group_instance_id.map(str_bytes);
+                            }
+                            member.client_id = str_bytes(m.client_id);
+                            member.client_host = str_bytes(m.client_host);
+                            member.member_metadata = m.metadata;
+                            member.member_assignment = m.assignment;
+                            member
+                        })
+                        .collect();
+                }
+                None if has_offsets => {
+                    described.group_state = str_bytes(state_name(Some(GroupPhase::Empty)));
+                    described.protocol_type = str_bytes("consumer");
+                }
+                None => described.group_state = str_bytes(state_name(None)),
+            }
+            if version >= 3 {
+                // Not requested or not supported: Kafka's "unknown" marker.
+                described.authorized_operations = i32::MIN;
+            }
+            described.group_id = id;
+            response.groups.push(described);
+        }
+        response
+    }
+
+    pub(crate) fn delete_groups(&self, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
+        let mut response = DeleteGroupsResponse::default();
+        for id in request.groups_names {
+            let mut result = DeletableGroupResult::default();
+            result.error_code = match self.log.delete_group(&id) {
+                Ok(true) => codes::NONE,
+                Ok(false) => codes::GROUP_ID_NOT_FOUND,
+                Err(logd::Error::Group(e)) => codes::for_group_error(e),
+                Err(e) => {
+                    tracing::error!(group = %id.0, error = %e, "delete group failed");
+                    codes::COORDINATOR_NOT_AVAILABLE
+                }
+            };
+            result.group_id = id;
+            response.results.push(result);
+        }
+        response
+    }
+
+    /// Deletes committed offsets, refused per topic while an active member subscribes to it.
+    pub(crate) fn offset_delete(&self, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
+        let group = request.group_id.to_string();
+        let subscribed: Vec<String> = self
+            .log
+            .coordinator()
+            .read_group(&group, |g| {
+                g.members()
+                    .iter()
+                    .flat_map(|m| subscribed_topics(&m.metadata))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut response = OffsetDeleteResponse::default();
+        for topic in request.topics {
+            let name = topic.name.to_string();
+            let indexes: Vec<i32> = topic.partitions.iter().map(|p| p.partition_index).collect();
+            let code = if subscribed.contains(&name) {
+                codes::GROUP_SUBSCRIBED_TO_TOPIC
+            } else {
+                let doomed: Vec<(String, i32)> =
+                    indexes.iter().map(|i| (name.clone(), *i)).collect();
+                match self.log.offsets().delete_offsets(&group, &doomed) {
+                    Ok(()) => codes::NONE,
+                    Err(e) => {
+                        tracing::error!(%group, error = %e, "offset delete failed");
+                        codes::COORDINATOR_NOT_AVAILABLE
+                    }
+                }
+            };
+            let mut topic_response = OffsetDeleteResponseTopic::default();
+            topic_response.name = topic.name;
+            topic_response.partitions = indexes
+                .into_iter()
+                .map(|index| {
+                    let mut partition = OffsetDeleteResponsePartition::default();
+                    partition.partition_index = index;
+                    partition.error_code = code;
+                    partition
+                })
+                .collect();
+            response.topics.push(topic_response);
+        }
+        response
+    }
+}
