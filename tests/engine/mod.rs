@@ -2,6 +2,7 @@
 //! rebalancing, replay, wake-up latency.
 
 mod delivery;
+mod group_restart;
 mod groups;
 mod keys;
 mod power_cut;

@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
@@ -22,19 +21,20 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponsePartition, OffsetFetchResponseTopic,
 };
 use kafka_protocol::messages::{
-    BrokerId, ConsumerProtocolSubscription, DeleteGroupsRequest, DeleteGroupsResponse,
-    DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
-    GroupId, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
-    LeaveGroupRequest, LeaveGroupResponse, ListGroupsResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchRequest,
-    OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
+    BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
+    DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
+    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
+    LeaveGroupResponse, ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse,
+    SyncGroupRequest, SyncGroupResponse, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use logd::group::{GroupError, GroupPhase, JoinRequest, JoinStatus};
 use logd_offsets::OffsetCommit;
 
 use crate::broker::Broker;
 use crate::codes;
+use crate::consumer_protocol::subscription_topics;
 
 /// A parked JoinGroup or SyncGroup gives up this long after the rebalance timeout (the group
 /// ends a join phase at that timeout, so this only fires if something is badly wrong).
@@ -57,19 +57,6 @@ fn state_name(phase: Option<GroupPhase>) -> &'static str {
         Some(GroupPhase::Stable) => "Stable",
         None => "Dead",
     }
-}
-
-/// The topics in a consumer's subscription metadata (Kafka's ConsumerProtocolSubscription).
-fn subscribed_topics(metadata: &Bytes) -> Vec<String> {
-    let mut buf = metadata.clone();
-    if buf.len() < 2 {
-        return Vec::new();
-    }
-    let version = i16::from_be_bytes([buf[0], buf[1]]);
-    let _ = bytes::Buf::get_i16(&mut buf);
-    ConsumerProtocolSubscription::decode(&mut buf, version.clamp(0, 3))
-        .map(|s| s.topics.iter().map(|t| t.to_string()).collect())
-        .unwrap_or_default()
 }
 
 impl Broker {
@@ -485,7 +472,7 @@ impl Broker {
             .read_group(&group, |g| {
                 g.members()
                     .iter()
-                    .flat_map(|m| subscribed_topics(&m.metadata))
+                    .flat_map(|m| subscription_topics(&m.metadata).unwrap_or_default())
                     .collect()
             })
             .unwrap_or_default();

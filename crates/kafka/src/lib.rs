@@ -6,6 +6,7 @@
 mod broker;
 mod client;
 mod codes;
+pub mod consumer_protocol;
 mod error;
 mod groups;
 mod handlers;

@@ -148,9 +148,15 @@ impl Log {
         }
         let offsets =
             OffsetStore::open_with(storage.clone(), dir.join("offsets"), config.offsets.clone())?;
+        let coordinator =
+            Coordinator::open(config.groups.clone(), storage.clone(), &dir, clock.now_ms())
+                .map_err(|reason| Error::GroupState {
+                    path: dir.join(crate::group::GROUPS_FILE),
+                    reason,
+                })?;
         Ok(Log {
             shared: Arc::new(Shared {
-                coordinator: Coordinator::new(config.groups.clone()),
+                coordinator,
                 dir,
                 storage,
                 config,

@@ -21,6 +21,14 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// The saved group state cannot be read.
+    #[error("group state {path}: {reason}")]
+    GroupState {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// No such topic.
     #[error("topic {0} does not exist")]
     UnknownTopic(String),

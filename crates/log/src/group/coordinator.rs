@@ -3,12 +3,18 @@
 //! a follower's sync waits for the leader's assignment), as Kafka parks those requests.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use logd_storage::Storage;
 
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use super::GroupError;
+use super::persist::{GroupFile, SavedGroup};
 use super::state::{Group, JoinRequest, JoinStatus, SyncStatus};
 use crate::clock::Clock;
 
@@ -41,14 +47,21 @@ pub struct Coordinator {
     config: GroupConfig,
     groups: Mutex<BTreeMap<String, Group>>,
     changed: Condvar,
+    /// Where settled groups are saved; `None` keeps them in memory only.
+    file: Option<GroupFile>,
+    /// Numbers snapshots in the order their states happened.
+    snapshots: AtomicU64,
 }
+
+/// Every group's last settled state, numbered, to be written after the lock is released.
+type Snapshot = (u64, Vec<SavedGroup>);
 
 /// How long a waiting member sleeps before re-checking deadlines (time may be simulated, so
 /// waiting cannot rely on wake-ups alone).
 const WAIT_SLICE: Duration = Duration::from_millis(20);
 
 impl Coordinator {
-    /// A coordinator with `config`.
+    /// A coordinator with `config` that keeps groups in memory only.
     pub fn new(config: GroupConfig) -> Coordinator {
         Coordinator {
             config,
@@ -56,15 +69,73 @@ impl Coordinator {
         }
     }
 
-    /// Runs `f` on group `id` (created if missing), then wakes every waiting member.
+    /// A coordinator that saves settled groups in `dir` and starts from what was saved there;
+    /// restored members' sessions start at `now`. The error says what is wrong with the file.
+    pub(crate) fn open(
+        config: GroupConfig,
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        now: i64,
+    ) -> Result<Coordinator, String> {
+        let file = GroupFile::new(storage, dir);
+        let groups = file
+            .load()?
+            .into_iter()
+            .map(|saved| {
+                let group = Group::restore(saved, now)
+                    .with_initial_delay(config.initial_rebalance_delay_ms);
+                (group.id().to_owned(), group)
+            })
+            .collect();
+        Ok(Coordinator {
+            config,
+            groups: Mutex::new(groups),
+            file: Some(file),
+            ..Coordinator::default()
+        })
+    }
+
+    /// Runs `f` on group `id` (created if missing), then wakes every waiting member (and saves
+    /// the groups if this one settled).
     pub fn with_group<T>(&self, id: &str, f: impl FnOnce(&mut Group) -> T) -> T {
-        let mut groups = self.groups.lock();
-        let group = groups
-            .entry(id.to_owned())
-            .or_insert_with(|| self.new_group(id));
-        let out = f(group);
-        self.changed.notify_all();
+        let (out, snapshot) = {
+            let mut groups = self.groups.lock();
+            let group = groups
+                .entry(id.to_owned())
+                .or_insert_with(|| self.new_group(id));
+            let before = group.settled();
+            let out = f(group);
+            let settled = group.settled() != before;
+            self.changed.notify_all();
+            (out, self.snapshot_if(&groups, settled))
+        };
+        self.save(snapshot);
         out
+    }
+
+    /// Numbers and collects every group's saved state, if something settled and groups are
+    /// saved at all.
+    fn snapshot_if(&self, groups: &BTreeMap<String, Group>, settled: bool) -> Option<Snapshot> {
+        if !settled || self.file.is_none() {
+            return None;
+        }
+        let seq = self.snapshots.fetch_add(1, Ordering::SeqCst) + 1;
+        let saved = groups
+            .values()
+            .filter_map(|g| g.last_settled().cloned())
+            .collect();
+        Some((seq, saved))
+    }
+
+    /// Writes a snapshot (outside the groups lock: members do not wait on the disk). A failed
+    /// write leaves the previous file; groups then restart from an older generation and
+    /// their members rejoin, which is what a logd without saved groups does.
+    fn save(&self, snapshot: Option<Snapshot>) {
+        if let (Some(file), Some((seq, groups))) = (&self.file, snapshot)
+            && let Err(e) = file.save(seq, groups)
+        {
+            tracing::error!(error = %e, "saving group state failed");
+        }
     }
 
     fn new_group(&self, id: &str) -> Group {
@@ -74,14 +145,20 @@ impl Coordinator {
     /// Expires sessions and ends overdue join phases in every group, so groups nobody calls
     /// (every member gone) still move on. Returns how many groups changed.
     pub fn tick_all(&self, now: i64) -> usize {
-        let mut groups = self.groups.lock();
-        let mut changed = 0;
-        for group in groups.values_mut() {
-            changed += usize::from(group.tick(now));
-        }
-        if changed > 0 {
-            self.changed.notify_all();
-        }
+        let (changed, snapshot) = {
+            let mut groups = self.groups.lock();
+            let (mut changed, mut settled) = (0, false);
+            for group in groups.values_mut() {
+                let before = group.settled();
+                changed += usize::from(group.tick(now));
+                settled |= group.settled() != before;
+            }
+            if changed > 0 {
+                self.changed.notify_all();
+            }
+            (changed, self.snapshot_if(&groups, settled))
+        };
+        self.save(snapshot);
         changed
     }
 
@@ -105,11 +182,15 @@ impl Coordinator {
 
     /// Forgets an empty group; refused while it has members.
     pub fn delete_group(&self, id: &str) -> Result<(), GroupError> {
-        let mut groups = self.groups.lock();
-        if groups.get(id).is_some_and(|g| !g.members().is_empty()) {
-            return Err(GroupError::NonEmptyGroup);
-        }
-        groups.remove(id);
+        let snapshot = {
+            let mut groups = self.groups.lock();
+            if groups.get(id).is_some_and(|g| !g.members().is_empty()) {
+                return Err(GroupError::NonEmptyGroup);
+            }
+            let removed = groups.remove(id).is_some();
+            self.snapshot_if(&groups, removed)
+        };
+        self.save(snapshot);
         Ok(())
     }
 
@@ -147,16 +228,31 @@ impl Coordinator {
             if started.elapsed() >= timeout {
                 return Err(GroupError::Timeout);
             }
+            status = self.wait_then(group, clock, |g, _| g.poll_join(&member_id))?;
+        }
+    }
+
+    /// Waits for a change (or a slice of time), expires what is due in group `id`, then runs
+    /// `f` on it. Wakes the other waiters only if expiry changed something: waiters that woke
+    /// each other on every check would spin.
+    fn wait_then<T>(&self, id: &str, clock: &dyn Clock, f: impl FnOnce(&mut Group, i64) -> T) -> T {
+        let (out, snapshot) = {
             let mut groups = self.groups.lock();
             self.changed.wait_for(&mut groups, WAIT_SLICE);
+            let now = clock.now_ms();
             let group = groups
-                .entry(group.to_owned())
-                .or_insert_with(|| self.new_group(group));
-            if group.tick(clock.now_ms()) {
+                .entry(id.to_owned())
+                .or_insert_with(|| self.new_group(id));
+            let before = group.settled();
+            if group.tick(now) {
                 self.changed.notify_all();
             }
-            status = group.poll_join(&member_id)?;
-        }
+            let out = f(group, now);
+            let settled = group.settled() != before;
+            (out, self.snapshot_if(&groups, settled))
+        };
+        self.save(snapshot);
+        out
     }
 
     /// Syncs and waits for this member's assignment (the leader passes everyone's).
@@ -170,20 +266,21 @@ impl Coordinator {
         timeout: Duration,
     ) -> Result<Bytes, GroupError> {
         let started = std::time::Instant::now();
-        let mut assignments = assignments;
+        let now = clock.now_ms();
+        // The first call wakes the waiters: the leader's assignment is what they wait for.
+        let mut status = self.with_ticked_group(group, now, |g| {
+            g.sync(member_id, generation, assignments, now)
+        })?;
         loop {
-            let now = clock.now_ms();
-            let status = self.with_ticked_group(group, now, |g| {
-                g.sync(member_id, generation, assignments.take(), now)
-            })?;
             if let SyncStatus::Assigned(bytes) = status {
                 return Ok(bytes);
             }
             if started.elapsed() >= timeout {
                 return Err(GroupError::Timeout);
             }
-            let mut groups = self.groups.lock();
-            self.changed.wait_for(&mut groups, WAIT_SLICE);
+            status = self.wait_then(group, clock, |g, now| {
+                g.sync(member_id, generation, None, now)
+            })?;
         }
     }
 

@@ -9,12 +9,14 @@
 
 mod assign;
 mod coordinator;
+mod persist;
 mod state;
 
 pub use assign::{
     Assignor, decode_assignment, decode_subscription, encode_assignment, encode_subscription,
 };
 pub use coordinator::{Coordinator, GroupConfig};
+pub(crate) use persist::GROUPS_FILE;
 pub use state::{
     Group, GroupPhase, JoinRequest, JoinResponse, JoinStatus, MemberDescription, SyncStatus,
 };

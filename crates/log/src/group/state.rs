@@ -12,6 +12,7 @@ use std::hash::BuildHasher;
 use bytes::Bytes;
 
 use super::GroupError;
+use super::persist::{SavedGroup, SavedMember};
 
 /// The state of a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +147,10 @@ pub struct Group {
     initial_delay_ms: i64,
     /// While the initial delay runs, the join phase stays open until this time.
     join_open_until: i64,
+    /// Counts settles (see [`Group::settled`]).
+    settles: u64,
+    /// The state at the last settle, what is saved.
+    last_settled: Option<SavedGroup>,
 }
 
 /// Most KIP-394 ids a group keeps waiting for their second join; beyond it the ones closest to
@@ -170,7 +175,93 @@ impl Group {
             ids_issued: 0,
             initial_delay_ms: 0,
             join_open_until: 0,
+            settles: 0,
+            last_settled: None,
         }
+    }
+
+    /// A group as it was saved, its members' sessions starting `now`.
+    pub(crate) fn restore(saved: SavedGroup, now: i64) -> Group {
+        let mut group = Group::new(saved.id.clone());
+        group.generation = saved.generation;
+        group.protocol_type = saved.protocol_type.clone();
+        group.protocol = saved.protocol.clone();
+        group.leader = saved.leader.clone();
+        group.next_seq = saved.next_seq;
+        for m in &saved.members {
+            group.members.insert(
+                m.id.clone(),
+                Member {
+                    instance_id: m.instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    protocols: m
+                        .protocols
+                        .iter()
+                        .map(|(name, md)| (name.clone(), Bytes::from(md.clone())))
+                        .collect(),
+                    session_timeout_ms: m.session_timeout_ms,
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    last_seen: now,
+                    joined: true,
+                    seq: m.seq,
+                    assignment: Some(Bytes::from(m.assignment.clone())),
+                },
+            );
+        }
+        group.phase = if group.members.is_empty() {
+            GroupPhase::Empty
+        } else {
+            GroupPhase::Stable
+        };
+        group.last_settled = Some(saved);
+        group
+    }
+
+    /// How many times the group settled (its leader's assignment arrived, it emptied, or a
+    /// static member's id changed): a change means its saved state is out of date.
+    pub(crate) fn settled(&self) -> u64 {
+        self.settles
+    }
+
+    /// The state at the last settle.
+    pub(crate) fn last_settled(&self) -> Option<&SavedGroup> {
+        self.last_settled.as_ref()
+    }
+
+    fn settle(&mut self) {
+        self.settles += 1;
+        self.last_settled = Some(SavedGroup {
+            id: self.id.clone(),
+            generation: self.generation,
+            protocol_type: self.protocol_type.clone(),
+            protocol: self.protocol.clone(),
+            leader: self.leader.clone(),
+            next_seq: self.next_seq,
+            members: self
+                .members
+                .iter()
+                .map(|(id, m)| SavedMember {
+                    id: id.clone(),
+                    instance_id: m.instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    protocols: m
+                        .protocols
+                        .iter()
+                        .map(|(name, md)| (name.clone(), md.to_vec()))
+                        .collect(),
+                    session_timeout_ms: m.session_timeout_ms,
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    seq: m.seq,
+                    assignment: m
+                        .assignment
+                        .as_ref()
+                        .map(|a| a.to_vec())
+                        .unwrap_or_default(),
+                })
+                .collect(),
+        });
     }
 
     /// The same group, waiting `delay_ms` for more joiners when a rebalance starts while it is
@@ -324,7 +415,9 @@ impl Group {
             self.leader = Some(new_id.clone());
         }
         self.members.insert(new_id.clone(), member);
-        if !(self.phase == GroupPhase::Stable && unchanged && !was_leader) {
+        if self.phase == GroupPhase::Stable && unchanged && !was_leader {
+            self.settle();
+        } else {
             if self.phase != GroupPhase::PreparingRebalance {
                 self.start_rebalance(now, Some(&new_id));
             }
@@ -407,6 +500,7 @@ impl Group {
             self.phase = GroupPhase::Empty;
             self.leader = None;
             self.protocol = None;
+            self.settle();
             return;
         }
         self.protocol = self.choose_protocol();
@@ -527,6 +621,7 @@ impl Group {
                 member.assignment = Some(given.remove(id).unwrap_or_default());
             }
             self.phase = GroupPhase::Stable;
+            self.settle();
         }
         Ok(
             match (
@@ -615,6 +710,7 @@ impl Group {
             self.phase = GroupPhase::Empty;
             self.leader = None;
             self.generation += 1;
+            self.settle();
         } else {
             self.start_rebalance(now, None);
         }

@@ -4,6 +4,7 @@
 
 mod cli;
 mod clients;
+mod groups;
 mod lifecycle;
 mod malformed;
 mod produce_errors;
@@ -25,10 +26,19 @@ impl Daemon {
         Daemon::start_with_env(data_dir, extra, &[])
     }
 
+    /// As [`Daemon::start`], on a given address (a restart where clients stay connected).
+    pub fn start_on(data_dir: &Path, listen: &str, extra: &[&str]) -> Daemon {
+        Daemon::spawn(data_dir, listen, extra, &[])
+    }
+
     /// As [`Daemon::start`], with extra environment variables.
     pub fn start_with_env(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
+        Daemon::spawn(data_dir, "127.0.0.1:0", extra, env)
+    }
+
+    fn spawn(data_dir: &Path, listen: &str, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut child = Command::new(env!("CARGO_BIN_EXE_logd"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .args(["serve", "--listen", listen, "--data-dir"])
             .arg(data_dir)
             .args(extra)
             .envs(env.iter().copied())

@@ -1,0 +1,175 @@
+//! Group state survives a restart, as Kafka keeps group metadata: members of a settled group
+//! keep heartbeating and committing under their ids and generation after the engine reopens,
+//! a group caught mid-rebalance resumes from its last settled generation, and a damaged group
+//! file is a clear error.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use logd::Error;
+use logd::group::{GroupError, GroupPhase, JoinRequest, JoinStatus};
+
+use super::open;
+
+fn join_request(member_id: Option<&str>) -> JoinRequest {
+    JoinRequest {
+        member_id: member_id.map(str::to_owned),
+        group_instance_id: None,
+        client_id: "wire".into(),
+        client_host: "/127.0.0.1".into(),
+        require_known_member_id: false,
+        protocol_type: "consumer".into(),
+        protocols: vec![("range".into(), Bytes::from_static(b"orders"))],
+        session_timeout_ms: 60_000,
+        rebalance_timeout_ms: 2_000,
+    }
+}
+
+/// Two members join group `g` (the second's join rebalances the first) and the leader
+/// assigns; returns (leader, follower, generation).
+fn settle_two_members(log: &logd::Log) -> (String, String, i32) {
+    let coordinator = log.coordinator();
+    let now = log.clock().now_ms();
+    let joined = |s: JoinStatus| match s {
+        JoinStatus::Joined(r) => r,
+        other => panic!("{other:?}"),
+    };
+    let first = joined(coordinator.join("g", join_request(None), now).unwrap());
+    let second = match coordinator.join("g", join_request(None), now).unwrap() {
+        JoinStatus::Waiting { member_id } => member_id,
+        other => panic!("{other:?}"),
+    };
+    let leader = joined(
+        coordinator
+            .join("g", join_request(Some(&first.member_id)), now)
+            .unwrap(),
+    );
+    assert_eq!(leader.leader, first.member_id);
+    let assignments = vec![
+        (leader.member_id.clone(), Bytes::from_static(b"L")),
+        (second.clone(), Bytes::from_static(b"F")),
+    ];
+    let wait = Duration::from_secs(5);
+    coordinator
+        .sync_and_wait(
+            "g",
+            &leader.member_id,
+            leader.generation,
+            Some(assignments),
+            log.clock(),
+            wait,
+        )
+        .unwrap();
+    (leader.member_id, second, leader.generation)
+}
+
+#[test]
+fn a_settled_group_keeps_its_members_generation_and_assignments_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (leader, follower, generation) = {
+        let log = open(dir.path());
+        settle_two_members(&log)
+    };
+    let log = open(dir.path());
+    let description = log.describe_group("g").unwrap();
+    assert_eq!(description.phase, Some(GroupPhase::Stable));
+    assert_eq!(description.generation, generation);
+    let coordinator = log.coordinator();
+    let now = log.clock().now_ms();
+    assert_eq!(coordinator.heartbeat("g", &leader, generation, now), Ok(()));
+    assert_eq!(
+        coordinator.heartbeat("g", &follower, generation, now),
+        Ok(())
+    );
+    assert_eq!(
+        coordinator.validate_commit("g", &follower, generation, now),
+        Ok(())
+    );
+    let assignment = coordinator
+        .sync_and_wait(
+            "g",
+            &follower,
+            generation,
+            None,
+            log.clock(),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+    assert_eq!(
+        assignment,
+        Bytes::from_static(b"F"),
+        "its assignment came back too"
+    );
+    assert_eq!(
+        coordinator.heartbeat("g", &leader, generation - 1, now),
+        Err(GroupError::IllegalGeneration),
+        "older generations stay fenced"
+    );
+}
+
+#[test]
+fn a_group_caught_mid_rebalance_restarts_from_its_last_settled_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (leader, _, generation) = {
+        let log = open(dir.path());
+        let settled = settle_two_members(&log);
+        // A third member starts a rebalance that never completes before the restart.
+        let now = log.clock().now_ms();
+        let status = log
+            .coordinator()
+            .join("g", join_request(None), now)
+            .unwrap();
+        assert!(matches!(status, JoinStatus::Waiting { .. }));
+        settled
+    };
+    let log = open(dir.path());
+    let description = log.describe_group("g").unwrap();
+    assert_eq!(description.phase, Some(GroupPhase::Stable));
+    assert_eq!(description.generation, generation);
+    assert_eq!(description.members.len(), 2, "the newcomer never settled");
+    let now = log.clock().now_ms();
+    assert_eq!(
+        log.coordinator().heartbeat("g", &leader, generation, now),
+        Ok(())
+    );
+}
+
+#[test]
+fn an_emptied_group_is_saved_empty_and_a_deleted_one_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let log = open(dir.path());
+        let (leader, follower, _) = settle_two_members(&log);
+        let now = log.clock().now_ms();
+        log.coordinator().leave("g", &leader, now).unwrap();
+        log.coordinator().leave("g", &follower, now).unwrap();
+    }
+    {
+        let log = open(dir.path());
+        let description = log.describe_group("g").unwrap();
+        assert_eq!(description.phase, Some(GroupPhase::Empty));
+        assert!(description.members.is_empty());
+        log.delete_group("g").unwrap();
+    }
+    let log = open(dir.path());
+    assert_eq!(log.describe_group("g").unwrap().phase, None);
+}
+
+#[test]
+fn a_damaged_group_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let log = open(dir.path());
+        settle_two_members(&log);
+    }
+    let path = dir.path().join("groups.json");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&path, bytes).unwrap();
+    let error = logd::Log::open(dir.path(), logd::Config::default()).unwrap_err();
+    assert!(
+        matches!(&error, Error::GroupState { path: p, .. } if *p == path),
+        "{error}"
+    );
+    assert!(error.to_string().contains("groups.json"), "{error}");
+}
