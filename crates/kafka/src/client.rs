@@ -1,6 +1,7 @@
 //! [`Client`]: a small synchronous Kafka client for logd's command-line tools: one connection
 //! to one broker, one request at a time, at versions every Kafka 4.x broker (and logd) serves.
-//! It speaks only what the tools need: topics, produce, fetch and offsets.
+//! It speaks only what the tools need: topics, produce, fetch and offsets (and, in
+//! `group_client`, consumer groups).
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -52,6 +53,10 @@ pub fn code_name(code: i16) -> String {
         codes::INVALID_PARTITIONS => "has an invalid partition count".into(),
         codes::INVALID_CONFIG => "has an invalid topic config".into(),
         codes::KAFKA_STORAGE_ERROR => "failed with a storage error on the broker".into(),
+        codes::NON_EMPTY_GROUP => "has active members (stop its consumers first)".into(),
+        codes::GROUP_ID_NOT_FOUND => "does not exist".into(),
+        codes::UNKNOWN_MEMBER_ID => "was refused: the group has active members".into(),
+        codes::OFFSET_METADATA_TOO_LARGE => "has commit metadata that is too large".into(),
         other => format!("failed with Kafka error {other}"),
     }
 }
@@ -105,7 +110,7 @@ impl Client {
             .into())
     }
 
-    fn call<Req: Encodable, Resp: Decodable>(
+    pub(crate) fn call<Req: Encodable, Resp: Decodable>(
         &mut self,
         key: ApiKey,
         version: i16,

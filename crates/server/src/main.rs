@@ -38,6 +38,8 @@ enum Command {
     Serve(ServeArgs),
     /// Create, list, describe or delete topics on a running broker.
     Topics(tools::topics::TopicsArgs),
+    /// List, describe, delete consumer groups or reset their offsets on a running broker.
+    Groups(tools::groups::GroupsArgs),
     /// Produce one record per stdin line.
     Produce(tools::produce::ProduceArgs),
     /// Print records from a chosen point; exits at the end of the log unless --follow.
@@ -147,6 +149,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Serve(args)) => done(serve(args)),
         Some(Command::Topics(args)) => done(tools::topics::run(&args)),
+        Some(Command::Groups(args)) => done(tools::groups::run(&args)),
         Some(Command::Produce(args)) => done(tools::produce::run(&args)),
         Some(Command::Consume(args)) => done(tools::consume::consume(&args)),
         Some(Command::Replay(args)) => done(tools::consume::replay(&args)),

@@ -4,6 +4,7 @@
 
 mod cli;
 mod clients;
+mod group_tools;
 mod groups;
 mod lifecycle;
 mod malformed;

@@ -1,0 +1,197 @@
+//! [`Client`]'s consumer-group calls, for `logd groups`: list, describe, committed offsets,
+//! commits from outside the group (generation -1, as Kafka's offset tools do) and delete.
+
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
+    DescribeGroupsResponse, GroupId, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::client::{Client, ClientError};
+use crate::consumer_protocol::assignment_partitions;
+
+const LIST_GROUPS: i16 = 2;
+const DESCRIBE_GROUPS: i16 = 4;
+const OFFSET_FETCH: i16 = 5;
+const OFFSET_COMMIT: i16 = 7;
+const DELETE_GROUPS: i16 = 1;
+
+/// A group as DescribeGroups reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupInfo {
+    /// Kafka's state name: `Empty`, `PreparingRebalance`, `CompletingRebalance`, `Stable` or
+    /// `Dead` (unknown).
+    pub state: String,
+    /// The chosen assignor.
+    pub protocol: String,
+    /// Its members.
+    pub members: Vec<GroupMember>,
+}
+
+/// One member of a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMember {
+    /// Member id.
+    pub member_id: String,
+    /// Static instance id.
+    pub instance_id: Option<String>,
+    /// Client id.
+    pub client_id: String,
+    /// Client host.
+    pub host: String,
+    /// Its partitions, read from the consumer protocol's assignment (empty if it is not one).
+    pub partitions: Vec<(String, i32)>,
+}
+
+fn group_id(group: &str) -> GroupId {
+    GroupId(StrBytes::from_string(group.to_owned()))
+}
+
+fn check(what: impl FnOnce() -> String, code: i16) -> Result<(), ClientError> {
+    match code {
+        0 => Ok(()),
+        code => Err(ClientError::Kafka { what: what(), code }),
+    }
+}
+
+impl Client {
+    /// Every group's id.
+    pub fn list_groups(&mut self) -> Result<Vec<String>, ClientError> {
+        let response: ListGroupsResponse = self.call(
+            ApiKey::ListGroups,
+            LIST_GROUPS,
+            &ListGroupsRequest::default(),
+        )?;
+        check(|| "listing groups".into(), response.error_code)?;
+        Ok(response
+            .groups
+            .into_iter()
+            .map(|g| g.group_id.to_string())
+            .collect())
+    }
+
+    /// A group's state and members.
+    pub fn describe_group(&mut self, group: &str) -> Result<GroupInfo, ClientError> {
+        let mut request = DescribeGroupsRequest::default();
+        request.groups = vec![group_id(group)];
+        let response: DescribeGroupsResponse =
+            self.call(ApiKey::DescribeGroups, DESCRIBE_GROUPS, &request)?;
+        let described = response
+            .groups
+            .into_iter()
+            .next()
+            .ok_or_else(|| ClientError::Kafka {
+                what: format!("group {group}"),
+                code: -1,
+            })?;
+        check(|| format!("group {group}"), described.error_code)?;
+        Ok(GroupInfo {
+            state: described.group_state.to_string(),
+            protocol: described.protocol_data.to_string(),
+            members: described
+                .members
+                .into_iter()
+                .map(|m| GroupMember {
+                    member_id: m.member_id.to_string(),
+                    instance_id: m.group_instance_id.map(|i| i.to_string()),
+                    client_id: m.client_id.to_string(),
+                    host: m.client_host.to_string(),
+                    partitions: assignment_partitions(&m.member_assignment).unwrap_or_default(),
+                })
+                .collect(),
+        })
+    }
+
+    /// Every offset `group` has committed: (topic, partition, offset), sorted.
+    pub fn committed_offsets(
+        &mut self,
+        group: &str,
+    ) -> Result<Vec<(String, i32, i64)>, ClientError> {
+        let mut request = OffsetFetchRequest::default();
+        request.group_id = group_id(group);
+        request.topics = None; // every partition with a commit
+        let response: OffsetFetchResponse =
+            self.call(ApiKey::OffsetFetch, OFFSET_FETCH, &request)?;
+        check(|| format!("offsets of group {group}"), response.error_code)?;
+        let mut offsets = Vec::new();
+        for topic in response.topics {
+            for p in topic.partitions {
+                check(
+                    || {
+                        format!(
+                            "offset of group {group} in {}-{}",
+                            &*topic.name, p.partition_index
+                        )
+                    },
+                    p.error_code,
+                )?;
+                if p.committed_offset >= 0 {
+                    offsets.push((
+                        topic.name.to_string(),
+                        p.partition_index,
+                        p.committed_offset,
+                    ));
+                }
+            }
+        }
+        offsets.sort();
+        Ok(offsets)
+    }
+
+    /// Commits `offsets` (topic, partition, next offset to read) for `group` from outside it;
+    /// the broker refuses this while the group has members.
+    pub fn commit_offsets(
+        &mut self,
+        group: &str,
+        offsets: &[(String, i32, i64)],
+    ) -> Result<(), ClientError> {
+        let mut request = OffsetCommitRequest::default();
+        request.group_id = group_id(group);
+        request.generation_id_or_member_epoch = -1;
+        for (topic, partition, offset) in offsets {
+            let mut p = OffsetCommitRequestPartition::default();
+            p.partition_index = *partition;
+            p.committed_offset = *offset;
+            p.committed_metadata = Some(StrBytes::default());
+            match request.topics.last_mut() {
+                Some(t) if &*t.name == topic.as_str() => t.partitions.push(p),
+                _ => {
+                    let mut t = OffsetCommitRequestTopic::default();
+                    t.name = TopicName(StrBytes::from_string(topic.clone()));
+                    t.partitions.push(p);
+                    request.topics.push(t);
+                }
+            }
+        }
+        let response: OffsetCommitResponse =
+            self.call(ApiKey::OffsetCommit, OFFSET_COMMIT, &request)?;
+        for topic in response.topics {
+            for p in topic.partitions {
+                check(
+                    || {
+                        format!(
+                            "commit for group {group} in {}-{}",
+                            &*topic.name, p.partition_index
+                        )
+                    },
+                    p.error_code,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes a group's offsets and state; refused while it has members.
+    pub fn delete_group(&mut self, group: &str) -> Result<(), ClientError> {
+        let mut request = DeleteGroupsRequest::default();
+        request.groups_names = vec![group_id(group)];
+        let response: DeleteGroupsResponse =
+            self.call(ApiKey::DeleteGroups, DELETE_GROUPS, &request)?;
+        let code = response.results.first().map_or(-1, |r| r.error_code);
+        check(|| format!("group {group}"), code)
+    }
+}
