@@ -5,8 +5,9 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
@@ -14,6 +15,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::codes;
 use crate::error::{Error, Result};
+use crate::observer::{BrokerObserver, NoObserver};
 use crate::versions;
 
 /// How the broker presents itself and bounds what clients send.
@@ -57,6 +59,7 @@ pub struct Broker {
     pub(crate) config: BrokerConfig,
     /// Producer ids handed out by InitProducerId.
     pub(crate) next_producer_id: AtomicI64,
+    pub(crate) observer: Arc<dyn BrokerObserver>,
 }
 
 impl Broker {
@@ -66,7 +69,14 @@ impl Broker {
             log,
             config,
             next_producer_id: AtomicI64::new(1),
+            observer: Arc::new(NoObserver),
         }
+    }
+
+    /// The same broker, reporting its traffic to `observer`.
+    pub fn with_observer(mut self, observer: Arc<dyn BrokerObserver>) -> Broker {
+        self.observer = observer;
+        self
     }
 
     /// The engine.
@@ -111,16 +121,24 @@ impl Broker {
     /// Answers one request frame (without its size prefix) from a client at `client_host`;
     /// `None` when no response is due (Produce with acks = 0).
     pub fn handle_frame(&self, frame: Bytes, client_host: &str) -> Result<Option<BytesMut>> {
+        let arrived = Instant::now();
         match decode_request(frame)? {
             Decoded::Request {
                 key,
                 version,
                 header,
                 request,
-            } => match self.handle(&header, *request, version, client_host) {
-                Some(response) => encode(key, version, header.correlation_id, response).map(Some),
-                None => Ok(None),
-            },
+            } => {
+                let response = self.handle(&header, *request, version, client_host);
+                let encoded = match response {
+                    Some(response) => {
+                        encode(key, version, header.correlation_id, response).map(Some)
+                    }
+                    None => Ok(None),
+                };
+                self.observer.request_served(key, arrived.elapsed());
+                encoded
+            }
             Decoded::UnsupportedApiVersions { correlation_id } => {
                 // KIP-511: answer with v0 and UNSUPPORTED_VERSION, so the client retries lower.
                 let mut response = crate::handlers::api_versions();

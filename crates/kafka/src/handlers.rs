@@ -29,7 +29,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 use logd::TopicConfig;
 use logd_storage::Offset;
-use logd_storage::batch::Record;
+use logd_storage::batch::BatchHeader;
 
 use crate::broker::Broker;
 use crate::codes;
@@ -326,6 +326,10 @@ impl Broker {
                 match outcome {
                     Ok(info) => {
                         partition.base_offset = info.base_offset.0;
+                        let records = (info.last_offset.0 - info.base_offset.0 + 1).max(0);
+                        let bytes = data.records.as_ref().map_or(0, |r| r.len());
+                        self.observer
+                            .produced(&topic.name.0, records as u64, bytes as u64);
                         if version >= 5
                             && let Ok(log) = self.log.partition(&topic.name.0, data.index as u32)
                         {
@@ -351,9 +355,27 @@ impl Broker {
             let (response, bytes, failed) = self.fetch_once(request, version);
             let now = Instant::now();
             if bytes >= request.min_bytes.max(0) as usize || failed || now >= deadline {
+                self.report_fetched(&response);
                 return response;
             }
             self.log.wait_for_append(seen, deadline - now);
+        }
+    }
+
+    /// Tells the observer what a fetch response carries, per topic.
+    fn report_fetched(&self, response: &FetchResponse) {
+        for topic in &response.responses {
+            let (mut records, mut bytes) = (0u64, 0u64);
+            for partition in &topic.partitions {
+                let Some(data) = &partition.records else {
+                    continue;
+                };
+                bytes += data.len() as u64;
+                records += record_count(data);
+            }
+            if bytes > 0 {
+                self.observer.fetched(&topic.topic.0, records, bytes);
+            }
         }
     }
 
@@ -433,7 +455,8 @@ impl Broker {
                         ts => match log.offset_for_timestamp(ts) {
                             Ok(Some(offset)) => {
                                 partition.offset = offset.0;
-                                partition.timestamp = record_timestamp(&log, offset).unwrap_or(ts);
+                                partition.timestamp =
+                                    log.timestamp_of(offset).ok().flatten().unwrap_or(ts);
                             }
                             Ok(None) => {}
                             Err(e) => partition.error_code = codes::for_engine_error(&e.into()),
@@ -536,16 +559,15 @@ impl Broker {
 }
 
 /// The timestamp of the record at `offset`.
-fn record_timestamp(log: &logd_storage::PartitionLog, offset: Offset) -> Option<i64> {
-    let bytes = log.read(offset, 1).ok()?;
-    let mut found = None;
-    Record::decode_each(&bytes, log.config().max_decompressed_bytes, |record| {
-        if record.offset == offset.0 {
-            found = Some(record.timestamp);
-            return false;
-        }
-        true
-    })
-    .ok()?;
-    found
+/// Records in stored batches, read from their headers.
+fn record_count(mut batches: &[u8]) -> u64 {
+    let mut count = 0;
+    while let Ok(header) = BatchHeader::parse(batches, 0) {
+        count += header.record_count.max(0) as u64;
+        let Some(rest) = batches.get(header.total_len()..) else {
+            break;
+        };
+        batches = rest;
+    }
+    count
 }

@@ -11,6 +11,7 @@ mod error;
 mod group_client;
 mod groups;
 mod handlers;
+mod observer;
 mod shape;
 mod versions;
 
@@ -18,4 +19,5 @@ pub use broker::{Broker, BrokerConfig, Decoded, decode_request};
 pub use client::{Client, ClientError, PartitionOffsets, code_name};
 pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
+pub use observer::{BrokerObserver, NoObserver};
 pub use versions::SUPPORTED;

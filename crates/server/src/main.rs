@@ -13,10 +13,14 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use logd::group::GroupConfig;
-use logd::{Config, Fsync, Log, TopicConfig};
+use logd::{Config, Fsync, Log, SystemClock, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};
+use logd_storage::RealFs;
+use metrics::Metrics;
+use metrics::fsync::MeteredFs;
 
 mod dump;
+mod metrics;
 mod tools;
 
 #[derive(Debug, Parser)]
@@ -93,6 +97,10 @@ struct ServeArgs {
     /// Default segment file size for new topics.
     #[arg(long, env = "LOGD_SEGMENT_BYTES", default_value_t = 1 << 30)]
     segment_bytes: u64,
+    /// Serve Prometheus metrics (`/metrics`) and a health check (`/health`) over HTTP on this
+    /// address (keep it on loopback); off unless set.
+    #[arg(long, env = "LOGD_METRICS_LISTEN")]
+    metrics_listen: Option<SocketAddr>,
     /// How often retention runs, in ms.
     #[arg(long, env = "LOGD_RETENTION_CHECK_MS", default_value_t = 60_000)]
     retention_check_ms: u64,
@@ -242,24 +250,51 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
         ..Config::default()
     };
-    let log = Log::open(&args.data_dir, config)
-        .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
+    let connections = Arc::new(AtomicUsize::new(0));
+    let metrics = Arc::new(Metrics::new(connections.clone()));
+    let storage = MeteredFs::new(Arc::new(RealFs), metrics.fsync_histogram());
+    let log = Log::open_with(
+        Arc::new(storage),
+        Arc::new(SystemClock),
+        &args.data_dir,
+        config,
+    )
+    .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
+    metrics.attach(log.clone());
     let listener = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let local = listener.local_addr()?;
     let advertised = args.advertised.unwrap_or(local);
-    let broker = Arc::new(Broker::new(
-        log,
-        BrokerConfig {
-            advertised_host: advertised.ip().to_string(),
-            advertised_port: advertised.port(),
-            max_request_bytes: args.max_request_bytes,
-            ..BrokerConfig::default()
-        },
-    ));
+    let broker = Arc::new(
+        Broker::new(
+            log,
+            BrokerConfig {
+                advertised_host: advertised.ip().to_string(),
+                advertised_port: advertised.port(),
+                max_request_bytes: args.max_request_bytes,
+                ..BrokerConfig::default()
+            },
+        )
+        .with_observer(metrics.clone()),
+    );
+    let metrics_listener = match args.metrics_listen {
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .with_context(|| format!("cannot listen for metrics on {addr}"))?,
+        ),
+        None => None,
+    };
     // Scripts and tests read the bound address from this line (a closed stdout is no reason
     // not to serve).
     let _ = writeln!(std::io::stdout(), "logd listening on {local}");
+    if let Some(listener) = metrics_listener {
+        let _ = writeln!(
+            std::io::stdout(),
+            "logd metrics on http://{}/metrics",
+            listener.local_addr()?
+        );
+        metrics::http::spawn(listener, metrics);
+    }
     tracing::info!(%local, %advertised, data_dir = %args.data_dir.display(), "serving");
 
     let stopping = Arc::new(AtomicBool::new(false));
@@ -276,7 +311,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         broker.clone(),
         Duration::from_millis(args.retention_check_ms.max(100)),
     );
-    let connections = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         if stopping.load(Ordering::SeqCst) {
             break;

@@ -8,6 +8,7 @@ mod group_tools;
 mod groups;
 mod lifecycle;
 mod malformed;
+mod metrics;
 mod produce_errors;
 
 use std::io::{BufRead, BufReader};
@@ -19,6 +20,8 @@ pub struct Daemon {
     child: Child,
     /// `host:port` it listens on.
     pub addr: String,
+    /// `host:port` of its metrics endpoint, when started with `--metrics-listen`.
+    pub metrics: Option<String>,
 }
 
 impl Daemon {
@@ -48,15 +51,28 @@ impl Daemon {
             .spawn()
             .expect("start logd");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("address line");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        stdout.read_line(&mut line).expect("address line");
+        let metrics = extra.contains(&"--metrics-listen").then(|| {
+            let mut metrics_line = String::new();
+            stdout.read_line(&mut metrics_line).expect("metrics line");
+            metrics_line
+                .trim()
+                .strip_prefix("logd metrics on http://")
+                .and_then(|rest| rest.strip_suffix("/metrics"))
+                .unwrap_or_else(|| panic!("unexpected second line {metrics_line:?}"))
+                .to_owned()
+        });
         let addr = line
             .trim()
             .strip_prefix("logd listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .to_owned();
-        Daemon { child, addr }
+        Daemon {
+            child,
+            addr,
+            metrics,
+        }
     }
 
     /// SIGTERM, then the exit status (0 for a clean shutdown).

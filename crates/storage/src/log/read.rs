@@ -10,6 +10,25 @@ use crate::error::{Error, Result};
 use crate::segment::Segment;
 
 impl PartitionLog {
+    /// The timestamp of the record at `offset`, `None` if no stored record has that offset
+    /// (below the log start, at or past the end, or inside a compacted gap).
+    pub fn timestamp_of(&self, offset: Offset) -> Result<Option<i64>> {
+        let bytes = self.read(offset, 1)?;
+        let mut found = None;
+        crate::batch::Record::decode_each(
+            &bytes,
+            self.config().max_decompressed_bytes,
+            |record| {
+                if record.offset == offset.0 {
+                    found = Some(record.timestamp);
+                    return false;
+                }
+                true
+            },
+        )?;
+        Ok(found)
+    }
+
     /// Reads whole batches from one segment, starting with the batch that contains `from`,
     /// up to `max_bytes` (but always at least one batch, as Kafka's fetch does). Returns an
     /// empty buffer at the high watermark. Every returned batch's CRC is checked; a mismatch

@@ -1,0 +1,32 @@
+//! [`BrokerObserver`]: what the broker reports as it serves, so the daemon can keep metrics
+//! without this crate knowing any metrics library. Every method does nothing by default.
+
+use std::fmt;
+use std::time::Duration;
+
+use kafka_protocol::messages::ApiKey;
+
+/// Told about traffic as the broker serves it. Called on connection threads: keep it cheap.
+pub trait BrokerObserver: Send + Sync + fmt::Debug {
+    /// A produce stored `records` records in `bytes` bytes of batches into `topic`.
+    fn produced(&self, topic: &str, records: u64, bytes: u64) {
+        let _ = (topic, records, bytes);
+    }
+
+    /// A fetch sent `records` records in `bytes` bytes of batches from `topic`.
+    fn fetched(&self, topic: &str, records: u64, bytes: u64) {
+        let _ = (topic, records, bytes);
+    }
+
+    /// A request of `api` was answered `elapsed` after its frame arrived (long-polls and
+    /// parked group requests included).
+    fn request_served(&self, api: ApiKey, elapsed: Duration) {
+        let _ = (api, elapsed);
+    }
+}
+
+/// Observes nothing.
+#[derive(Debug, Default)]
+pub struct NoObserver;
+
+impl BrokerObserver for NoObserver {}

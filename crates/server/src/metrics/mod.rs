@@ -1,0 +1,270 @@
+//! The daemon's Prometheus metrics, served by `--metrics-listen` (see [`http`]): traffic per
+//! topic and request latency (as a [`BrokerObserver`]), fsync latency (through
+//! [`fsync::MeteredFs`]), active connections, and, computed at each scrape from the engine,
+//! consumer lag per group and partition, the age of each group's oldest unconsumed record, and
+//! dead-letter topic depth and age.
+//!
+//! A dead-letter topic is one whose name ends in [`DLQ_SUFFIX`]; its depth is the records
+//! after what the group [`DLQ_REPLAY_GROUP`] has committed there (every retained record if
+//! nothing), so replaying dead letters with that group lowers it.
+
+pub(crate) mod fsync;
+pub(crate) mod http;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use kafka_protocol::messages::ApiKey;
+use logd::Log;
+use logd_kafka::BrokerObserver;
+use logd_storage::Offset;
+use parking_lot::Mutex;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::{Registry, Unit};
+
+/// Topics with this suffix are dead-letter topics.
+pub(crate) const DLQ_SUFFIX: &str = ".dlq";
+/// The group whose commits on a dead-letter topic mark what was replayed.
+pub(crate) const DLQ_REPLAY_GROUP: &str = "logd-dlq-replay";
+
+type Labels = Vec<(&'static str, String)>;
+type SecondsGauge = Gauge<f64, AtomicU64>;
+
+fn latency_histogram() -> Histogram {
+    // 50 µs to about 26 s: fsyncs at the bottom, parked group requests at the top.
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 20))
+}
+
+/// Every metric, and what is needed to compute the scraped ones.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    registry: Registry,
+    records_in: Family<Labels, Counter>,
+    bytes_in: Family<Labels, Counter>,
+    records_out: Family<Labels, Counter>,
+    bytes_out: Family<Labels, Counter>,
+    request_latency: Family<Labels, Histogram, fn() -> Histogram>,
+    fsync_latency: Histogram,
+    connections: Gauge,
+    consumer_lag: Family<Labels, Gauge>,
+    oldest_unconsumed: Family<Labels, SecondsGauge>,
+    dlq_depth: Family<Labels, Gauge>,
+    dlq_oldest: Family<Labels, SecondsGauge>,
+    log: OnceLock<Log>,
+    active_connections: Arc<AtomicUsize>,
+    /// Scrapes recompute the engine-derived families; one at a time.
+    rendering: Mutex<()>,
+}
+
+impl Metrics {
+    /// Registers every metric; `active_connections` is the listener's live count.
+    pub(crate) fn new(active_connections: Arc<AtomicUsize>) -> Metrics {
+        let mut registry = Registry::with_prefix("logd");
+        let metrics = Metrics {
+            records_in: Family::default(),
+            bytes_in: Family::default(),
+            records_out: Family::default(),
+            bytes_out: Family::default(),
+            request_latency: Family::new_with_constructor(latency_histogram),
+            fsync_latency: latency_histogram(),
+            connections: Gauge::default(),
+            consumer_lag: Family::default(),
+            oldest_unconsumed: Family::default(),
+            dlq_depth: Family::default(),
+            dlq_oldest: Family::default(),
+            log: OnceLock::new(),
+            active_connections,
+            rendering: Mutex::new(()),
+            registry: Registry::default(),
+        };
+        let m = &metrics;
+        registry.register(
+            "produced_records",
+            "Records produced, per topic",
+            m.records_in.clone(),
+        );
+        registry.register_with_unit(
+            "produced",
+            "Bytes of record batches produced, per topic",
+            Unit::Bytes,
+            m.bytes_in.clone(),
+        );
+        registry.register(
+            "fetched_records",
+            "Records fetched, per topic",
+            m.records_out.clone(),
+        );
+        registry.register_with_unit(
+            "fetched",
+            "Bytes of record batches fetched, per topic",
+            Unit::Bytes,
+            m.bytes_out.clone(),
+        );
+        registry.register_with_unit(
+            "request_latency",
+            "Time from a request's arrival to its answer, per API (fetch long-polls included)",
+            Unit::Seconds,
+            m.request_latency.clone(),
+        );
+        registry.register_with_unit(
+            "fsync_latency",
+            "Time of each fdatasync or directory fsync",
+            Unit::Seconds,
+            m.fsync_latency.clone(),
+        );
+        registry.register(
+            "active_connections",
+            "Client connections open now",
+            m.connections.clone(),
+        );
+        registry.register(
+            "consumer_lag",
+            "Records between a group's committed offset and the partition's end",
+            m.consumer_lag.clone(),
+        );
+        registry.register_with_unit(
+            "consumer_oldest_unconsumed_age",
+            "Age of the oldest record a group has not committed past (0 when caught up)",
+            Unit::Seconds,
+            m.oldest_unconsumed.clone(),
+        );
+        registry.register(
+            "dead_letter_depth",
+            "Dead letters not yet replayed, per dead-letter topic",
+            m.dlq_depth.clone(),
+        );
+        registry.register_with_unit(
+            "dead_letter_oldest_age",
+            "Age of the oldest dead letter not yet replayed (0 when none)",
+            Unit::Seconds,
+            m.dlq_oldest.clone(),
+        );
+        Metrics {
+            registry,
+            ..metrics
+        }
+    }
+
+    /// The histogram fsyncs are timed into (for [`fsync::MeteredFs`]).
+    pub(crate) fn fsync_histogram(&self) -> Histogram {
+        self.fsync_latency.clone()
+    }
+
+    /// The engine the scraped metrics are computed from, once it is open.
+    pub(crate) fn attach(&self, log: Log) {
+        let _ = self.log.set(log);
+    }
+
+    /// The exposition text.
+    pub(crate) fn render(&self) -> String {
+        let _one_at_a_time = self.rendering.lock();
+        self.connections
+            .set(self.active_connections.load(Ordering::Relaxed) as i64);
+        if let Some(log) = self.log.get() {
+            self.refresh_groups(log);
+            self.refresh_dead_letters(log);
+        }
+        let mut out = String::new();
+        encode(&mut out, &self.registry).expect("writing to a String does not fail");
+        out
+    }
+
+    fn refresh_groups(&self, log: &Log) {
+        self.consumer_lag.clear();
+        self.oldest_unconsumed.clear();
+        let now = log.clock().now_ms();
+        for group in log.list_groups() {
+            let mut oldest: Option<i64> = None;
+            for (topic, partition, committed) in log.offsets().group_offsets(&group) {
+                let Ok(p) = log.partition(&topic, partition as u32) else {
+                    continue;
+                };
+                let end = p.high_watermark().0;
+                let lag = (end - committed.offset).max(0);
+                self.consumer_lag
+                    .get_or_create(&vec![
+                        ("group", group.clone()),
+                        ("topic", topic.clone()),
+                        ("partition", partition.to_string()),
+                    ])
+                    .set(lag);
+                let next = committed.offset.max(p.log_start_offset().0);
+                if next < end
+                    && let Ok(Some(ts)) = p.timestamp_of(Offset(next))
+                {
+                    oldest = Some(oldest.map_or(ts, |o: i64| o.min(ts)));
+                }
+            }
+            self.oldest_unconsumed
+                .get_or_create(&vec![("group", group)])
+                .set(age_seconds(now, oldest));
+        }
+    }
+
+    fn refresh_dead_letters(&self, log: &Log) {
+        self.dlq_depth.clear();
+        self.dlq_oldest.clear();
+        let now = log.clock().now_ms();
+        for topic in log.list_topics() {
+            if !topic.ends_with(DLQ_SUFFIX) {
+                continue;
+            }
+            let (mut depth, mut oldest) = (0, None);
+            for partition in 0..log.partition_count(&topic).unwrap_or(0) {
+                let Ok(p) = log.partition(&topic, partition) else {
+                    continue;
+                };
+                let start = p.log_start_offset().0;
+                let replayed = log
+                    .offsets()
+                    .fetch(DLQ_REPLAY_GROUP, &topic, partition as i32)
+                    .map_or(start, |c| c.offset.max(start));
+                let end = p.high_watermark().0;
+                depth += (end - replayed).max(0);
+                if replayed < end
+                    && let Ok(Some(ts)) = p.timestamp_of(Offset(replayed))
+                {
+                    oldest = Some(oldest.map_or(ts, |o: i64| o.min(ts)));
+                }
+            }
+            let labels = vec![("topic", topic)];
+            self.dlq_depth.get_or_create(&labels).set(depth);
+            self.dlq_oldest
+                .get_or_create(&labels)
+                .set(age_seconds(now, oldest));
+        }
+    }
+}
+
+fn age_seconds(now_ms: i64, oldest_ms: Option<i64>) -> f64 {
+    oldest_ms.map_or(0.0, |ts| (now_ms - ts).max(0) as f64 / 1000.0)
+}
+
+fn topic_labels(topic: &str) -> Labels {
+    vec![("topic", topic.to_owned())]
+}
+
+impl BrokerObserver for Metrics {
+    fn produced(&self, topic: &str, records: u64, bytes: u64) {
+        let labels = topic_labels(topic);
+        self.records_in.get_or_create(&labels).inc_by(records);
+        self.bytes_in.get_or_create(&labels).inc_by(bytes);
+    }
+
+    fn fetched(&self, topic: &str, records: u64, bytes: u64) {
+        let labels = topic_labels(topic);
+        self.records_out.get_or_create(&labels).inc_by(records);
+        self.bytes_out.get_or_create(&labels).inc_by(bytes);
+    }
+
+    fn request_served(&self, api: ApiKey, elapsed: Duration) {
+        self.request_latency
+            .get_or_create(&vec![("api", format!("{api:?}"))])
+            .observe(elapsed.as_secs_f64());
+    }
+}
