@@ -389,8 +389,9 @@ impl Group {
     }
 
     /// A static member restarted (joins with its instance id and no member id): it gets a new
-    /// member id, the old one is fenced, and as in Kafka a stable group with unchanged
-    /// subscriptions does not rebalance; a follower keeps its assignment.
+    /// member id, the old one is fenced, and as in Kafka a stable group whose assignor stays the
+    /// same does not rebalance: the member keeps its assignment (a leader gets the member list
+    /// again, and its sync in a stable group returns its current assignment).
     fn replace_static_member(
         &mut self,
         old_id: String,
@@ -402,7 +403,6 @@ impl Group {
             .remove(&old_id)
             .ok_or(GroupError::UnknownMember)?;
         let new_id = self.new_member_id(&request.client_id);
-        let unchanged = member.protocols == request.protocols;
         member.client_id = request.client_id;
         member.client_host = request.client_host;
         member.protocols = request.protocols;
@@ -415,7 +415,9 @@ impl Group {
             self.leader = Some(new_id.clone());
         }
         self.members.insert(new_id.clone(), member);
-        if self.phase == GroupPhase::Stable && unchanged && !was_leader {
+        // Kafka's rule: no rebalance unless the group's protocol (assignor) would change.
+        let same_protocol = self.choose_protocol() == self.protocol;
+        if self.phase == GroupPhase::Stable && same_protocol {
             self.settle();
         } else {
             if self.phase != GroupPhase::PreparingRebalance {

@@ -237,13 +237,13 @@ fn a_restarted_static_follower_gets_a_new_id_keeps_its_assignment_and_fences_the
 }
 
 #[test]
-fn a_restarted_static_member_with_a_new_subscription_rebalances() {
+fn a_restarted_static_member_that_changes_the_assignor_rebalances() {
     let mut g = Group::new("g");
     let mut with_instance = request(None);
     with_instance.group_instance_id = Some("host-1".into());
     let first = joined(g.join(with_instance.clone(), 0).unwrap());
     g.sync(&first.member_id, 1, Some(vec![]), 1).unwrap();
-    with_instance.protocols = vec![("range".into(), Bytes::from_static(b"other-topic"))];
+    with_instance.protocols = vec![("roundrobin".into(), Bytes::from_static(b"t"))];
     let again = joined(g.join(with_instance, 10).unwrap());
     assert_eq!(
         again.generation, 2,

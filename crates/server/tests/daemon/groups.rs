@@ -16,7 +16,7 @@ use super::{Daemon, python};
 const WORKER: &str = r#"
 import sys, time, signal
 from confluent_kafka import Consumer, KafkaException
-addr, group, name, strategy, out_path, delay = sys.argv[1:7]
+addr, group, name, strategy, out_path, delay, instance = sys.argv[1:8]
 delay = float(delay)
 out = open(out_path, "a", buffering=1)
 stop = False
@@ -27,7 +27,8 @@ signal.signal(signal.SIGTERM, on_term)
 c = Consumer({"bootstrap.servers": addr, "group.id": group, "client.id": name,
               "auto.offset.reset": "earliest", "enable.auto.commit": False,
               "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-              "partition.assignment.strategy": strategy})
+              "partition.assignment.strategy": strategy,
+              **({"group.instance.id": instance} if instance else {})})
 owned = set()
 def show():
     out.write("ASSIGN " + ",".join(str(p) for p in sorted(owned)) + "\n")
@@ -90,11 +91,24 @@ struct Worker {
 
 impl Worker {
     fn start(dir: &Path, addr: &str, name: &str, strategy: &str, delay: f64) -> Worker {
+        Worker::start_static(dir, addr, name, strategy, delay, "")
+    }
+
+    /// A member with static instance id `instance` (none if empty).
+    fn start_static(
+        dir: &Path,
+        addr: &str,
+        name: &str,
+        strategy: &str,
+        delay: f64,
+        instance: &str,
+    ) -> Worker {
         let out = dir.join(format!("{name}.txt"));
         let child = Command::new("python3")
             .args(["-c", WORKER, addr, "workers", name, strategy])
             .arg(&out)
             .arg(delay.to_string())
+            .arg(instance)
             .stderr(Stdio::null())
             .spawn()
             .expect("python3 (install confluent-kafka)");
@@ -315,6 +329,62 @@ fn cooperative_sticky_members_survive_a_killed_member() {
     assert!(repeats <= 2, "{repeats} repeats");
 }
 
+#[test]
+fn a_static_member_restarted_within_its_session_keeps_its_partitions_without_a_rebalance() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        dir.path(),
+        &[
+            "--default-partitions",
+            "4",
+            "--group-initial-rebalance-delay-ms",
+            "1000",
+        ],
+    );
+    produce(&daemon.addr, 0, 100);
+    let start = |name: &str, instance: &str| {
+        Worker::start_static(dir.path(), &daemon.addr, name, "range", 0.0, instance)
+    };
+    let a = start("a", "host-a");
+    let b = start("b", "host-b");
+    wait_until(
+        "each static member owns two partitions",
+        Duration::from_secs(60),
+        || a.owned().len() == 2 && b.owned().len() == 2,
+    );
+    wait_until(
+        "the first records are processed",
+        Duration::from_secs(60),
+        || processings(&[a.lines(), b.lines()]).len() >= 100,
+    );
+    let a_assignments = a.lines().iter().filter(|l| l.starts_with("ASSIGN")).count();
+    let b_owned = b.owned();
+    let b_lines = b.lines();
+    b.kill();
+    let b2 = start("b2", "host-b");
+    wait_until(
+        "the restarted member owns its partitions",
+        Duration::from_secs(30),
+        || !b2.owned().is_empty(),
+    );
+    assert_eq!(
+        b2.owned(),
+        b_owned,
+        "the same partitions, not a new assignment"
+    );
+    produce(&daemon.addr, 100, 100);
+    let files = || vec![a.lines(), b_lines.clone(), b2.lines()];
+    wait_until("everything is processed", Duration::from_secs(60), || {
+        processings(&files()).values().flatten().count() >= 200
+    });
+    assert_eq!(
+        a.lines().iter().filter(|l| l.starts_with("ASSIGN")).count(),
+        a_assignments,
+        "the other member saw no rebalance"
+    );
+    check(&files(), 200);
+}
+
 /// kafka-python in group mode keeps consuming while logd restarts under it: after the restart
 /// its member id is unknown, it rejoins, and resumes from its commits.
 const KAFKA_PYTHON_GROUP: &str = r#"
@@ -465,4 +535,38 @@ fn kcat_balanced_consumer_resumes_from_its_commits_after_a_restart() {
     let second = consume(&daemon.addr);
     let expected: BTreeSet<String> = (90..120).map(|i| format!("r{i}")).collect();
     assert_eq!(second, expected, "only what came after the commit");
+}
+
+/// A confluent-kafka consumer set to KIP-848 (`group.protocol=consumer`) learns at once that
+/// logd does not offer it, and consumes nothing rather than misbehaving.
+const KIP_848: &str = r#"
+import sys, time, logging, io
+from confluent_kafka import Consumer
+stream = io.StringIO()
+logger = logging.getLogger("rdkafka")
+logger.addHandler(logging.StreamHandler(stream))
+logger.setLevel(logging.DEBUG)
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "new", "group.protocol": "consumer",
+              "debug": "cgrp", "auto.offset.reset": "earliest"}, logger=logger)
+c.subscribe(["events"])
+got = 0
+deadline = time.time() + 10
+while time.time() < deadline and "not supported by broker" not in stream.getvalue():
+    m = c.poll(0.2)
+    if m is not None and not m.error():
+        got += 1
+c.close()
+said = [l for l in stream.getvalue().splitlines() if "not supported by broker" in l]
+print(got, said[0] if said else "")
+"#;
+
+#[test]
+fn a_kip_848_consumer_is_told_the_broker_does_not_support_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    super::kcat(&["-b", &daemon.addr, "-P", "-t", "events"], "one\n");
+    let out = python(KIP_848, &daemon.addr);
+    let (got, said) = out.trim().split_once(' ').unwrap_or((out.trim(), ""));
+    assert_eq!(got, "0", "{out}");
+    assert!(said.contains("ConsumerGroupHeartbeat"), "{out}");
 }

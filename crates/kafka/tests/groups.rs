@@ -1,0 +1,475 @@
+//! The group APIs as a client sees them on the wire, through `Broker::handle_frame` over a real
+//! engine: KIP-394 member ids, generations and the codes for stale or unknown members, the
+//! leader's assignment relayed, commits during a rebalance, commit metadata round trips,
+//! `assign()` commits, static members, describe/list/delete, OffsetDelete, and KIP-848 not
+//! advertised.
+
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::leave_group_request::MemberIdentity;
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::offset_delete_request::{
+    OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+};
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use logd::group::GroupConfig;
+use logd::{Config, Log, TopicConfig};
+use logd_kafka::{Broker, BrokerConfig};
+
+fn broker(dir: &std::path::Path) -> Broker {
+    let config = Config {
+        groups: GroupConfig {
+            min_session_timeout_ms: 10,
+            ..GroupConfig::default()
+        },
+        ..Config::default()
+    };
+    let log = Log::open(dir, config).unwrap();
+    log.create_topic(
+        "orders",
+        TopicConfig {
+            partitions: 2,
+            ..TopicConfig::default()
+        },
+    )
+    .unwrap();
+    Broker::new(log, BrokerConfig::default())
+}
+
+fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.to_owned())
+}
+
+fn call<Req: Encodable, Resp: Decodable>(
+    broker: &Broker,
+    key: ApiKey,
+    version: i16,
+    request: &Req,
+) -> Resp {
+    let mut header = RequestHeader::default();
+    header.request_api_key = key as i16;
+    header.request_api_version = version;
+    header.correlation_id = 7;
+    header.client_id = Some(s("tester"));
+    let mut frame = BytesMut::new();
+    header
+        .encode(&mut frame, key.request_header_version(version))
+        .unwrap();
+    request.encode(&mut frame, version).unwrap();
+    let response = broker
+        .handle_frame(frame.freeze(), "/10.0.0.9")
+        .unwrap()
+        .expect("a response");
+    let mut response = response.freeze();
+    response.advance(4);
+    let header =
+        ResponseHeader::decode(&mut response, key.response_header_version(version)).unwrap();
+    assert_eq!(header.correlation_id, 7);
+    Resp::decode(&mut response, version).unwrap()
+}
+
+/// The consumer protocol's subscription bytes for `topics` (version 0).
+fn subscription(topics: &[&str]) -> Bytes {
+    let mut sub = ConsumerProtocolSubscription::default();
+    sub.topics = topics.iter().map(|t| s(t)).collect();
+    let mut out = BytesMut::new();
+    out.extend_from_slice(&0i16.to_be_bytes());
+    sub.encode(&mut out, 0).unwrap();
+    out.freeze()
+}
+
+fn join_request(member_id: &str, instance: Option<&str>) -> JoinGroupRequest {
+    let mut protocol = JoinGroupRequestProtocol::default();
+    protocol.name = s("range");
+    protocol.metadata = subscription(&["orders"]);
+    let mut request = JoinGroupRequest::default();
+    request.group_id = GroupId(s("g"));
+    request.session_timeout_ms = 10_000;
+    request.rebalance_timeout_ms = 1_000;
+    request.member_id = s(member_id);
+    request.group_instance_id = instance.map(s);
+    request.protocol_type = s("consumer");
+    request.protocols = vec![protocol];
+    request
+}
+
+fn join(broker: &Broker, member_id: &str) -> JoinGroupResponse {
+    call(broker, ApiKey::JoinGroup, 5, &join_request(member_id, None))
+}
+
+/// KIP-394's two joins; returns the joined response.
+fn join_new(broker: &Broker) -> JoinGroupResponse {
+    let first = join(broker, "");
+    assert_eq!(first.error_code, 79, "MEMBER_ID_REQUIRED");
+    assert!(
+        first.member_id.starts_with("tester-"),
+        "{}",
+        &*first.member_id
+    );
+    let joined = join(broker, &first.member_id);
+    assert_eq!(joined.error_code, 0);
+    joined
+}
+
+fn sync(
+    broker: &Broker,
+    member: &str,
+    generation: i32,
+    assignments: &[(&str, &[u8])],
+) -> SyncGroupResponse {
+    let mut request = SyncGroupRequest::default();
+    request.group_id = GroupId(s("g"));
+    request.generation_id = generation;
+    request.member_id = s(member);
+    request.assignments = assignments
+        .iter()
+        .map(|(m, a)| {
+            let mut assignment = SyncGroupRequestAssignment::default();
+            assignment.member_id = s(m);
+            assignment.assignment = Bytes::copy_from_slice(a);
+            assignment
+        })
+        .collect();
+    call(broker, ApiKey::SyncGroup, 3, &request)
+}
+
+fn heartbeat(broker: &Broker, member: &str, generation: i32) -> i16 {
+    let mut request = HeartbeatRequest::default();
+    request.group_id = GroupId(s("g"));
+    request.generation_id = generation;
+    request.member_id = s(member);
+    call::<_, HeartbeatResponse>(broker, ApiKey::Heartbeat, 3, &request).error_code
+}
+
+/// Commits `offset` with `metadata` on orders-0 and orders-`partition`; the codes per partition.
+fn commit(
+    broker: &Broker,
+    member: &str,
+    generation: i32,
+    offsets: &[(i32, i64, &str)],
+) -> Vec<i16> {
+    let mut topic = OffsetCommitRequestTopic::default();
+    topic.name = TopicName(s("orders"));
+    topic.partitions = offsets
+        .iter()
+        .map(|(p, o, md)| {
+            let mut partition = OffsetCommitRequestPartition::default();
+            partition.partition_index = *p;
+            partition.committed_offset = *o;
+            partition.committed_metadata = Some(s(md));
+            partition
+        })
+        .collect();
+    let mut request = OffsetCommitRequest::default();
+    request.group_id = GroupId(s("g"));
+    request.generation_id_or_member_epoch = generation;
+    request.member_id = s(member);
+    request.topics = vec![topic];
+    let response: OffsetCommitResponse = call(broker, ApiKey::OffsetCommit, 7, &request);
+    response.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.error_code)
+        .collect()
+}
+
+/// (offset, metadata) committed for orders-`partition`.
+fn fetch_offset(broker: &Broker, partition: i32) -> (i64, String) {
+    let mut topic = OffsetFetchRequestTopic::default();
+    topic.name = TopicName(s("orders"));
+    topic.partition_indexes = vec![partition];
+    let mut request = OffsetFetchRequest::default();
+    request.group_id = GroupId(s("g"));
+    request.topics = Some(vec![topic]);
+    let response: OffsetFetchResponse = call(broker, ApiKey::OffsetFetch, 5, &request);
+    let p = &response.topics[0].partitions[0];
+    (
+        p.committed_offset,
+        p.metadata.as_deref().unwrap_or_default().to_owned(),
+    )
+}
+
+fn leave(broker: &Broker, member: &str) -> i16 {
+    let mut request = LeaveGroupRequest::default();
+    request.group_id = GroupId(s("g"));
+    request.member_id = s(member);
+    call::<_, LeaveGroupResponse>(broker, ApiKey::LeaveGroup, 1, &request).error_code
+}
+
+#[test]
+fn a_lone_member_joins_syncs_heartbeats_and_stale_calls_get_kafkas_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    let joined = join_new(&broker);
+    assert_eq!(joined.generation_id, 1);
+    assert_eq!(joined.leader, joined.member_id);
+    assert_eq!(joined.protocol_name.as_deref(), Some("range"));
+    assert_eq!(joined.members.len(), 1);
+    assert_eq!(joined.members[0].metadata, subscription(&["orders"]));
+    let me = joined.member_id.to_string();
+
+    let synced = sync(&broker, &me, 1, &[(&me, b"all of it")]);
+    assert_eq!(synced.error_code, 0);
+    assert_eq!(&synced.assignment[..], b"all of it");
+    assert_eq!(heartbeat(&broker, &me, 1), 0);
+    assert_eq!(heartbeat(&broker, &me, 0), 22, "ILLEGAL_GENERATION");
+    assert_eq!(heartbeat(&broker, "ghost", 1), 25, "UNKNOWN_MEMBER_ID");
+    assert_eq!(sync(&broker, "ghost", 1, &[]).error_code, 25);
+    assert_eq!(
+        join(&broker, "made-up").error_code,
+        25,
+        "an id never handed out"
+    );
+
+    let mut bad_timeout = join_request("", None);
+    bad_timeout.session_timeout_ms = 1;
+    let refused: JoinGroupResponse = call(&broker, ApiKey::JoinGroup, 5, &bad_timeout);
+    assert_eq!(refused.error_code, 26, "INVALID_SESSION_TIMEOUT");
+    let mut no_group = join_request("", None);
+    no_group.group_id = GroupId(s(""));
+    let refused: JoinGroupResponse = call(&broker, ApiKey::JoinGroup, 5, &no_group);
+    assert_eq!(refused.error_code, 24, "INVALID_GROUP_ID");
+
+    // JoinGroup before v4 gets its member id at once.
+    let old: JoinGroupResponse = call(&broker, ApiKey::JoinGroup, 3, &join_request("", None));
+    assert_ne!(old.error_code, 79);
+}
+
+#[test]
+fn commits_follow_the_generation_keep_metadata_and_survive_a_rebalance_being_prepared() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    let a = join_new(&broker);
+    let a_id = a.member_id.to_string();
+    sync(&broker, &a_id, 1, &[(&a_id, b"A")]);
+
+    assert_eq!(
+        commit(&broker, &a_id, 1, &[(0, 42, "progress=41"), (1, 7, "")]),
+        vec![0, 0]
+    );
+    assert_eq!(fetch_offset(&broker, 0), (42, "progress=41".to_owned()));
+    assert_eq!(
+        commit(&broker, &a_id, 0, &[(0, 1, "")]),
+        vec![22],
+        "stale generation"
+    );
+    assert_eq!(
+        commit(&broker, "", -1, &[(0, 1, "")]),
+        vec![25],
+        "assign() commits wait for an empty group"
+    );
+    let huge = "x".repeat(5000);
+    assert_eq!(
+        commit(&broker, &a_id, 1, &[(0, 43, &huge), (1, 8, "")]),
+        vec![12, 0],
+        "OFFSET_METADATA_TOO_LARGE"
+    );
+    assert_eq!(
+        fetch_offset(&broker, 0).0,
+        42,
+        "the oversized one is not stored"
+    );
+    assert_eq!(
+        commit(&broker, &a_id, 1, &[(9, 1, "")]),
+        vec![3],
+        "no such partition"
+    );
+
+    // A second member's join parks until a rejoins; meanwhile a still commits at generation 1.
+    std::thread::scope(|scope| {
+        let b = scope.spawn(|| join_new(&broker));
+        let start = std::time::Instant::now();
+        while heartbeat(&broker, &a_id, 1) != 27 {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "no rebalance started"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            commit(&broker, &a_id, 1, &[(0, 50, "")]),
+            vec![0],
+            "commit while preparing"
+        );
+        let a2 = join(&broker, &a_id);
+        assert_eq!((a2.error_code, a2.generation_id), (0, 2));
+        let b = b.join().unwrap();
+        assert_eq!(b.generation_id, 2);
+        assert!(b.members.is_empty(), "followers get no member list");
+        assert_eq!(
+            a2.members.len(),
+            2,
+            "the leader gets everyone's subscription"
+        );
+    });
+    assert_eq!(fetch_offset(&broker, 0).0, 50);
+    assert_eq!(fetch_offset(&broker, 1).0, 8);
+}
+
+#[test]
+fn assign_commits_are_accepted_once_the_group_is_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    let a = join_new(&broker);
+    assert_eq!(leave(&broker, &a.member_id), 0);
+    assert_eq!(leave(&broker, &a.member_id), 25);
+    assert_eq!(commit(&broker, "", -1, &[(1, 3, "manual")]), vec![0]);
+    assert_eq!(fetch_offset(&broker, 1), (3, "manual".to_owned()));
+    assert_eq!(
+        fetch_offset(&broker, 0),
+        (-1, String::new()),
+        "nothing committed: -1"
+    );
+}
+
+#[test]
+fn a_static_member_rejoins_without_a_rebalance_and_its_old_id_is_fenced() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    let first: JoinGroupResponse = call(
+        &broker,
+        ApiKey::JoinGroup,
+        5,
+        &join_request("", Some("host-1")),
+    );
+    assert_eq!(
+        first.error_code, 0,
+        "static members skip KIP-394's round trip"
+    );
+    let old_id = first.member_id.to_string();
+    sync(&broker, &old_id, 1, &[(&old_id, b"P")]);
+    let again: JoinGroupResponse = call(
+        &broker,
+        ApiKey::JoinGroup,
+        5,
+        &join_request("", Some("host-1")),
+    );
+    assert_eq!(again.error_code, 0);
+    assert_ne!(&*again.member_id, old_id.as_str());
+    assert_eq!(again.generation_id, 1, "no rebalance");
+    let kept = sync(&broker, &again.member_id, 1, &[]);
+    assert_eq!(&kept.assignment[..], b"P", "it keeps its assignment");
+    let mut fenced = HeartbeatRequest::default();
+    fenced.group_id = GroupId(s("g"));
+    fenced.generation_id = again.generation_id;
+    fenced.member_id = s(&old_id);
+    fenced.group_instance_id = Some(s("host-1"));
+    let response: HeartbeatResponse = call(&broker, ApiKey::Heartbeat, 3, &fenced);
+    assert_eq!(response.error_code, 82, "FENCED_INSTANCE_ID");
+    // Leaving by instance id (LeaveGroup v3).
+    let mut identity = MemberIdentity::default();
+    identity.group_instance_id = Some(s("host-1"));
+    let mut request = LeaveGroupRequest::default();
+    request.group_id = GroupId(s("g"));
+    request.members = vec![identity];
+    let response: LeaveGroupResponse = call(&broker, ApiKey::LeaveGroup, 3, &request);
+    assert_eq!(
+        (response.error_code, response.members[0].error_code),
+        (0, 0)
+    );
+}
+
+#[test]
+fn groups_are_listed_described_deleted_and_their_offsets_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    let a = join_new(&broker);
+    let a_id = a.member_id.to_string();
+    sync(&broker, &a_id, 1, &[(&a_id, b"A")]);
+    commit(&broker, &a_id, 1, &[(0, 5, ""), (1, 6, "")]);
+
+    let listed: ListGroupsResponse = call(
+        &broker,
+        ApiKey::ListGroups,
+        2,
+        &ListGroupsRequest::default(),
+    );
+    assert_eq!(listed.groups.len(), 1);
+    assert_eq!(&*listed.groups[0].group_id, "g");
+
+    let mut describe = DescribeGroupsRequest::default();
+    describe.groups = vec![GroupId(s("g")), GroupId(s("nobody"))];
+    let described: DescribeGroupsResponse = call(&broker, ApiKey::DescribeGroups, 4, &describe);
+    let g = &described.groups[0];
+    assert_eq!(
+        (&*g.group_state, &*g.protocol_type, &*g.protocol_data),
+        ("Stable", "consumer", "range")
+    );
+    assert_eq!(&*g.members[0].client_host, "/10.0.0.9");
+    assert_eq!(&*g.members[0].client_id, "tester");
+    assert_eq!(&g.members[0].member_assignment[..], b"A");
+    assert_eq!(&*described.groups[1].group_state, "Dead");
+
+    // Offsets of a topic the live member subscribes to cannot be deleted.
+    let mut partition = OffsetDeleteRequestPartition::default();
+    partition.partition_index = 1;
+    let mut topic = OffsetDeleteRequestTopic::default();
+    topic.name = TopicName(s("orders"));
+    topic.partitions = vec![partition];
+    let mut offset_delete = OffsetDeleteRequest::default();
+    offset_delete.group_id = GroupId(s("g"));
+    offset_delete.topics = vec![topic];
+    let refused: OffsetDeleteResponse = call(&broker, ApiKey::OffsetDelete, 0, &offset_delete);
+    assert_eq!(
+        refused.topics[0].partitions[0].error_code, 86,
+        "GROUP_SUBSCRIBED_TO_TOPIC"
+    );
+
+    let mut delete = DeleteGroupsRequest::default();
+    delete.groups_names = vec![GroupId(s("g"))];
+    let refused: DeleteGroupsResponse = call(&broker, ApiKey::DeleteGroups, 1, &delete);
+    assert_eq!(refused.results[0].error_code, 68, "NON_EMPTY_GROUP");
+
+    leave(&broker, &a_id);
+    let deleted: OffsetDeleteResponse = call(&broker, ApiKey::OffsetDelete, 0, &offset_delete);
+    assert_eq!(deleted.topics[0].partitions[0].error_code, 0);
+    assert_eq!(fetch_offset(&broker, 1).0, -1);
+    assert_eq!(fetch_offset(&broker, 0).0, 5, "only the named partition");
+
+    let deleted: DeleteGroupsResponse = call(&broker, ApiKey::DeleteGroups, 1, &delete);
+    assert_eq!(deleted.results[0].error_code, 0);
+    let again: DeleteGroupsResponse = call(&broker, ApiKey::DeleteGroups, 1, &delete);
+    assert_eq!(again.results[0].error_code, 69, "GROUP_ID_NOT_FOUND");
+    assert_eq!(fetch_offset(&broker, 0).0, -1);
+}
+
+#[test]
+fn kip_848_is_not_advertised_and_its_heartbeat_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    let versions: ApiVersionsResponse = call(
+        &broker,
+        ApiKey::ApiVersions,
+        3,
+        &ApiVersionsRequest::default(),
+    );
+    assert!(
+        versions
+            .api_keys
+            .iter()
+            .any(|k| k.api_key == ApiKey::JoinGroup as i16)
+    );
+    assert!(
+        !versions
+            .api_keys
+            .iter()
+            .any(|k| k.api_key == ApiKey::ConsumerGroupHeartbeat as i16),
+        "clients set to group.protocol=consumer must see it is missing"
+    );
+    let mut header = RequestHeader::default();
+    header.request_api_key = ApiKey::ConsumerGroupHeartbeat as i16;
+    header.request_api_version = 0;
+    let mut frame = BytesMut::new();
+    header.encode(&mut frame, 2).unwrap();
+    ConsumerGroupHeartbeatRequest::default()
+        .encode(&mut frame, 0)
+        .unwrap();
+    assert!(broker.handle_frame(frame.freeze(), "/10.0.0.9").is_err());
+}
