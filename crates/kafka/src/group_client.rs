@@ -12,7 +12,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::client::{Client, ClientError};
-use crate::consumer_protocol::assignment_partitions;
+use logd::group::decode_assignment;
 
 const LIST_GROUPS: i16 = 2;
 const DESCRIBE_GROUPS: i16 = 4;
@@ -44,7 +44,7 @@ pub struct GroupMember {
     /// Client host.
     pub host: String,
     /// Its partitions, read from the consumer protocol's assignment (empty if it is not one).
-    pub partitions: Vec<(String, i32)>,
+    pub partitions: Vec<(String, u32)>,
 }
 
 fn group_id(group: &str) -> GroupId {
@@ -100,7 +100,7 @@ impl Client {
                     instance_id: m.group_instance_id.map(|i| i.to_string()),
                     client_id: m.client_id.to_string(),
                     host: m.client_host.to_string(),
-                    partitions: assignment_partitions(&m.member_assignment).unwrap_or_default(),
+                    partitions: decode_assignment(&m.member_assignment).unwrap_or_default(),
                 })
                 .collect(),
         })

@@ -34,7 +34,7 @@ use logd_offsets::OffsetCommit;
 
 use crate::broker::Broker;
 use crate::codes;
-use crate::consumer_protocol::subscription_topics;
+use logd::group::decode_subscription;
 
 /// A parked JoinGroup or SyncGroup gives up this long after the rebalance timeout (the group
 /// ends a join phase at that timeout, so this only fires if something is badly wrong).
@@ -472,7 +472,7 @@ impl Broker {
             .read_group(&group, |g| {
                 g.members()
                     .iter()
-                    .flat_map(|m| subscription_topics(&m.metadata).unwrap_or_default())
+                    .flat_map(|m| decode_subscription(&m.metadata).unwrap_or_default())
                     .collect()
             })
             .unwrap_or_default();

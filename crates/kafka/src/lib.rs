@@ -6,7 +6,6 @@
 mod broker;
 mod client;
 mod codes;
-pub mod consumer_protocol;
 mod error;
 mod group_client;
 mod groups;

@@ -487,7 +487,9 @@ impl Consumer {
                 }
                 Err(e) => return Err(e.into()),
             };
+            // An assignment that does not parse (a foreign leader's bug) assigns nothing.
             let assignment: Vec<TopicPartition> = decode_assignment(&bytes)
+                .unwrap_or_default()
                 .into_iter()
                 .map(|(t, p)| TopicPartition::new(t, p))
                 .collect();
@@ -512,7 +514,12 @@ impl Consumer {
         let assignor = Assignor::from_name(protocol).unwrap_or(self.config.assignor);
         let subscriptions: BTreeMap<String, Vec<String>> = members
             .iter()
-            .map(|(id, _, metadata)| (id.clone(), decode_subscription(metadata)))
+            .map(|(id, _, metadata)| {
+                (
+                    id.clone(),
+                    decode_subscription(metadata).unwrap_or_default(),
+                )
+            })
             .collect();
         let topics: BTreeSet<&String> = subscriptions.values().flatten().collect();
         let counts: BTreeMap<String, u32> = topics

@@ -391,7 +391,7 @@ impl Log {
     pub fn describe_group(&self, group: &str) -> Result<GroupDescription> {
         let live = self.shared.coordinator.read_group(group, |g| {
             let members = g.members().into_iter().map(|m| {
-                let assigned = decode_assignment(&m.assignment);
+                let assigned = decode_assignment(&m.assignment).unwrap_or_default();
                 (m, assigned)
             });
             (g.phase(), g.generation(), members.collect::<Vec<_>>())

@@ -7,8 +7,6 @@
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
-
 /// How partitions are spread over members.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Assignor {
@@ -98,37 +96,6 @@ impl Assignor {
     }
 }
 
-/// Encodes a subscription.
-pub fn encode_subscription(topics: &[String]) -> Bytes {
-    Bytes::from(topics.join("\n"))
-}
-
-/// Decodes a subscription (empty lines ignored).
-pub fn decode_subscription(bytes: &Bytes) -> Vec<String> {
-    String::from_utf8_lossy(bytes)
-        .split('\n')
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Encodes an assignment.
-pub fn encode_assignment(partitions: &[(String, u32)]) -> Bytes {
-    let lines: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}:{p}")).collect();
-    Bytes::from(lines.join("\n"))
-}
-
-/// Decodes an assignment; malformed lines are skipped.
-pub fn decode_assignment(bytes: &Bytes) -> Vec<(String, u32)> {
-    String::from_utf8_lossy(bytes)
-        .split('\n')
-        .filter_map(|line| {
-            let (topic, partition) = line.rsplit_once(':')?;
-            Some((topic.to_owned(), partition.parse().ok()?))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,14 +153,5 @@ mod tests {
                 assert_eq!(all, expected, "{assignor:?} with {consumers} consumers");
             }
         }
-    }
-
-    #[test]
-    fn encodings_round_trip() {
-        let topics = vec!["orders".to_owned(), "pay.ments-2".to_owned()];
-        assert_eq!(decode_subscription(&encode_subscription(&topics)), topics);
-        let parts = vec![("orders".to_owned(), 0), ("pay.ments-2".to_owned(), 11)];
-        assert_eq!(decode_assignment(&encode_assignment(&parts)), parts);
-        assert!(decode_assignment(&Bytes::new()).is_empty());
     }
 }

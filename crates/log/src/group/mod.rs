@@ -3,17 +3,20 @@
 //! in-process members wait for each other.
 //!
 //! The state machine knows no transport and no clock: every call takes `now` in milliseconds.
-//! Embedded consumers and (later) the Kafka layer drive the same code; in Kafka's classic
-//! protocol the group leader computes the assignment and the coordinator only relays it, so
-//! assignments are opaque bytes here.
+//! Embedded consumers and the Kafka layer drive the same code; in Kafka's classic protocol the
+//! group leader computes the assignment and the coordinator only relays it, so assignments are
+//! opaque bytes here. Embedded members write them in Kafka's consumer protocol, so they can
+//! share a group with Kafka clients.
 
 mod assign;
+mod consumer_protocol;
 mod coordinator;
 mod persist;
 mod state;
 
-pub use assign::{
-    Assignor, decode_assignment, decode_subscription, encode_assignment, encode_subscription,
+pub use assign::Assignor;
+pub use consumer_protocol::{
+    decode_assignment, decode_subscription, encode_assignment, encode_subscription,
 };
 pub use coordinator::{Coordinator, GroupConfig};
 pub(crate) use persist::GROUPS_FILE;

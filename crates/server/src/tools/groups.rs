@@ -144,7 +144,7 @@ fn describe(client: &mut Client, group: &str, out: &mut impl Write) -> anyhow::R
     }
     for (i, member) in info.members.iter().enumerate() {
         for tp in &member.partitions {
-            rows.entry(tp.clone()).or_default().1 = Some(i);
+            rows.entry((tp.0.clone(), tp.1 as i32)).or_default().1 = Some(i);
         }
     }
     writeln!(
