@@ -2,4 +2,5 @@
 
 mod engine;
 mod offsets;
+mod retry;
 mod storage;

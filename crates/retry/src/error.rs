@@ -1,0 +1,23 @@
+//! The one error type of `logd-retry`.
+
+/// Why a retry-worker or dedupe-store call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The embedded engine refused or failed.
+    #[error(transparent)]
+    Engine(#[from] logd::Error),
+    /// The dedupe store's log failed.
+    #[error("dedupe store: {0}")]
+    Dedupe(#[from] logd_storage::Error),
+    /// A remote transport (a Kafka client) failed; the worker can be rebuilt and resumes from
+    /// its commits.
+    #[error("transport: {0}")]
+    Transport(String),
+    /// The configuration cannot work.
+    #[error("invalid retry config: {0}")]
+    Config(String),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,40 @@
+//! `logd-retry`: what a consumer needs when its handler fails. A transient failure is retried
+//! later through retry topics (exponential backoff with jitter, capped in delay and attempts)
+//! without blocking fresh records; a permanent failure, or one past the attempt limit, goes to a
+//! dead-letter topic with its error and origin in headers; a durable dedupe store makes
+//! redelivered messages harmless. The same [`RetryWorker`] runs over the embedded engine
+//! ([`Embedded`]) and over a remote logd or Kafka broker (`logd-kafka` implements
+//! [`Transport`] for its client).
+//!
+//! ```
+//! use logd::{Config, Log, TopicConfig};
+//! use logd_retry::{Embedded, Failure, Outcome, RetryConfig, RetryWorker};
+//!
+//! # fn main() -> logd_retry::Result<()> {
+//! # let temp = tempfile::tempdir().unwrap();
+//! let log = Log::open(temp.path(), Config::default())?;
+//! log.create_topic("orders", TopicConfig::default())?;
+//! let mut worker = RetryWorker::new(Embedded::new(log), RetryConfig::new("billing", "orders"), None)?;
+//! let poll = worker.poll_once(&mut |message, attempt| match message.value.as_deref() {
+//!     Some(b"") => Outcome::Permanent(Failure::new("Empty", "an empty order")),
+//!     _ if attempt < 2 => Outcome::Transient(Failure::new("Timeout", "billing is slow")),
+//!     _ => Outcome::Success,
+//! })?;
+//! assert_eq!(poll.handled, 0); // nothing produced yet
+//! # Ok(())
+//! # }
+//! ```
+
+mod dedupe;
+mod error;
+pub mod message;
+mod policy;
+mod transport;
+mod worker;
+
+pub use dedupe::{DedupeConfig, DedupeStore, Processed};
+pub use error::{Error, Result};
+pub use message::{Message, OutRecord};
+pub use policy::{Jitter, RetryPolicy};
+pub use transport::{Embedded, Transport, decode_messages, encode_record};
+pub use worker::{CommitOrder, Failure, Ordering, Outcome, Poll, RetryConfig, RetryWorker, Stats};

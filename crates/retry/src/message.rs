@@ -1,0 +1,130 @@
+//! [`Message`], a record as the worker reads it, and [`OutRecord`], one it writes; and the
+//! headers each hop adds. Header values are decimal strings (as Kafka Connect writes them).
+//!
+//! A record sent to a retry topic carries its attempt count, when it is due, its origin
+//! (`logd.retry.original.*`) and its first failure time. A dead letter carries
+//! `logd.dlq.original.topic`, `.partition`, `.offset`, `.timestamp`,
+//! `logd.dlq.consumer.group`, `logd.dlq.attempts`, `logd.dlq.first.failure.ts`,
+//! `logd.dlq.last.failure.ts`, `logd.dlq.error.class`, `logd.dlq.error.message` and
+//! `logd.dlq.reason`. The original key, value, timestamp and headers travel unchanged; earlier
+//! `logd.retry.*` and `logd.dlq.*` headers are replaced, except `logd.dlq.replay.count`, which
+//! `logd dlq replay` raises so a record that dies again is visibly a repeat.
+
+use bytes::Bytes;
+
+/// Attempts so far (handler calls), on a retry record.
+pub const ATTEMPT: &str = "logd.retry.attempt";
+/// When a retry record may be handled (ms since the epoch).
+pub const DUE_TS: &str = "logd.retry.due.ts";
+/// The source record's topic, on a retry record.
+pub const RETRY_ORIGINAL_TOPIC: &str = "logd.retry.original.topic";
+/// The source record's partition, on a retry record.
+pub const RETRY_ORIGINAL_PARTITION: &str = "logd.retry.original.partition";
+/// The source record's offset, on a retry record.
+pub const RETRY_ORIGINAL_OFFSET: &str = "logd.retry.original.offset";
+/// The first failure's time, on a retry record.
+pub const RETRY_FIRST_FAILURE_TS: &str = "logd.retry.first.failure.ts";
+/// The source record's topic, on a dead letter.
+pub const DLQ_ORIGINAL_TOPIC: &str = "logd.dlq.original.topic";
+/// The source record's partition, on a dead letter.
+pub const DLQ_ORIGINAL_PARTITION: &str = "logd.dlq.original.partition";
+/// The source record's offset, on a dead letter.
+pub const DLQ_ORIGINAL_OFFSET: &str = "logd.dlq.original.offset";
+/// The source record's timestamp, on a dead letter.
+pub const DLQ_ORIGINAL_TIMESTAMP: &str = "logd.dlq.original.timestamp";
+/// The consumer group that gave up, on a dead letter.
+pub const DLQ_GROUP: &str = "logd.dlq.consumer.group";
+/// How many times the record was handled, on a dead letter.
+pub const DLQ_ATTEMPTS: &str = "logd.dlq.attempts";
+/// The first failure's time, on a dead letter.
+pub const DLQ_FIRST_FAILURE_TS: &str = "logd.dlq.first.failure.ts";
+/// The last failure's time, on a dead letter.
+pub const DLQ_LAST_FAILURE_TS: &str = "logd.dlq.last.failure.ts";
+/// The last error's class, on a dead letter.
+pub const DLQ_ERROR_CLASS: &str = "logd.dlq.error.class";
+/// The last error's message, on a dead letter.
+pub const DLQ_ERROR_MESSAGE: &str = "logd.dlq.error.message";
+/// Why it is a dead letter: `permanent` or `max-attempts`.
+pub const DLQ_REASON: &str = "logd.dlq.reason";
+/// How many times `logd dlq replay` put this record back.
+pub const DLQ_REPLAY_COUNT: &str = "logd.dlq.replay.count";
+
+/// A record read from a topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// Topic read from.
+    pub topic: String,
+    /// Partition read from.
+    pub partition: u32,
+    /// Its offset there.
+    pub offset: i64,
+    /// Its timestamp (ms).
+    pub timestamp: i64,
+    /// Key.
+    pub key: Option<Bytes>,
+    /// Value.
+    pub value: Option<Bytes>,
+    /// Headers in order.
+    pub headers: Vec<(String, Option<Bytes>)>,
+}
+
+impl Message {
+    /// The last value of header `name`, as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| std::str::from_utf8(v.as_deref()?).ok())
+    }
+
+    /// The last value of header `name`, as a decimal number.
+    pub fn header_i64(&self, name: &str) -> Option<i64> {
+        self.header(name)?.parse().ok()
+    }
+
+    /// This record's headers without logd's retry and dead-letter bookkeeping (the replay
+    /// count stays).
+    pub fn user_headers(&self) -> Vec<(String, Option<Bytes>)> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| {
+                !(k.starts_with("logd.retry.") || k.starts_with("logd.dlq."))
+                    || k == DLQ_REPLAY_COUNT
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+/// A record to append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutRecord {
+    /// Timestamp (ms); hops keep the original's.
+    pub timestamp: i64,
+    /// Key.
+    pub key: Option<Bytes>,
+    /// Value.
+    pub value: Option<Bytes>,
+    /// Headers in order.
+    pub headers: Vec<(String, Option<Bytes>)>,
+}
+
+impl OutRecord {
+    /// The same key, value, timestamp and user headers as `message`.
+    pub fn copy_of(message: &Message) -> OutRecord {
+        OutRecord {
+            timestamp: message.timestamp,
+            key: message.key.clone(),
+            value: message.value.clone(),
+            headers: message.user_headers(),
+        }
+    }
+
+    /// Adds header `name` with a text value.
+    pub fn with(mut self, name: &str, value: impl ToString) -> OutRecord {
+        self.headers
+            .push((name.to_owned(), Some(Bytes::from(value.to_string()))));
+        self
+    }
+}

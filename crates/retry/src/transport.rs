@@ -1,0 +1,195 @@
+//! [`Transport`]: what the retry worker needs from a log, so the same worker runs over the
+//! embedded engine ([`Embedded`]) and over a remote logd or Kafka broker (`logd-kafka`
+//! implements it for its client). The worker consumes like an `assign()` consumer: it reads
+//! every partition itself and commits under its group id, which brokers accept while the group
+//! has no other members.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use logd::{Log, TopicConfig};
+use logd_storage::Offset;
+use logd_storage::batch::{BatchBuilder, Compression, Record};
+
+use crate::error::Result;
+use crate::message::{Message, OutRecord};
+
+/// A log the worker reads, appends to and commits in.
+pub trait Transport {
+    /// Current time (ms); the engine's clock when embedded, so tests can drive it.
+    fn now_ms(&self) -> i64;
+    /// Creates `topic` with `partitions` (and `retention_ms`) unless it exists.
+    fn ensure_topic(
+        &mut self,
+        topic: &str,
+        partitions: u32,
+        retention_ms: Option<i64>,
+    ) -> Result<()>;
+    /// Partitions of `topic`.
+    fn partition_count(&mut self, topic: &str) -> Result<u32>;
+    /// Records of a partition from `offset` on (some, not necessarily all; none at the end).
+    /// An offset below the partition's start reads from its start.
+    fn fetch(&mut self, topic: &str, partition: u32, offset: i64) -> Result<Vec<Message>>;
+    /// Appends one record; returns its offset once it is durable (as the topic's policy says).
+    fn append(&mut self, topic: &str, partition: u32, record: &OutRecord) -> Result<i64>;
+    /// The offset `group` committed in a partition (the next to read).
+    fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>>;
+    /// Commits `offset` (the next to read) for `group`; durable when it returns.
+    fn commit(&mut self, group: &str, topic: &str, partition: u32, offset: i64) -> Result<()>;
+    /// A marker for [`Transport::wait`]: taken before looking for data.
+    fn marker(&mut self) -> u64;
+    /// Waits up to `timeout` for data newer than `marker` (or returns early).
+    fn wait(&mut self, marker: u64, timeout: Duration);
+}
+
+/// Fetches read at most this much per call.
+const FETCH_BYTES: usize = 1 << 20;
+
+/// The embedded engine as a transport.
+#[derive(Debug, Clone)]
+pub struct Embedded {
+    log: Log,
+}
+
+impl Embedded {
+    /// A transport over `log`.
+    pub fn new(log: Log) -> Embedded {
+        Embedded { log }
+    }
+}
+
+/// Builds one batch holding `record`.
+pub fn encode_record(record: &OutRecord) -> Result<Vec<u8>> {
+    let headers: Vec<(&[u8], Option<&[u8]>)> = record
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_bytes(), v.as_deref()))
+        .collect();
+    let mut builder = BatchBuilder::new(Compression::None);
+    builder.push(
+        record.timestamp,
+        record.key.as_deref(),
+        record.value.as_deref(),
+        &headers,
+    );
+    Ok(builder.build(0)?)
+}
+
+/// The records of `batches` at or after `from`, as messages of `topic`/`partition`.
+pub fn decode_messages(
+    batches: &Bytes,
+    topic: &str,
+    partition: u32,
+    from: i64,
+    max_decompressed: usize,
+) -> Result<Vec<Message>> {
+    let mut out = Vec::new();
+    Record::decode_each(batches, max_decompressed, |r| {
+        if r.offset >= from {
+            out.push(Message {
+                topic: topic.to_owned(),
+                partition,
+                offset: r.offset,
+                timestamp: r.timestamp,
+                key: r.key,
+                value: r.value,
+                headers: r
+                    .headers
+                    .into_iter()
+                    .map(|h| (String::from_utf8_lossy(&h.key).into_owned(), h.value))
+                    .collect(),
+            });
+        }
+        true
+    })?;
+    Ok(out)
+}
+
+impl Transport for Embedded {
+    fn now_ms(&self) -> i64 {
+        self.log.clock().now_ms()
+    }
+
+    fn ensure_topic(
+        &mut self,
+        topic: &str,
+        partitions: u32,
+        retention_ms: Option<i64>,
+    ) -> Result<()> {
+        if self.log.partition_count(topic).is_ok() {
+            return Ok(());
+        }
+        let config = TopicConfig {
+            partitions,
+            retention_ms: retention_ms.or(self.log.default_topic_config().retention_ms),
+            ..self.log.default_topic_config().clone()
+        };
+        match self.log.create_topic(topic, config) {
+            Ok(_) | Err(logd::Error::TopicExists(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn partition_count(&mut self, topic: &str) -> Result<u32> {
+        Ok(self.log.partition_count(topic)?)
+    }
+
+    fn fetch(&mut self, topic: &str, partition: u32, offset: i64) -> Result<Vec<Message>> {
+        let log = self.log.partition(topic, partition)?;
+        let from = offset.max(log.log_start_offset().0);
+        if from >= log.high_watermark().0 {
+            return Ok(Vec::new());
+        }
+        let batches = log
+            .read(Offset(from), FETCH_BYTES)
+            .map_err(logd::Error::from)?;
+        decode_messages(
+            &batches,
+            topic,
+            partition,
+            from,
+            log.config().max_decompressed_bytes,
+        )
+    }
+
+    fn append(&mut self, topic: &str, partition: u32, record: &OutRecord) -> Result<i64> {
+        let mut batch = encode_record(record)?;
+        Ok(self.log.append(topic, partition, &mut batch)?.base_offset.0)
+    }
+
+    fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>> {
+        Ok(self
+            .log
+            .offsets()
+            .fetch(group, topic, partition as i32)
+            .map(|c| c.offset))
+    }
+
+    fn commit(&mut self, group: &str, topic: &str, partition: u32, offset: i64) -> Result<()> {
+        let now = self.now_ms();
+        // As an assign() consumer: refused while the group has live members.
+        self.log
+            .coordinator()
+            .validate_commit(group, "", -1, now)
+            .map_err(logd::Error::from)?;
+        let commit = logd_offsets::OffsetCommit {
+            topic: topic.to_owned(),
+            partition: partition as i32,
+            offset,
+            metadata: String::new(),
+        };
+        self.log
+            .offsets()
+            .commit(group, &[commit], now)
+            .map_err(logd::Error::from)?;
+        Ok(())
+    }
+
+    fn marker(&mut self) -> u64 {
+        self.log.append_count()
+    }
+
+    fn wait(&mut self, marker: u64, timeout: Duration) {
+        self.log.wait_for_append(marker, timeout);
+    }
+}

@@ -1,0 +1,548 @@
+//! [`RetryWorker`]: consumes a source topic and its retry tiers for one group, calls a
+//! handler, and routes failures: a transient failure goes to the retry tier that fits its
+//! backoff delay, a permanent one (poison) or one past the attempt limit to the dead-letter
+//! topic. A record's offset is committed only after it was handled or its retry/dead-letter
+//! copy was durably appended, so a crash redelivers and never loses.
+//!
+//! Topics (names configurable): `<source>.retry.<delay>` per tier (`orders.retry.1s`,
+//! `orders.retry.10s`, ...) and `<source>.dlq`, each with the source's partition count; a record
+//! keeps its partition number across hops. A tier is read in order and a record is not handled
+//! before its `logd.retry.due.ts`, so a waiting record holds back only later records of its own
+//! tier partition (by at most the tier's delay, as a record goes to the smallest tier at least
+//! its delay), never fresh records of the source.
+//!
+//! Ordering: by default a retried record is handled after later records of its key (Kafka's
+//! usual retry-topic trade-off). [`Ordering::PerKey`] instead parks every later record of a key
+//! in the first tier while an earlier record of that key waits in retry, and handles them in
+//! their original order once it is resolved.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use bytes::Bytes;
+use logd_storage::SplitMix64;
+
+use crate::dedupe::DedupeStore;
+use crate::error::{Error, Result};
+use crate::message::*;
+use crate::policy::RetryPolicy;
+use crate::transport::Transport;
+
+/// Why a handler failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The error's kind (a type name, say), for `logd.dlq.error.class`.
+    pub class: String,
+    /// What went wrong, for `logd.dlq.error.message`.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure of `class` saying `message`.
+    pub fn new(class: impl Into<String>, message: impl Into<String>) -> Failure {
+        Failure {
+            class: class.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// What a handler says about a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done.
+    Success,
+    /// Worth retrying later (a timeout, a service down).
+    Transient(Failure),
+    /// Will never work (malformed input): straight to the dead-letter topic.
+    Permanent(Failure),
+}
+
+/// Whether retries may reorder a key's records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ordering {
+    /// Later records of a key are handled while an earlier one waits in retry (the default).
+    Unordered,
+    /// Later records of a key wait (parked in the first tier) until the earlier one succeeded
+    /// or was dead-lettered.
+    PerKey,
+}
+
+/// When a hop's source offset is committed relative to the hop's append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitOrder {
+    /// Append, then commit: a crash in between redelivers (at-least-once). The default.
+    AfterAppend,
+    /// Commit, then append: a crash in between loses the record. Wrong; it exists so the
+    /// crash tests can show their checker catches it.
+    BeforeAppend,
+}
+
+/// A worker's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryConfig {
+    /// Consumer group the worker commits under.
+    pub group: String,
+    /// Topic of fresh records.
+    pub source: String,
+    /// Retry tiers by delay, ascending (default 1 s, 10 s, 1 min, 5 min).
+    pub tiers: Vec<Duration>,
+    /// Backoff and attempt limit.
+    pub policy: RetryPolicy,
+    /// Seed of the jitter's randomness.
+    pub seed: u64,
+    /// Header holding a message id for deduplication; without it (or when a record lacks
+    /// it) the id is the source record's `topic/partition/offset`.
+    pub id_header: Option<String>,
+    /// Default [`Ordering::Unordered`].
+    pub ordering: Ordering,
+    /// Between the source name and a tier's delay in retry topic names (default `.retry.`).
+    pub retry_infix: String,
+    /// After the source name in the dead-letter topic's name (default `.dlq`).
+    pub dlq_suffix: String,
+    /// Retention of the dead-letter topic (default 30 days; `None`: the broker's default).
+    pub dlq_retention: Option<Duration>,
+    /// Default [`CommitOrder::AfterAppend`].
+    pub commit_order: CommitOrder,
+}
+
+impl RetryConfig {
+    /// Defaults for `group` consuming `source`.
+    pub fn new(group: impl Into<String>, source: impl Into<String>) -> RetryConfig {
+        RetryConfig {
+            group: group.into(),
+            source: source.into(),
+            tiers: [1, 10, 60, 300].map(Duration::from_secs).to_vec(),
+            policy: RetryPolicy::default(),
+            seed: 0,
+            id_header: None,
+            ordering: Ordering::Unordered,
+            retry_infix: ".retry.".into(),
+            dlq_suffix: ".dlq".into(),
+            dlq_retention: Some(Duration::from_secs(30 * 24 * 3600)),
+            commit_order: CommitOrder::AfterAppend,
+        }
+    }
+
+    /// The retry topic of a tier: `<source><infix><delay>`, the delay as `500ms`, `10s`, `5m`
+    /// or `1h`.
+    pub fn tier_topic(&self, tier: Duration) -> String {
+        let ms = tier.as_millis();
+        let label = match ms {
+            _ if ms.is_multiple_of(3_600_000) => format!("{}h", ms / 3_600_000),
+            _ if ms.is_multiple_of(60_000) => format!("{}m", ms / 60_000),
+            _ if ms.is_multiple_of(1_000) => format!("{}s", ms / 1_000),
+            _ => format!("{ms}ms"),
+        };
+        format!("{}{}{label}", self.source, self.retry_infix)
+    }
+
+    /// The dead-letter topic.
+    pub fn dlq_topic(&self) -> String {
+        format!("{}{}", self.source, self.dlq_suffix)
+    }
+}
+
+/// What one [`RetryWorker::poll_once`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Poll {
+    /// Records handled, skipped or parked.
+    pub handled: usize,
+    /// The earliest due time of a record that is waiting (ms), if any.
+    pub next_due: Option<i64>,
+}
+
+/// Running counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Records the handler succeeded on.
+    pub succeeded: u64,
+    /// Records sent to a retry tier after a transient failure.
+    pub retried: u64,
+    /// Records sent to the dead-letter topic.
+    pub dead_lettered: u64,
+    /// Records skipped because their id was processed before.
+    pub duplicates: u64,
+    /// Records parked behind an earlier record of their key ([`Ordering::PerKey`]).
+    pub parked: u64,
+}
+
+/// Where a record came from and how it fared so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Origin {
+    topic: String,
+    partition: u32,
+    offset: i64,
+    attempts: u32,
+    first_failure: Option<i64>,
+}
+
+impl Origin {
+    fn of(message: &Message) -> Origin {
+        Origin {
+            topic: message
+                .header(RETRY_ORIGINAL_TOPIC)
+                .map_or_else(|| message.topic.clone(), str::to_owned),
+            partition: message
+                .header_i64(RETRY_ORIGINAL_PARTITION)
+                .map_or(message.partition, |p| p as u32),
+            offset: message
+                .header_i64(RETRY_ORIGINAL_OFFSET)
+                .unwrap_or(message.offset),
+            attempts: message.header_i64(ATTEMPT).unwrap_or(0) as u32,
+            first_failure: message.header_i64(RETRY_FIRST_FAILURE_TS),
+        }
+    }
+
+    fn place(&self) -> (u32, i64) {
+        (self.partition, self.offset)
+    }
+}
+
+/// Consumes a source topic and its retry tiers, handing each due record to a handler.
+#[derive(Debug)]
+pub struct RetryWorker<T: Transport> {
+    transport: T,
+    config: RetryConfig,
+    dedupe: Option<DedupeStore>,
+    rng: SplitMix64,
+    partitions: u32,
+    /// Next offset to read per (topic, partition).
+    positions: BTreeMap<(String, u32), i64>,
+    /// [`Ordering::PerKey`]: per key, the origins of its records waiting in retry.
+    pending: HashMap<Bytes, BTreeSet<(u32, i64)>>,
+    stats: Stats,
+}
+
+impl<T: Transport> RetryWorker<T> {
+    /// A worker over `transport`; creates the retry and dead-letter topics if missing and
+    /// starts every partition from the group's commits.
+    pub fn new(
+        mut transport: T,
+        config: RetryConfig,
+        dedupe: Option<DedupeStore>,
+    ) -> Result<RetryWorker<T>> {
+        if config.tiers.is_empty() || !config.tiers.is_sorted() {
+            return Err(Error::Config(
+                "tiers must be non-empty and ascending".into(),
+            ));
+        }
+        if config.policy.max_attempts == 0 {
+            return Err(Error::Config("max_attempts must be at least 1".into()));
+        }
+        let partitions = transport.partition_count(&config.source)?;
+        for tier in &config.tiers {
+            transport.ensure_topic(&config.tier_topic(*tier), partitions, None)?;
+        }
+        let retention = config.dlq_retention.map(|d| d.as_millis() as i64);
+        transport.ensure_topic(&config.dlq_topic(), partitions, retention)?;
+        let mut worker = RetryWorker {
+            rng: SplitMix64::new(config.seed),
+            transport,
+            dedupe,
+            partitions,
+            positions: BTreeMap::new(),
+            pending: HashMap::new(),
+            stats: Stats::default(),
+            config,
+        };
+        for topic in worker.topics() {
+            for partition in 0..partitions {
+                let committed =
+                    worker
+                        .transport
+                        .committed(&worker.config.group, &topic, partition)?;
+                worker
+                    .positions
+                    .insert((topic.clone(), partition), committed.unwrap_or(0));
+            }
+        }
+        if worker.config.ordering == Ordering::PerKey {
+            worker.rebuild_pending()?;
+        }
+        Ok(worker)
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The transport (for tests and tools).
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// The retry tiers' topics, then the source.
+    fn topics(&self) -> Vec<String> {
+        let mut topics: Vec<String> = self
+            .config
+            .tiers
+            .iter()
+            .map(|t| self.config.tier_topic(*t))
+            .collect();
+        topics.push(self.config.source.clone());
+        topics
+    }
+
+    /// Records waiting in the tiers name their keys' pending origins (after a restart).
+    fn rebuild_pending(&mut self) -> Result<()> {
+        for tier in self.config.tiers.clone() {
+            let topic = self.config.tier_topic(tier);
+            for partition in 0..self.partitions {
+                let mut at = self.positions[&(topic.clone(), partition)];
+                loop {
+                    let messages = self.transport.fetch(&topic, partition, at)?;
+                    let Some(last) = messages.last() else { break };
+                    at = last.offset + 1;
+                    for m in &messages {
+                        if let Some(key) = &m.key {
+                            let place = Origin::of(m).place();
+                            self.pending.entry(key.clone()).or_default().insert(place);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles what is available and due: one fetch per partition, tiers first. Returns how
+    /// much was done and when the next waiting record is due.
+    pub fn poll_once(
+        &mut self,
+        handler: &mut impl FnMut(&Message, u32) -> Outcome,
+    ) -> Result<Poll> {
+        let now = self.transport.now_ms();
+        let mut poll = Poll {
+            handled: 0,
+            next_due: None,
+        };
+        for topic in self.topics() {
+            let is_tier = topic != self.config.source;
+            for partition in 0..self.partitions {
+                let at = self.positions[&(topic.clone(), partition)];
+                for message in self.transport.fetch(&topic, partition, at)? {
+                    if is_tier {
+                        let due = message.header_i64(DUE_TS).unwrap_or(0);
+                        if due > now {
+                            poll.next_due = Some(poll.next_due.map_or(due, |d| d.min(due)));
+                            break;
+                        }
+                    }
+                    self.handle(&message, now, handler)?;
+                    poll.handled += 1;
+                }
+            }
+        }
+        Ok(poll)
+    }
+
+    /// Polls until `done` says so, sleeping until the next due record or new data (at most
+    /// `idle` at a time) when there is nothing to do.
+    pub fn run(
+        &mut self,
+        handler: &mut impl FnMut(&Message, u32) -> Outcome,
+        mut done: impl FnMut(&Stats) -> bool,
+        idle: Duration,
+    ) -> Result<()> {
+        while !done(&self.stats) {
+            let marker = self.transport.marker();
+            let poll = self.poll_once(handler)?;
+            if poll.handled == 0 {
+                let now = self.transport.now_ms();
+                let wait = poll.next_due.map_or(idle, |due| {
+                    Duration::from_millis((due - now).max(1) as u64).min(idle)
+                });
+                self.transport.wait(marker, wait);
+            }
+        }
+        Ok(())
+    }
+
+    fn dedupe_id(&self, message: &Message, origin: &Origin) -> String {
+        self.config
+            .id_header
+            .as_deref()
+            .and_then(|h| message.header(h))
+            .map_or_else(
+                || format!("{}/{}/{}", origin.topic, origin.partition, origin.offset),
+                str::to_owned,
+            )
+    }
+
+    fn handle(
+        &mut self,
+        message: &Message,
+        now: i64,
+        handler: &mut impl FnMut(&Message, u32) -> Outcome,
+    ) -> Result<()> {
+        let origin = Origin::of(message);
+        let id = self.dedupe_id(message, &origin);
+        if self.dedupe.as_ref().is_some_and(|d| d.contains(&id)) {
+            self.stats.duplicates += 1;
+            self.resolved(message, &origin);
+            return self.commit(message);
+        }
+        if self.must_wait_for_its_key(message, &origin) {
+            self.stats.parked += 1;
+            let tier = self.config.tiers[0];
+            let record = self
+                .hop_record(message, &origin, origin.attempts, now)
+                .with(DUE_TS, now + tier.as_millis() as i64);
+            return self.hop(
+                message,
+                &self.config.tier_topic(tier),
+                origin.partition,
+                record,
+            );
+        }
+        let attempt = origin.attempts + 1;
+        match handler(message, attempt) {
+            Outcome::Success => {
+                if let Some(dedupe) = &mut self.dedupe {
+                    dedupe.record(&id, now)?;
+                }
+                self.stats.succeeded += 1;
+                self.resolved(message, &origin);
+                self.commit(message)
+            }
+            Outcome::Permanent(failure) => {
+                self.dead_letter(message, &origin, attempt, now, &failure, "permanent")
+            }
+            Outcome::Transient(failure) if attempt >= self.config.policy.max_attempts => {
+                self.dead_letter(message, &origin, attempt, now, &failure, "max-attempts")
+            }
+            Outcome::Transient(_) => {
+                let delay = self.config.policy.delay(origin.attempts, &mut self.rng);
+                let tier = self
+                    .config
+                    .tiers
+                    .iter()
+                    .copied()
+                    .find(|t| *t >= delay)
+                    .unwrap_or(*self.config.tiers.last().expect("tiers are not empty"));
+                let record = self
+                    .hop_record(message, &origin, attempt, now)
+                    .with(DUE_TS, now + delay.as_millis() as i64)
+                    .with(RETRY_FIRST_FAILURE_TS, origin.first_failure.unwrap_or(now));
+                self.stats.retried += 1;
+                if let Some(key) = &message.key
+                    && self.config.ordering == Ordering::PerKey
+                {
+                    self.pending
+                        .entry(key.clone())
+                        .or_default()
+                        .insert(origin.place());
+                }
+                self.hop(
+                    message,
+                    &self.config.tier_topic(tier),
+                    origin.partition,
+                    record,
+                )
+            }
+        }
+    }
+
+    /// [`Ordering::PerKey`]: whether an earlier record of this message's key waits in retry
+    /// (then this one is parked and becomes pending too).
+    fn must_wait_for_its_key(&mut self, message: &Message, origin: &Origin) -> bool {
+        if self.config.ordering != Ordering::PerKey {
+            return false;
+        }
+        let Some(key) = &message.key else {
+            return false;
+        };
+        let waiting = self.pending.entry(key.clone()).or_default();
+        let earlier = waiting.first().is_some_and(|first| *first < origin.place());
+        if earlier {
+            waiting.insert(origin.place());
+        }
+        earlier
+    }
+
+    /// The record is done with (handled, skipped or dead-lettered): its key's later records
+    /// may go on.
+    fn resolved(&mut self, message: &Message, origin: &Origin) {
+        if let Some(key) = &message.key
+            && let Some(waiting) = self.pending.get_mut(key)
+        {
+            waiting.remove(&origin.place());
+            if waiting.is_empty() {
+                self.pending.remove(key);
+            }
+        }
+    }
+
+    /// A copy of `message` for a retry tier, with its origin and attempt count.
+    fn hop_record(&self, message: &Message, origin: &Origin, attempts: u32, now: i64) -> OutRecord {
+        let mut record = OutRecord::copy_of(message)
+            .with(ATTEMPT, attempts)
+            .with(RETRY_ORIGINAL_TOPIC, &origin.topic)
+            .with(RETRY_ORIGINAL_PARTITION, origin.partition)
+            .with(RETRY_ORIGINAL_OFFSET, origin.offset);
+        if attempts > 0 && attempts == origin.attempts {
+            // Parked after failing before: keep when it first failed.
+            record = record.with(RETRY_FIRST_FAILURE_TS, origin.first_failure.unwrap_or(now));
+        }
+        record
+    }
+
+    fn dead_letter(
+        &mut self,
+        message: &Message,
+        origin: &Origin,
+        attempts: u32,
+        now: i64,
+        failure: &Failure,
+        reason: &str,
+    ) -> Result<()> {
+        let record = OutRecord::copy_of(message)
+            .with(DLQ_ORIGINAL_TOPIC, &origin.topic)
+            .with(DLQ_ORIGINAL_PARTITION, origin.partition)
+            .with(DLQ_ORIGINAL_OFFSET, origin.offset)
+            .with(DLQ_ORIGINAL_TIMESTAMP, message.timestamp)
+            .with(DLQ_GROUP, &self.config.group)
+            .with(DLQ_ATTEMPTS, attempts)
+            .with(DLQ_FIRST_FAILURE_TS, origin.first_failure.unwrap_or(now))
+            .with(DLQ_LAST_FAILURE_TS, now)
+            .with(DLQ_ERROR_CLASS, &failure.class)
+            .with(DLQ_ERROR_MESSAGE, &failure.message)
+            .with(DLQ_REASON, reason);
+        self.stats.dead_lettered += 1;
+        self.resolved(message, origin);
+        self.hop(message, &self.config.dlq_topic(), origin.partition, record)
+    }
+
+    /// Appends `record` to `topic` and commits past `message`, in the configured order.
+    fn hop(
+        &mut self,
+        message: &Message,
+        topic: &str,
+        partition: u32,
+        record: OutRecord,
+    ) -> Result<()> {
+        let partition = partition % self.partitions;
+        match self.config.commit_order {
+            CommitOrder::AfterAppend => {
+                self.transport.append(topic, partition, &record)?;
+                self.commit(message)
+            }
+            CommitOrder::BeforeAppend => {
+                self.commit(message)?;
+                self.transport.append(topic, partition, &record)?;
+                Ok(())
+            }
+        }
+    }
+
+    fn commit(&mut self, message: &Message) -> Result<()> {
+        let next = message.offset + 1;
+        self.transport
+            .commit(&self.config.group, &message.topic, message.partition, next)?;
+        self.positions
+            .insert((message.topic.clone(), message.partition), next);
+        Ok(())
+    }
+}

@@ -1,0 +1,244 @@
+//! A long randomized run: a deterministic rule fails some records transiently (some recover,
+//! some run out of attempts) and some permanently, and the worker is crashed at random
+//! transport operations (an append or a commit fails and the worker is dropped, then rebuilt
+//! from the group's commits, with its dedupe store reopened). Every source record must end
+//! processed or dead-lettered and no record may be handled more than `max_attempts` times. The
+//! same checker must catch the broken variant that commits before the dead-letter or retry
+//! append.
+
+use std::cell::Cell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::time::Duration;
+
+use logd::{Clock, Log, ManualClock};
+use logd_retry::{
+    CommitOrder, DedupeConfig, DedupeStore, Embedded, Error, Failure, Jitter, Message, OutRecord,
+    Outcome, RetryConfig, RetryPolicy, RetryWorker, Transport,
+};
+use logd_storage::SplitMix64;
+
+use super::{engine, produce_task, read_all};
+
+const TASKS: u32 = 200;
+const PARTITIONS: u32 = 3;
+const MAX_ATTEMPTS: u32 = 3;
+
+/// Fails the append or commit after its budget of them runs out, as a crash would stop a
+/// worker between any two of its durable steps.
+struct Crashy {
+    inner: Embedded,
+    budget: Rc<Cell<u64>>,
+}
+
+impl Crashy {
+    fn spend(&self) -> logd_retry::Result<()> {
+        match self.budget.get() {
+            0 => Err(Error::Transport("crashed".into())),
+            n => {
+                self.budget.set(n - 1);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Transport for Crashy {
+    fn now_ms(&self) -> i64 {
+        self.inner.now_ms()
+    }
+    fn ensure_topic(
+        &mut self,
+        topic: &str,
+        partitions: u32,
+        retention: Option<i64>,
+    ) -> logd_retry::Result<()> {
+        self.inner.ensure_topic(topic, partitions, retention)
+    }
+    fn partition_count(&mut self, topic: &str) -> logd_retry::Result<u32> {
+        self.inner.partition_count(topic)
+    }
+    fn fetch(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        offset: i64,
+    ) -> logd_retry::Result<Vec<Message>> {
+        self.inner.fetch(topic, partition, offset)
+    }
+    fn append(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        record: &OutRecord,
+    ) -> logd_retry::Result<i64> {
+        self.spend()?;
+        self.inner.append(topic, partition, record)
+    }
+    fn committed(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: u32,
+    ) -> logd_retry::Result<Option<i64>> {
+        self.inner.committed(group, topic, partition)
+    }
+    fn commit(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: u32,
+        offset: i64,
+    ) -> logd_retry::Result<()> {
+        self.spend()?;
+        self.inner.commit(group, topic, partition, offset)
+    }
+    fn marker(&mut self) -> u64 {
+        self.inner.marker()
+    }
+    fn wait(&mut self, marker: u64, timeout: Duration) {
+        self.inner.wait(marker, timeout)
+    }
+}
+
+/// How task `i` fares: `Err(true)` permanent failure, else the failures before a success
+/// (more than `MAX_ATTEMPTS - 1` means it runs out of attempts).
+fn failures_before_success(task: u32) -> Result<u32, bool> {
+    if task.is_multiple_of(17) {
+        Err(true)
+    } else {
+        Ok(task % 4)
+    }
+}
+
+/// What one run saw.
+struct Run {
+    succeeded: BTreeSet<u32>,
+    max_attempt: u32,
+    crashes: u32,
+}
+
+fn run(seed: u64, commit_order: CommitOrder) -> (Log, Run, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, clock) = engine(&dir.path().join("log"), PARTITIONS, 1_800_000_000_000);
+    for task in 0..TASKS {
+        produce_task(&log, task, PARTITIONS);
+    }
+    let config = RetryConfig {
+        policy: RetryPolicy {
+            base: Duration::from_millis(100),
+            cap: Duration::from_secs(5),
+            max_attempts: MAX_ATTEMPTS,
+            jitter: Jitter::Full,
+        },
+        seed,
+        tiers: [1, 10].map(Duration::from_secs).to_vec(),
+        commit_order,
+        ..RetryConfig::new("workers", "tasks")
+    };
+    let mut rng = SplitMix64::new(seed);
+    let mut seen = Run {
+        succeeded: BTreeSet::new(),
+        max_attempt: 0,
+        crashes: 0,
+    };
+    let mut handler = |m: &Message, attempt: u32| {
+        let task: u32 = m.header("task-id").unwrap().parse().unwrap();
+        seen.max_attempt = seen.max_attempt.max(attempt);
+        match failures_before_success(task) {
+            Err(_) => Outcome::Permanent(Failure::new("Poison", format!("task {task}"))),
+            Ok(failures) if attempt <= failures => {
+                Outcome::Transient(Failure::new("Flaky", format!("task {task} try {attempt}")))
+            }
+            Ok(_) => {
+                seen.succeeded.insert(task);
+                Outcome::Success
+            }
+        }
+    };
+    let mut crashes = 0;
+    loop {
+        // Forty crashes at random moments, then a run to the end.
+        let budget = if crashes < 40 {
+            1 + rng.below(25)
+        } else {
+            u64::MAX
+        };
+        let transport = Crashy {
+            inner: Embedded::new(log.clone()),
+            budget: Rc::new(Cell::new(budget)),
+        };
+        let dedupe = DedupeStore::open(
+            dir.path().join("dedupe"),
+            DedupeConfig::default(),
+            clock.now_ms(),
+        )
+        .unwrap();
+        let mut worker = RetryWorker::new(transport, config.clone(), Some(dedupe)).unwrap();
+        let outcome = drive(&mut worker, &clock, &mut handler);
+        match outcome {
+            Ok(()) => break,
+            Err(Error::Transport(_)) => crashes += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    seen.crashes = crashes;
+    (log, seen, dir)
+}
+
+fn drive(
+    worker: &mut RetryWorker<Crashy>,
+    clock: &ManualClock,
+    handler: &mut impl FnMut(&Message, u32) -> Outcome,
+) -> logd_retry::Result<()> {
+    loop {
+        let poll = worker.poll_once(handler)?;
+        if poll.handled > 0 {
+            continue;
+        }
+        match poll.next_due {
+            Some(due) => clock.advance(due - clock.now_ms()),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// The tasks neither processed nor dead-lettered.
+fn lost(log: &Log, run: &Run) -> Vec<u32> {
+    let dead: BTreeSet<u32> = read_all(log, "tasks.dlq")
+        .iter()
+        .map(|m| m.header("task-id").unwrap().parse().unwrap())
+        .collect();
+    (0..TASKS)
+        .filter(|t| !run.succeeded.contains(t) && !dead.contains(t))
+        .collect()
+}
+
+#[test]
+fn crashed_at_random_moments_every_record_ends_processed_or_dead_lettered() {
+    for seed in [1, 2] {
+        let (log, run, _dir) = run(seed, CommitOrder::AfterAppend);
+        assert_eq!(run.crashes, 40);
+        assert_eq!(lost(&log, &run), Vec::<u32>::new(), "seed {seed}");
+        assert!(
+            run.max_attempt <= MAX_ATTEMPTS,
+            "attempts never exceed the maximum"
+        );
+        for task in 0..TASKS {
+            let expect_success = matches!(failures_before_success(task), Ok(f) if f < MAX_ATTEMPTS);
+            assert_eq!(run.succeeded.contains(&task), expect_success, "task {task}");
+        }
+    }
+}
+
+#[test]
+fn the_checker_catches_a_worker_that_commits_before_it_appends() {
+    let caught = (1..=5).any(|seed| {
+        let (log, run, _dir) = run(seed, CommitOrder::BeforeAppend);
+        !lost(&log, &run).is_empty()
+    });
+    assert!(
+        caught,
+        "committing before the dead-letter append must lose records under crashes"
+    );
+}
