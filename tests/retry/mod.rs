@@ -2,6 +2,7 @@
 //! a transient failure), and a long randomized run with the worker crashed at random moments.
 
 mod crash;
+mod ordering;
 mod seed;
 
 use std::sync::Arc;
@@ -34,14 +35,19 @@ pub(crate) fn engine(
 
 /// Produces task `id` with key and `task-id` header `id`, partitioned by id.
 pub(crate) fn produce_task(log: &Log, id: u32, partitions: u32) {
+    produce_keyed(log, id, &id.to_string(), id % partitions);
+}
+
+/// Produces task `id` with `key` into `partition`.
+pub(crate) fn produce_keyed(log: &Log, id: u32, key: &str, partition: u32) {
     let record = logd_retry::OutRecord {
         timestamp: log.clock().now_ms(),
-        key: Some(Bytes::from(id.to_string())),
+        key: Some(Bytes::from(key.to_owned())),
         value: Some(Bytes::from(format!("task-{id}"))),
         headers: vec![("task-id".into(), Some(Bytes::from(id.to_string())))],
     };
     Embedded::new(log.clone())
-        .append("tasks", id % partitions, &record)
+        .append("tasks", partition, &record)
         .unwrap();
 }
 
