@@ -11,6 +11,7 @@ mod group_client;
 mod groups;
 mod handlers;
 mod observer;
+mod retry_transport;
 mod shape;
 mod versions;
 
@@ -19,4 +20,5 @@ pub use client::{Client, ClientError, PartitionOffsets, code_name};
 pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
 pub use observer::{BrokerObserver, NoObserver};
+pub use retry_transport::Remote;
 pub use versions::SUPPORTED;

@@ -398,7 +398,10 @@ impl<T: Transport> RetryWorker<T> {
             );
         }
         let attempt = origin.attempts + 1;
-        match handler(message, attempt) {
+        let outcome = handler(message, attempt);
+        // Backoff counts from when the handler gave up, not from when the poll began.
+        let now = self.transport.now_ms();
+        match outcome {
             Outcome::Success => {
                 if let Some(dedupe) = &mut self.dedupe {
                     dedupe.record(&id, now)?;

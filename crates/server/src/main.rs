@@ -44,6 +44,8 @@ enum Command {
     Topics(tools::topics::TopicsArgs),
     /// List, describe, delete consumer groups or reset their offsets on a running broker.
     Groups(tools::groups::GroupsArgs),
+    /// List, show or replay dead letters (topics `logd-retry` writes, e.g. `orders.dlq`).
+    Dlq(tools::dlq::DlqArgs),
     /// Produce one record per stdin line.
     Produce(tools::produce::ProduceArgs),
     /// Print records from a chosen point; exits at the end of the log unless --follow.
@@ -158,6 +160,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => done(serve(args)),
         Some(Command::Topics(args)) => done(tools::topics::run(&args)),
         Some(Command::Groups(args)) => done(tools::groups::run(&args)),
+        Some(Command::Dlq(args)) => done(tools::dlq::run(&args)),
         Some(Command::Produce(args)) => done(tools::produce::run(&args)),
         Some(Command::Consume(args)) => done(tools::consume::consume(&args)),
         Some(Command::Replay(args)) => done(tools::consume::replay(&args)),

@@ -2,6 +2,7 @@
 //! protocol through `logd_kafka::Client`.
 
 pub(crate) mod consume;
+pub(crate) mod dlq;
 pub(crate) mod groups;
 pub(crate) mod offset;
 pub(crate) mod produce;

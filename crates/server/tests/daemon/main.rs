@@ -10,6 +10,7 @@ mod lifecycle;
 mod malformed;
 mod metrics;
 mod produce_errors;
+mod retry;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

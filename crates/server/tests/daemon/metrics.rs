@@ -19,7 +19,7 @@ fn get(addr: &str, path: &str) -> (String, String) {
 }
 
 /// Every sample: `name{labels}` -> value.
-fn scrape(addr: &str) -> BTreeMap<String, f64> {
+pub(super) fn scrape(addr: &str) -> BTreeMap<String, f64> {
     let (status, body) = get(addr, "/metrics");
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(
