@@ -4,6 +4,7 @@
 mod crash;
 mod ordering;
 mod seed;
+mod waiting;
 
 use std::sync::Arc;
 
