@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -19,6 +20,7 @@ use kafka_protocol::messages::{
     MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader,
     ResponseHeader, TopicName,
 };
+use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use crate::codes;
@@ -83,6 +85,7 @@ const FETCH: i16 = 11;
 const LIST_OFFSETS: i16 = 2;
 const CREATE_TOPICS: i16 = 3;
 const DELETE_TOPICS: i16 = 1;
+const DESCRIBE_LOG_DIRS: i16 = 1;
 
 fn name(topic: &str) -> TopicName {
     TopicName(StrBytes::from_string(topic.to_owned()))
@@ -269,6 +272,27 @@ impl Client {
             });
         }
         Ok((answer.offset >= 0).then_some(answer.offset))
+    }
+
+    /// The size in bytes of each partition of `topic` (DescribeLogDirs), by partition.
+    pub fn partition_sizes(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, ClientError> {
+        let mut wanted = DescribableLogDirTopic::default();
+        wanted.topic = name(topic);
+        wanted.partitions = (0..self.partition_count(topic, false)? as i32).collect();
+        let mut request = DescribeLogDirsRequest::default();
+        request.topics = Some(vec![wanted]);
+        let response: DescribeLogDirsResponse =
+            self.call(ApiKey::DescribeLogDirs, DESCRIBE_LOG_DIRS, &request)?;
+        let mut sizes: Vec<(i32, i64)> = response
+            .results
+            .iter()
+            .flat_map(|dir| &dir.topics)
+            .filter(|t| &*t.name == topic)
+            .flat_map(|t| &t.partitions)
+            .map(|p| (p.partition_index, p.partition_size))
+            .collect();
+        sizes.sort();
+        Ok(sizes)
     }
 
     /// Earliest and latest offsets of a partition.

@@ -11,6 +11,9 @@ use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
 };
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -26,6 +29,7 @@ use kafka_protocol::messages::{
     ProducerId, RequestHeader, RequestKind, ResponseKind, TopicName,
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::protocol::StrBytes;
 use logd::TopicConfig;
 use logd_storage::Offset;
@@ -104,6 +108,9 @@ impl Broker {
             }
             RequestKind::DescribeConfigs(request) => {
                 ResponseKind::DescribeConfigs(self.describe_configs(request))
+            }
+            RequestKind::DescribeLogDirs(request) => {
+                ResponseKind::DescribeLogDirs(self.describe_log_dirs(request))
             }
             RequestKind::FindCoordinator(request) => {
                 ResponseKind::FindCoordinator(self.find_coordinator(request))
@@ -432,6 +439,50 @@ impl Broker {
             response.responses.push(topic_response);
         }
         (response, total, failed)
+    }
+
+    /// One log directory (the data directory) with the size of each requested partition
+    /// (every partition when `topics` is null); unknown topics and partitions are left out, as
+    /// Kafka does.
+    fn describe_log_dirs(&self, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
+        let wanted: Vec<(String, Option<Vec<i32>>)> = match request.topics {
+            None => self
+                .log
+                .list_topics()
+                .into_iter()
+                .map(|t| (t, None))
+                .collect(),
+            Some(topics) => topics
+                .into_iter()
+                .map(|t| (t.topic.to_string(), Some(t.partitions)))
+                .collect(),
+        };
+        let mut result = DescribeLogDirsResult::default();
+        result.log_dir = StrBytes::from_string(self.log.dir().display().to_string());
+        for (name, partitions) in wanted {
+            let Ok(count) = self.log.partition_count(&name) else {
+                continue;
+            };
+            let indexes = partitions.unwrap_or_else(|| (0..count as i32).collect());
+            let mut topic = DescribeLogDirsTopic::default();
+            for index in indexes {
+                let Ok(log) = self
+                    .log
+                    .partition(&name, u32::try_from(index).unwrap_or(u32::MAX))
+                else {
+                    continue;
+                };
+                let mut partition = DescribeLogDirsPartition::default();
+                partition.partition_index = index;
+                partition.partition_size = log.size_bytes() as i64;
+                topic.partitions.push(partition);
+            }
+            topic.name = topic_name(&name);
+            result.topics.push(topic);
+        }
+        let mut response = DescribeLogDirsResponse::default();
+        response.results = vec![result];
+        response
     }
 
     fn list_offsets(&self, request: ListOffsetsRequest) -> ListOffsetsResponse {

@@ -150,6 +150,7 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             fields
         }
         ApiKey::DeleteGroups => vec![Array(vec![Str])],
+        ApiKey::DescribeLogDirs => vec![Array(vec![Str, Array(vec![I32])])],
         _ => return None,
     })
 }

@@ -28,6 +28,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 4),
     (ApiKey::DeleteGroups, 0, 1),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeLogDirs, 1, 1),
 ];
 
 /// The served range of `key`, if logd serves it.

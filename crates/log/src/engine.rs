@@ -170,6 +170,11 @@ impl Log {
         })
     }
 
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
     /// The engine's clock.
     pub fn clock(&self) -> &dyn Clock {
         &*self.shared.clock

@@ -30,7 +30,7 @@ enum TopicsCommand {
     },
     /// List topics.
     List,
-    /// Show a topic's partitions with their first and next offsets.
+    /// Show a topic's partitions with their first and next offsets and size on disk.
     Describe {
         /// Topic name.
         name: String,
@@ -75,11 +75,14 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
         }
         TopicsCommand::Describe { name } => {
             let partitions = client.partition_count(name, false)?;
+            let sizes: std::collections::BTreeMap<i32, i64> =
+                client.partition_sizes(name)?.into_iter().collect();
             writeln!(out, "topic {name}: {partitions} partitions")?;
-            writeln!(out, "partition\tlog_start\tlog_end")?;
+            writeln!(out, "partition\tlog_start\tlog_end\tsize_bytes")?;
             for p in 0..partitions as i32 {
                 let offsets = client.offsets(name, p)?;
-                writeln!(out, "{p}\t{}\t{}", offsets.earliest, offsets.latest)?;
+                let size = sizes.get(&p).map_or("-".to_owned(), i64::to_string);
+                writeln!(out, "{p}\t{}\t{}\t{size}", offsets.earliest, offsets.latest)?;
             }
         }
         TopicsCommand::Delete { name } => {

@@ -62,6 +62,23 @@ fn topics_produce_consume_and_replay_through_the_cli() {
         .map(|l| l.split('\t').nth(2).unwrap().parse::<i64>().unwrap())
         .sum();
     assert_eq!(ends, 30, "{described}");
+    // Sizes: each partition's segment bytes, as the files on disk say.
+    let sizes: Vec<i64> = described
+        .lines()
+        .skip(2)
+        .map(|l| l.split('\t').nth(3).unwrap().parse::<i64>().unwrap())
+        .collect();
+    for (partition, size) in sizes.iter().enumerate() {
+        let segments = dir.path().join(format!("topics/orders/{partition}"));
+        let on_disk: u64 = std::fs::read_dir(&segments)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        assert_eq!(*size as u64, on_disk, "partition {partition}: {described}");
+    }
+    assert!(sizes.iter().sum::<i64>() > 30 * 20, "{described}");
 
     // JSON lines carry everything; each key stays in one partition, in order.
     let json = ok(
