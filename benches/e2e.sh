@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end benchmark: N records of 100 bytes produced into a real logd by kcat (librdkafka)
 # and consumed back, under fsync interval and always, with logd's peak RSS; kcat's produce
-# ceiling measured in the same run against librdkafka's in-process mock cluster; the same
+# ceiling, and its consume ceiling, measured in the same run against librdkafka's mock cluster
+# (benches/mock_cluster.py, needs confluent-kafka); the same
 # consume through logd's own client (is the server the bottleneck?); and the same workload
 # through the embedded engine. Needs kcat and python3 (.ci/run installs kcat).
 # Usage: benches/e2e.sh [N]   (default 1000000)
@@ -11,7 +12,7 @@ N=${1:-1000000}
 cargo build --quiet --release --bin logd -p logd-server
 cargo build --quiet --release -p logd --example throughput
 work=$(mktemp -d)
-trap 'rm -rf "$work"; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true' EXIT
+trap 'rm -rf "$work"; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; [ -n "${mock:-}" ] && kill "$mock" 2>/dev/null || true' EXIT
 python3 -c "import sys; sys.stdout.write(('x' * 100 + '\n') * $N)" > "$work/input"
 producer_opts=(-X linger.ms=5 -X batch.num.messages=10000 -X queue.buffering.max.messages=1000000)
 
@@ -23,6 +24,31 @@ t0=$(seconds)
 kcat -P -t bench -b unused:1 -X test.mock.num.brokers=1 "${producer_opts[@]}" < "$work/input" 2>/dev/null
 t1=$(seconds)
 echo "produce ceiling: $(rate "$t0" "$t1")"
+
+# Consume ceiling: kcat against the mock cluster serving from memory, at the mock's largest
+# layout (4 partitions, 45,000 records each); logd is measured below on the same layout with
+# the same consumer settings. A large local queue (queued.min.messages) keeps kcat fetching
+# instead of pausing whenever its queue holds 100,000 records.
+SAME=180000
+consumer_opts=(-X fetch.wait.max.ms=10 -X queued.min.messages=1000000)
+python3 benches/mock_cluster.py "$SAME" 600 > "$work/mock" &
+mock=$!
+while ! [ -s "$work/mock" ]; do sleep 0.2; done
+mock_addr=$(cat "$work/mock")
+echo "== kcat's consume ceiling (mock cluster, $SAME records over 4 partitions, best of 3)"
+best_rate() { # best records/s of three consumes from $1
+  local best=0
+  for _ in 1 2 3; do
+    t0=$(seconds)
+    n=$(kcat -C -t "$2" -b "$1" -o beginning -e -q "${consumer_opts[@]}" | wc -l)
+    t1=$(seconds)
+    best=$(python3 -c "print(max($best, $n / ($t1 - $t0)))")
+  done
+  echo "$best"
+}
+ceiling=$(best_rate "$mock_addr" bench)
+kill "$mock"; wait "$mock" 2>/dev/null || true
+python3 -c "print(f'consume ceiling: {$ceiling:,.0f} records/s')"
 
 for fsync in interval always; do
   echo "== logd, fsync $fsync"
@@ -42,6 +68,14 @@ for fsync in interval always; do
   echo "produce (kcat, acks=all): $(rate "$t0" "$t1")"
   echo "consume (kcat): $(rate "$t1" "$t2")"
   echo "consume (logd consume, same daemon): $(rate "$t2" "$t3")"
+  target/release/logd topics create same --partitions 4 --bootstrap "$addr" > /dev/null
+  head -n "$SAME" "$work/input" | kcat -P -t same -b "$addr" -X acks=all "${producer_opts[@]}"
+  same=$(best_rate "$addr" same)
+  python3 -c "print(f'consume (kcat, same layout as the ceiling): {$same:,.0f} records/s = {$same / $ceiling:.2f} x ceiling')"
+  t0=$(seconds)
+  kcat -C -t bench -b "$addr" -o beginning -e -q "${consumer_opts[@]}" > /dev/null
+  t1=$(seconds)
+  echo "consume (kcat, all N, large queue): $(rate "$t0" "$t1")"
   echo "peak RSS: $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' /proc/$pid/status)"
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 done
