@@ -3,6 +3,7 @@
 
 mod crash;
 mod ordering;
+mod process_kill;
 mod seed;
 mod waiting;
 
