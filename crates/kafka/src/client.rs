@@ -1,11 +1,12 @@
-//! [`Client`]: a small synchronous Kafka client for logd's command-line tools: one connection
-//! to one broker, one request at a time, at versions every Kafka 4.x broker (and logd) serves.
-//! It speaks only what the tools need: topics, produce, fetch and offsets (and, in
-//! `group_client`, consumer groups).
+//! [`AsyncClient`]: a small async Kafka client (tokio): one connection to one broker, one
+//! request at a time, at versions every Kafka 4.x broker (and logd) serves. It speaks what
+//! logd's tools need: topics, produce, fetch and offsets (and, in `group_client`, consumer
+//! groups). `blocking::Client` runs it for synchronous callers (the command-line tools).
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
@@ -74,9 +75,21 @@ pub struct PartitionOffsets {
 
 /// A connection to one broker.
 #[derive(Debug)]
-pub struct Client {
+pub struct AsyncClient {
     stream: TcpStream,
     correlation_id: i32,
+}
+
+/// Connecting gives up after this long.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A request without an answer this long fails (fetches wait at most their `max_wait_ms`).
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn timed_out(what: &str) -> Error {
+    Error::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("{what} timed out"),
+    ))
 }
 
 const METADATA: i16 = 4;
@@ -91,29 +104,32 @@ fn name(topic: &str) -> TopicName {
     TopicName(StrBytes::from_string(topic.to_owned()))
 }
 
-impl Client {
+impl AsyncClient {
     /// Connects to `addr` (e.g. `127.0.0.1:9092`).
-    pub fn connect(addr: &str) -> Result<Client> {
-        let mut last = None;
-        for candidate in addr.to_socket_addrs()? {
-            match TcpStream::connect_timeout(&candidate, Duration::from_secs(5)) {
-                Ok(stream) => {
-                    stream.set_nodelay(true)?;
-                    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
-                    return Ok(Client {
-                        stream,
-                        correlation_id: 0,
-                    });
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last
-            .unwrap_or_else(|| std::io::ErrorKind::NotFound.into())
-            .into())
+    pub async fn connect(addr: &str) -> Result<AsyncClient> {
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+            .await
+            .map_err(|_| timed_out("connecting"))??;
+        stream.set_nodelay(true)?;
+        Ok(AsyncClient {
+            stream,
+            correlation_id: 0,
+        })
     }
 
-    pub(crate) fn call<Req: Encodable, Resp: Decodable>(
+    /// Sends `request` and reads its answer.
+    pub(crate) async fn call<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Result<Resp> {
+        tokio::time::timeout(CALL_TIMEOUT, self.exchange(key, version, request))
+            .await
+            .map_err(|_| timed_out("request"))?
+    }
+
+    async fn exchange<Req: Encodable, Resp: Decodable>(
         &mut self,
         key: ApiKey,
         version: i16,
@@ -131,10 +147,12 @@ impl Client {
             .encode(&mut body, key.request_header_version(version))
             .map_err(&bad)?;
         request.encode(&mut body, version).map_err(&bad)?;
-        self.stream.write_all(&(body.len() as i32).to_be_bytes())?;
-        self.stream.write_all(&body)?;
+        self.stream
+            .write_all(&(body.len() as i32).to_be_bytes())
+            .await?;
+        self.stream.write_all(&body).await?;
         let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size)?;
+        self.stream.read_exact(&mut size).await?;
         let size = i32::from_be_bytes(size);
         if !(4..=1 << 30).contains(&size) {
             return Err(Error::FrameSize {
@@ -143,7 +161,7 @@ impl Client {
             });
         }
         let mut response = vec![0u8; size as usize];
-        self.stream.read_exact(&mut response)?;
+        self.stream.read_exact(&mut response).await?;
         let mut response = Bytes::from(response);
         ResponseHeader::decode(&mut response, key.response_header_version(version))
             .map_err(crate::broker::malformed(key as i16, version))?;
@@ -152,7 +170,7 @@ impl Client {
 
     /// Topic names and partition counts (`None`: all topics); with `auto_create`, missing
     /// topics are created if the broker allows it (as producers ask).
-    pub fn metadata(
+    pub async fn metadata(
         &mut self,
         topics: Option<&[&str]>,
         auto_create: bool,
@@ -168,13 +186,17 @@ impl Client {
                 .collect()
         });
         request.allow_auto_topic_creation = auto_create;
-        Ok(self.call(ApiKey::Metadata, METADATA, &request)?)
+        Ok(self.call(ApiKey::Metadata, METADATA, &request).await?)
     }
 
     /// The number of partitions of `topic` (created first if `auto_create` and the broker
     /// allows it).
-    pub fn partition_count(&mut self, topic: &str, auto_create: bool) -> Result<u32, ClientError> {
-        let response = self.metadata(Some(&[topic]), auto_create)?;
+    pub async fn partition_count(
+        &mut self,
+        topic: &str,
+        auto_create: bool,
+    ) -> Result<u32, ClientError> {
+        let response = self.metadata(Some(&[topic]), auto_create).await?;
         let found = response.topics.first().ok_or_else(|| ClientError::Kafka {
             what: format!("topic {topic}"),
             code: codes::UNKNOWN_TOPIC_OR_PARTITION,
@@ -189,7 +211,7 @@ impl Client {
     }
 
     /// Creates a topic; `partitions` -1 takes the broker's default.
-    pub fn create_topic(
+    pub async fn create_topic(
         &mut self,
         topic: &str,
         partitions: i32,
@@ -211,8 +233,9 @@ impl Client {
         let mut request = CreateTopicsRequest::default();
         request.topics = vec![creatable];
         request.timeout_ms = 30_000;
-        let response: CreateTopicsResponse =
-            self.call(ApiKey::CreateTopics, CREATE_TOPICS, &request)?;
+        let response: CreateTopicsResponse = self
+            .call(ApiKey::CreateTopics, CREATE_TOPICS, &request)
+            .await?;
         match response.topics.first().map(|t| t.error_code) {
             Some(0) => Ok(()),
             code => Err(ClientError::Kafka {
@@ -223,12 +246,13 @@ impl Client {
     }
 
     /// Deletes a topic.
-    pub fn delete_topic(&mut self, topic: &str) -> Result<(), ClientError> {
+    pub async fn delete_topic(&mut self, topic: &str) -> Result<(), ClientError> {
         let mut request = DeleteTopicsRequest::default();
         request.topic_names = vec![name(topic)];
         request.timeout_ms = 30_000;
-        let response: DeleteTopicsResponse =
-            self.call(ApiKey::DeleteTopics, DELETE_TOPICS, &request)?;
+        let response: DeleteTopicsResponse = self
+            .call(ApiKey::DeleteTopics, DELETE_TOPICS, &request)
+            .await?;
         match response.responses.first().map(|t| t.error_code) {
             Some(0) => Ok(()),
             code => Err(ClientError::Kafka {
@@ -240,7 +264,7 @@ impl Client {
 
     /// The offset a ListOffsets `timestamp` (-2 earliest, -1 latest, else a time in ms) gives;
     /// `None` when no record is that new.
-    pub fn list_offset(
+    pub async fn list_offset(
         &mut self,
         topic: &str,
         partition: i32,
@@ -255,8 +279,9 @@ impl Client {
         let mut request = ListOffsetsRequest::default();
         request.replica_id = BrokerId(-1);
         request.topics = vec![t];
-        let response: ListOffsetsResponse =
-            self.call(ApiKey::ListOffsets, LIST_OFFSETS, &request)?;
+        let response: ListOffsetsResponse = self
+            .call(ApiKey::ListOffsets, LIST_OFFSETS, &request)
+            .await?;
         let answer = response
             .topics
             .first()
@@ -275,14 +300,15 @@ impl Client {
     }
 
     /// The size in bytes of each partition of `topic` (DescribeLogDirs), by partition.
-    pub fn partition_sizes(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, ClientError> {
+    pub async fn partition_sizes(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, ClientError> {
         let mut wanted = DescribableLogDirTopic::default();
         wanted.topic = name(topic);
-        wanted.partitions = (0..self.partition_count(topic, false)? as i32).collect();
+        wanted.partitions = (0..self.partition_count(topic, false).await? as i32).collect();
         let mut request = DescribeLogDirsRequest::default();
         request.topics = Some(vec![wanted]);
-        let response: DescribeLogDirsResponse =
-            self.call(ApiKey::DescribeLogDirs, DESCRIBE_LOG_DIRS, &request)?;
+        let response: DescribeLogDirsResponse = self
+            .call(ApiKey::DescribeLogDirs, DESCRIBE_LOG_DIRS, &request)
+            .await?;
         let mut sizes: Vec<(i32, i64)> = response
             .results
             .iter()
@@ -296,19 +322,19 @@ impl Client {
     }
 
     /// Earliest and latest offsets of a partition.
-    pub fn offsets(
+    pub async fn offsets(
         &mut self,
         topic: &str,
         partition: i32,
     ) -> Result<PartitionOffsets, ClientError> {
         Ok(PartitionOffsets {
-            earliest: self.list_offset(topic, partition, -2)?.unwrap_or(0),
-            latest: self.list_offset(topic, partition, -1)?.unwrap_or(0),
+            earliest: self.list_offset(topic, partition, -2).await?.unwrap_or(0),
+            latest: self.list_offset(topic, partition, -1).await?.unwrap_or(0),
         })
     }
 
     /// Appends record batches to a partition with acks = all; returns the base offset.
-    pub fn produce(
+    pub async fn produce(
         &mut self,
         topic: &str,
         partition: i32,
@@ -324,7 +350,7 @@ impl Client {
         request.acks = -1;
         request.timeout_ms = 30_000;
         request.topic_data = vec![t];
-        let response: ProduceResponse = self.call(ApiKey::Produce, PRODUCE, &request)?;
+        let response: ProduceResponse = self.call(ApiKey::Produce, PRODUCE, &request).await?;
         let answer = response
             .responses
             .first()
@@ -344,7 +370,7 @@ impl Client {
 
     /// Fetches whole batches from `offset`, waiting up to `max_wait_ms` for data; returns the
     /// batches' bytes and the partition's high watermark.
-    pub fn fetch(
+    pub async fn fetch(
         &mut self,
         topic: &str,
         partition: i32,
@@ -364,7 +390,7 @@ impl Client {
         request.min_bytes = 1;
         request.max_bytes = 4 << 20;
         request.topics = vec![t];
-        let response: FetchResponse = self.call(ApiKey::Fetch, FETCH, &request)?;
+        let response: FetchResponse = self.call(ApiKey::Fetch, FETCH, &request).await?;
         let data = response
             .responses
             .first()

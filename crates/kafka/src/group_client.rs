@@ -1,4 +1,4 @@
-//! [`Client`]'s consumer-group calls, for `logd groups`: list, describe, committed offsets,
+//! [`AsyncClient`]'s consumer-group calls, for `logd groups`: list, describe, committed offsets,
 //! commits from outside the group (generation -1, as Kafka's offset tools do) and delete.
 
 use kafka_protocol::messages::offset_commit_request::{
@@ -11,7 +11,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::client::{Client, ClientError};
+use crate::client::{AsyncClient, ClientError};
 use logd::group::decode_assignment;
 
 const LIST_GROUPS: i16 = 2;
@@ -58,14 +58,16 @@ fn check(what: impl FnOnce() -> String, code: i16) -> Result<(), ClientError> {
     }
 }
 
-impl Client {
+impl AsyncClient {
     /// Every group's id.
-    pub fn list_groups(&mut self) -> Result<Vec<String>, ClientError> {
-        let response: ListGroupsResponse = self.call(
-            ApiKey::ListGroups,
-            LIST_GROUPS,
-            &ListGroupsRequest::default(),
-        )?;
+    pub async fn list_groups(&mut self) -> Result<Vec<String>, ClientError> {
+        let response: ListGroupsResponse = self
+            .call(
+                ApiKey::ListGroups,
+                LIST_GROUPS,
+                &ListGroupsRequest::default(),
+            )
+            .await?;
         check(|| "listing groups".into(), response.error_code)?;
         Ok(response
             .groups
@@ -75,11 +77,12 @@ impl Client {
     }
 
     /// A group's state and members.
-    pub fn describe_group(&mut self, group: &str) -> Result<GroupInfo, ClientError> {
+    pub async fn describe_group(&mut self, group: &str) -> Result<GroupInfo, ClientError> {
         let mut request = DescribeGroupsRequest::default();
         request.groups = vec![group_id(group)];
-        let response: DescribeGroupsResponse =
-            self.call(ApiKey::DescribeGroups, DESCRIBE_GROUPS, &request)?;
+        let response: DescribeGroupsResponse = self
+            .call(ApiKey::DescribeGroups, DESCRIBE_GROUPS, &request)
+            .await?;
         let described = response
             .groups
             .into_iter()
@@ -107,15 +110,16 @@ impl Client {
     }
 
     /// Every offset `group` has committed: (topic, partition, offset), sorted.
-    pub fn committed_offsets(
+    pub async fn committed_offsets(
         &mut self,
         group: &str,
     ) -> Result<Vec<(String, i32, i64)>, ClientError> {
         let mut request = OffsetFetchRequest::default();
         request.group_id = group_id(group);
         request.topics = None; // every partition with a commit
-        let response: OffsetFetchResponse =
-            self.call(ApiKey::OffsetFetch, OFFSET_FETCH, &request)?;
+        let response: OffsetFetchResponse = self
+            .call(ApiKey::OffsetFetch, OFFSET_FETCH, &request)
+            .await?;
         check(|| format!("offsets of group {group}"), response.error_code)?;
         let mut offsets = Vec::new();
         for topic in response.topics {
@@ -144,7 +148,7 @@ impl Client {
 
     /// Commits `offsets` (topic, partition, next offset to read) for `group` from outside it;
     /// the broker refuses this while the group has members.
-    pub fn commit_offsets(
+    pub async fn commit_offsets(
         &mut self,
         group: &str,
         offsets: &[(String, i32, i64)],
@@ -167,8 +171,9 @@ impl Client {
                 }
             }
         }
-        let response: OffsetCommitResponse =
-            self.call(ApiKey::OffsetCommit, OFFSET_COMMIT, &request)?;
+        let response: OffsetCommitResponse = self
+            .call(ApiKey::OffsetCommit, OFFSET_COMMIT, &request)
+            .await?;
         for topic in response.topics {
             for p in topic.partitions {
                 check(
@@ -186,11 +191,12 @@ impl Client {
     }
 
     /// Deletes a group's offsets and state; refused while it has members.
-    pub fn delete_group(&mut self, group: &str) -> Result<(), ClientError> {
+    pub async fn delete_group(&mut self, group: &str) -> Result<(), ClientError> {
         let mut request = DeleteGroupsRequest::default();
         request.groups_names = vec![group_id(group)];
-        let response: DeleteGroupsResponse =
-            self.call(ApiKey::DeleteGroups, DELETE_GROUPS, &request)?;
+        let response: DeleteGroupsResponse = self
+            .call(ApiKey::DeleteGroups, DELETE_GROUPS, &request)
+            .await?;
         let code = response.results.first().map_or(-1, |r| r.error_code);
         check(|| format!("group {group}"), code)
     }

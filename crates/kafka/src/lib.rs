@@ -3,6 +3,7 @@
 //! bounded before anything is allocated), the versions logd advertises, and one handler per
 //! API that translates into engine calls; every rule lives in the engine.
 
+mod blocking;
 mod broker;
 mod client;
 mod codes;
@@ -15,8 +16,9 @@ mod retry_transport;
 mod shape;
 mod versions;
 
+pub use blocking::Client;
 pub use broker::{Broker, BrokerConfig, Decoded, decode_request};
-pub use client::{Client, ClientError, PartitionOffsets, code_name};
+pub use client::{AsyncClient, ClientError, PartitionOffsets, code_name};
 pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
 pub use observer::{BrokerObserver, NoObserver};

@@ -7,7 +7,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use logd_retry::{Error, Message, OutRecord, Result, Transport, decode_messages, encode_record};
 
-use crate::client::{Client, ClientError};
+use crate::blocking::Client;
+use crate::client::ClientError;
 use crate::codes;
 
 /// Largest a fetched batch may decompress to.

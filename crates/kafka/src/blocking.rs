@@ -1,0 +1,148 @@
+//! [`Client`]: [`AsyncClient`] for synchronous callers, such as logd's command-line tools and
+//! the remote retry transport: each call runs the async one to completion on the client's own
+//! single-threaded tokio runtime.
+
+use bytes::Bytes;
+use kafka_protocol::messages::MetadataResponse;
+use tokio::runtime::Runtime;
+
+use crate::client::{AsyncClient, ClientError, PartitionOffsets};
+use crate::error::Result;
+use crate::group_client::GroupInfo;
+
+/// A blocking connection to one broker.
+#[derive(Debug)]
+pub struct Client {
+    runtime: Runtime,
+    inner: AsyncClient,
+}
+
+impl Client {
+    /// Connects to `addr` (e.g. `127.0.0.1:9092`).
+    pub fn connect(addr: &str) -> Result<Client> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let inner = runtime.block_on(AsyncClient::connect(addr))?;
+        Ok(Client { runtime, inner })
+    }
+
+    /// Topic names and partition counts (`None`: all topics); with `auto_create`, missing
+    /// topics are created if the broker allows it (as producers ask).
+    pub fn metadata(
+        &mut self,
+        topics: Option<&[&str]>,
+        auto_create: bool,
+    ) -> Result<MetadataResponse, ClientError> {
+        self.runtime
+            .block_on(self.inner.metadata(topics, auto_create))
+    }
+
+    /// The number of partitions of `topic` (created first if `auto_create` and the broker
+    /// allows it).
+    pub fn partition_count(&mut self, topic: &str, auto_create: bool) -> Result<u32, ClientError> {
+        self.runtime
+            .block_on(self.inner.partition_count(topic, auto_create))
+    }
+
+    /// Creates a topic; `partitions` -1 takes the broker's default.
+    pub fn create_topic(
+        &mut self,
+        topic: &str,
+        partitions: i32,
+        configs: &[(String, String)],
+    ) -> Result<(), ClientError> {
+        self.runtime
+            .block_on(self.inner.create_topic(topic, partitions, configs))
+    }
+
+    /// Deletes a topic.
+    pub fn delete_topic(&mut self, topic: &str) -> Result<(), ClientError> {
+        self.runtime.block_on(self.inner.delete_topic(topic))
+    }
+
+    /// The offset a ListOffsets `timestamp` (-2 earliest, -1 latest, else a time in ms) gives;
+    /// `None` when no record is that new.
+    pub fn list_offset(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        timestamp: i64,
+    ) -> Result<Option<i64>, ClientError> {
+        self.runtime
+            .block_on(self.inner.list_offset(topic, partition, timestamp))
+    }
+
+    /// The size in bytes of each partition of `topic` (DescribeLogDirs), by partition.
+    pub fn partition_sizes(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, ClientError> {
+        self.runtime.block_on(self.inner.partition_sizes(topic))
+    }
+
+    /// Earliest and latest offsets of a partition.
+    pub fn offsets(
+        &mut self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<PartitionOffsets, ClientError> {
+        self.runtime.block_on(self.inner.offsets(topic, partition))
+    }
+
+    /// Appends record batches to a partition with acks = all; returns the base offset.
+    pub fn produce(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        batches: Vec<u8>,
+    ) -> Result<i64, ClientError> {
+        self.runtime
+            .block_on(self.inner.produce(topic, partition, batches))
+    }
+
+    /// Fetches whole batches from `offset`, waiting up to `max_wait_ms` for data; returns the
+    /// batches' bytes and the partition's high watermark.
+    pub fn fetch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+    ) -> Result<(Bytes, i64), ClientError> {
+        self.runtime
+            .block_on(self.inner.fetch(topic, partition, offset, max_wait_ms))
+    }
+
+    /// Every group's id.
+    pub fn list_groups(&mut self) -> Result<Vec<String>, ClientError> {
+        self.runtime.block_on(self.inner.list_groups())
+    }
+
+    /// A group's state and members.
+    pub fn describe_group(&mut self, group: &str) -> Result<GroupInfo, ClientError> {
+        self.runtime.block_on(self.inner.describe_group(group))
+    }
+
+    /// Every offset `group` has committed: (topic, partition, offset), sorted.
+    pub fn committed_offsets(
+        &mut self,
+        group: &str,
+    ) -> Result<Vec<(String, i32, i64)>, ClientError> {
+        self.runtime.block_on(self.inner.committed_offsets(group))
+    }
+
+    /// Commits `offsets` (topic, partition, next offset to read) for `group` from outside it;
+    /// the broker refuses this while the group has members.
+    pub fn commit_offsets(
+        &mut self,
+        group: &str,
+        offsets: &[(String, i32, i64)],
+    ) -> Result<(), ClientError> {
+        self.runtime
+            .block_on(self.inner.commit_offsets(group, offsets))
+    }
+
+    /// Deletes a group's offsets and state; refused while it has members.
+    pub fn delete_group(&mut self, group: &str) -> Result<(), ClientError> {
+        self.runtime.block_on(self.inner.delete_group(group))
+    }
+}
