@@ -500,8 +500,17 @@ impl Broker {
                 ) {
                     Err(e) => partition.error_code = codes::for_engine_error(&e),
                     Ok(log) => match requested.timestamp {
-                        // -2: earliest; -1: latest (the high watermark).
+                        // -2: earliest; -1: latest (the high watermark); -3: the record with
+                        // the largest timestamp.
                         -2 => partition.offset = log.log_start_offset().0,
+                        -3 => match log.max_timestamp() {
+                            Ok(Some((timestamp, offset))) => {
+                                partition.offset = offset.0;
+                                partition.timestamp = timestamp;
+                            }
+                            Ok(None) => {}
+                            Err(e) => partition.error_code = codes::for_engine_error(&e.into()),
+                        },
                         ts if ts < 0 => partition.offset = log.high_watermark().0,
                         ts => match log.offset_for_timestamp(ts) {
                             Ok(Some(offset)) => {

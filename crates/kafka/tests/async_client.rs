@@ -56,7 +56,10 @@ fn a_long_poll_on_one_connection_is_woken_by_a_produce_on_another() {
         });
         tokio::time::sleep(Duration::from_millis(200)).await;
         let mut producer = AsyncClient::connect(&addr).await.unwrap();
-        let offset = producer.produce("events", 0, batch(&["a", "b"])).await.unwrap();
+        let offset = producer
+            .produce("events", 0, batch(&["a", "b"]))
+            .await
+            .unwrap();
         assert_eq!(offset, 0);
         let ((bytes, high_watermark), waited) = waiting.await.unwrap();
         assert_eq!(high_watermark, 2);
@@ -73,6 +76,19 @@ fn a_long_poll_on_one_connection_is_woken_by_a_produce_on_another() {
 
         let offsets = producer.offsets("events", 0).await.unwrap();
         assert_eq!((offsets.earliest, offsets.latest), (0, 2));
+        // ListOffsets -3: the record with the largest timestamp.
+        let mut stamped = BatchBuilder::new(Compression::None);
+        for ts in [1_800_000_000_005, 1_800_000_000_009, 1_800_000_000_007] {
+            stamped.push(ts, None, Some(b"t"), &[]);
+        }
+        producer
+            .produce("events", 0, stamped.build(0).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            producer.list_offset("events", 0, -3).await.unwrap(),
+            Some(3)
+        );
         producer
             .commit_offsets("readers", &[("events".into(), 0, 2)])
             .await

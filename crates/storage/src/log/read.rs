@@ -91,6 +91,25 @@ impl PartitionLog {
     /// The first offset whose record timestamp is at least `timestamp`, or `None` if every
     /// readable record is older (Kafka's ListOffsets by time).
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<Offset>> {
+        self.first_at_or_after(timestamp)
+    }
+
+    /// The largest record timestamp stored and the first offset that has it (Kafka's
+    /// ListOffsets -3, KIP-734); `None` for an empty log.
+    pub fn max_timestamp(&self) -> Result<Option<(i64, Offset)>> {
+        let largest = {
+            let state = self.state.lock();
+            state.segments.iter().map(|s| s.max_timestamp).max()
+        };
+        let Some(largest) = largest.filter(|ts| *ts >= 0) else {
+            return Ok(None);
+        };
+        Ok(self
+            .first_at_or_after(largest)?
+            .map(|offset| (largest, offset)))
+    }
+
+    fn first_at_or_after(&self, timestamp: i64) -> Result<Option<Offset>> {
         let high_watermark = self.high_watermark().0;
         let (view, position, start, path) = {
             let mut state = self.state.lock();
