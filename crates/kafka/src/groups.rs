@@ -404,13 +404,18 @@ impl Broker {
         for id in request.groups {
             let mut described = DescribedGroup::default();
             let live = self.log.coordinator().read_group(&id, |g| {
-                (g.phase(), g.protocol().map(str::to_owned), g.members())
+                (
+                    g.phase(),
+                    g.protocol_type().unwrap_or("consumer").to_owned(),
+                    g.protocol().map(str::to_owned),
+                    g.members(),
+                )
             });
             let has_offsets = !self.log.offsets().group_offsets(&id).is_empty();
             match live {
-                Some((phase, protocol, members)) => {
+                Some((phase, protocol_type, protocol, members)) => {
                     described.group_state = str_bytes(state_name(Some(phase)));
-                    described.protocol_type = str_bytes("consumer");
+                    described.protocol_type = str_bytes(protocol_type);
                     described.protocol_data = str_bytes(protocol.unwrap_or_default());
                     described.members = members
                         .into_iter()

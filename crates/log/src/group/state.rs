@@ -291,6 +291,11 @@ impl Group {
         self.protocol.as_deref()
     }
 
+    /// The members' protocol type (`consumer` for consumers), once one joined.
+    pub fn protocol_type(&self) -> Option<&str> {
+        self.protocol_type.as_deref()
+    }
+
     /// The leader's member id.
     pub fn leader(&self) -> Option<&str> {
         self.leader.as_deref()
