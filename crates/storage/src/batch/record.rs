@@ -222,8 +222,8 @@ impl<'a> Iterator for RecordIter<'a> {
             return None;
         }
         let index = self.index;
-        // Built only on failure: constructing (and dropping) an error per record cost 12 % of
-        // a full scan (`storage/read` bench), though clippy deems the value cheap.
+        // Built only on failure: constructing (and dropping) an error per record cost about 10 %
+        // of a full scan (`storage/read` bench), though clippy deems the value cheap.
         #[allow(
             clippy::unnecessary_lazy_evaluations,
             reason = "measured: the eager error is dropped on every record"
