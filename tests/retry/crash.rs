@@ -6,100 +6,21 @@
 //! same checker must catch the broken variant that commits before the dead-letter or retry
 //! append.
 
-use std::cell::Cell;
 use std::collections::BTreeSet;
-use std::rc::Rc;
 use std::time::Duration;
 
 use logd::{Clock, Log, ManualClock};
 use logd_retry::{
-    CommitOrder, DedupeConfig, DedupeStore, Embedded, Error, Failure, Jitter, Message, OutRecord,
-    Outcome, RetryConfig, RetryPolicy, RetryWorker, Transport,
+    CommitOrder, DedupeConfig, DedupeStore, Error, Failure, Jitter, Message, Outcome, RetryConfig,
+    RetryPolicy, RetryWorker,
 };
 use logd_storage::SplitMix64;
 
-use super::{engine, produce_task, read_all};
+use super::{Probe, engine, produce_task, read_all};
 
 const TASKS: u32 = 200;
 const PARTITIONS: u32 = 3;
 const MAX_ATTEMPTS: u32 = 3;
-
-/// Fails the append or commit after its budget of them runs out, as a crash would stop a
-/// worker between any two of its durable steps.
-struct Crashy {
-    inner: Embedded,
-    budget: Rc<Cell<u64>>,
-}
-
-impl Crashy {
-    fn spend(&self) -> logd_retry::Result<()> {
-        match self.budget.get() {
-            0 => Err(Error::Transport("crashed".into())),
-            n => {
-                self.budget.set(n - 1);
-                Ok(())
-            }
-        }
-    }
-}
-
-impl Transport for Crashy {
-    fn now_ms(&self) -> i64 {
-        self.inner.now_ms()
-    }
-    fn ensure_topic(
-        &mut self,
-        topic: &str,
-        partitions: u32,
-        retention: Option<i64>,
-    ) -> logd_retry::Result<()> {
-        self.inner.ensure_topic(topic, partitions, retention)
-    }
-    fn partition_count(&mut self, topic: &str) -> logd_retry::Result<u32> {
-        self.inner.partition_count(topic)
-    }
-    fn fetch(
-        &mut self,
-        topic: &str,
-        partition: u32,
-        offset: i64,
-    ) -> logd_retry::Result<Vec<Message>> {
-        self.inner.fetch(topic, partition, offset)
-    }
-    fn append(
-        &mut self,
-        topic: &str,
-        partition: u32,
-        record: &OutRecord,
-    ) -> logd_retry::Result<i64> {
-        self.spend()?;
-        self.inner.append(topic, partition, record)
-    }
-    fn committed(
-        &mut self,
-        group: &str,
-        topic: &str,
-        partition: u32,
-    ) -> logd_retry::Result<Option<i64>> {
-        self.inner.committed(group, topic, partition)
-    }
-    fn commit(
-        &mut self,
-        group: &str,
-        topic: &str,
-        partition: u32,
-        offset: i64,
-    ) -> logd_retry::Result<()> {
-        self.spend()?;
-        self.inner.commit(group, topic, partition, offset)
-    }
-    fn marker(&mut self) -> u64 {
-        self.inner.marker()
-    }
-    fn wait(&mut self, marker: u64, timeout: Duration) {
-        self.inner.wait(marker, timeout)
-    }
-}
 
 /// How task `i` fares: `Err(true)` permanent failure, else the failures before a success
 /// (more than `MAX_ATTEMPTS - 1` means it runs out of attempts).
@@ -164,10 +85,7 @@ fn run(seed: u64, commit_order: CommitOrder) -> (Log, Run, tempfile::TempDir) {
         } else {
             u64::MAX
         };
-        let transport = Crashy {
-            inner: Embedded::new(log.clone()),
-            budget: Rc::new(Cell::new(budget)),
-        };
+        let transport = Probe::new(&log, budget);
         let dedupe = DedupeStore::open(
             dir.path().join("dedupe"),
             DedupeConfig::default(),
@@ -187,7 +105,7 @@ fn run(seed: u64, commit_order: CommitOrder) -> (Log, Run, tempfile::TempDir) {
 }
 
 fn drive(
-    worker: &mut RetryWorker<Crashy>,
+    worker: &mut RetryWorker<Probe>,
     clock: &ManualClock,
     handler: &mut impl FnMut(&Message, u32) -> Outcome,
 ) -> logd_retry::Result<()> {

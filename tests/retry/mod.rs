@@ -7,11 +7,14 @@ mod process_kill;
 mod seed;
 mod waiting;
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use logd::{Config, Log, ManualClock, TopicConfig};
-use logd_retry::{Embedded, Message, Transport};
+use logd_retry::{Embedded, Error, Message, OutRecord, Transport};
 use logd_storage::RealFs;
 
 /// An engine on a manual clock (starting at `start_ms`) with topic `tasks` of `partitions`.
@@ -67,4 +70,66 @@ pub(crate) fn read_all(log: &Log, topic: &str) -> Vec<Message> {
         }
     }
     out
+}
+
+/// The embedded transport, instrumented: an append or commit fails once `budget` of them were
+/// spent (as a crash stops a worker between two durable steps), and fetches are counted.
+pub(crate) struct Probe {
+    inner: Embedded,
+    budget: Cell<u64>,
+    /// Fetches so far.
+    pub(crate) fetches: Rc<Cell<u32>>,
+}
+
+impl Probe {
+    pub(crate) fn new(log: &Log, budget: u64) -> Probe {
+        Probe {
+            inner: Embedded::new(log.clone()),
+            budget: Cell::new(budget),
+            fetches: Rc::new(Cell::new(0)),
+        }
+    }
+
+    fn spend(&self) -> logd_retry::Result<()> {
+        match self.budget.get() {
+            0 => Err(Error::Transport("crashed".into())),
+            n => {
+                self.budget.set(n - 1);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Transport for Probe {
+    fn now_ms(&self) -> i64 {
+        self.inner.now_ms()
+    }
+    fn ensure_topic(&mut self, t: &str, p: u32, r: Option<i64>) -> logd_retry::Result<()> {
+        self.inner.ensure_topic(t, p, r)
+    }
+    fn partition_count(&mut self, t: &str) -> logd_retry::Result<u32> {
+        self.inner.partition_count(t)
+    }
+    fn fetch(&mut self, t: &str, p: u32, o: i64) -> logd_retry::Result<Vec<Message>> {
+        self.fetches.set(self.fetches.get() + 1);
+        self.inner.fetch(t, p, o)
+    }
+    fn append(&mut self, t: &str, p: u32, r: &OutRecord) -> logd_retry::Result<i64> {
+        self.spend()?;
+        self.inner.append(t, p, r)
+    }
+    fn committed(&mut self, g: &str, t: &str, p: u32) -> logd_retry::Result<Option<i64>> {
+        self.inner.committed(g, t, p)
+    }
+    fn commit(&mut self, g: &str, t: &str, p: u32, o: i64) -> logd_retry::Result<()> {
+        self.spend()?;
+        self.inner.commit(g, t, p, o)
+    }
+    fn marker(&mut self) -> u64 {
+        self.inner.marker()
+    }
+    fn wait(&mut self, marker: u64, timeout: Duration) {
+        self.inner.wait(marker, timeout)
+    }
 }

@@ -1,56 +1,14 @@
 //! A worker waiting for a retry to come due sleeps until then: it neither handles the record
 //! early nor spins looking at the log (counted through the transport).
 
-use std::cell::Cell;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use logd::{Config, Log, SystemClock, TopicConfig};
-use logd_retry::{
-    Embedded, Failure, Jitter, Message, OutRecord, Outcome, RetryConfig, RetryPolicy, RetryWorker,
-    Transport,
-};
+use logd_retry::{Failure, Jitter, Message, Outcome, RetryConfig, RetryPolicy, RetryWorker};
 use logd_storage::RealFs;
 
-use super::produce_task;
-
-/// Counts fetches.
-struct Counting {
-    inner: Embedded,
-    fetches: Rc<Cell<u32>>,
-}
-
-impl Transport for Counting {
-    fn now_ms(&self) -> i64 {
-        self.inner.now_ms()
-    }
-    fn ensure_topic(&mut self, t: &str, p: u32, r: Option<i64>) -> logd_retry::Result<()> {
-        self.inner.ensure_topic(t, p, r)
-    }
-    fn partition_count(&mut self, t: &str) -> logd_retry::Result<u32> {
-        self.inner.partition_count(t)
-    }
-    fn fetch(&mut self, t: &str, p: u32, o: i64) -> logd_retry::Result<Vec<Message>> {
-        self.fetches.set(self.fetches.get() + 1);
-        self.inner.fetch(t, p, o)
-    }
-    fn append(&mut self, t: &str, p: u32, r: &OutRecord) -> logd_retry::Result<i64> {
-        self.inner.append(t, p, r)
-    }
-    fn committed(&mut self, g: &str, t: &str, p: u32) -> logd_retry::Result<Option<i64>> {
-        self.inner.committed(g, t, p)
-    }
-    fn commit(&mut self, g: &str, t: &str, p: u32, o: i64) -> logd_retry::Result<()> {
-        self.inner.commit(g, t, p, o)
-    }
-    fn marker(&mut self) -> u64 {
-        self.inner.marker()
-    }
-    fn wait(&mut self, marker: u64, timeout: Duration) {
-        self.inner.wait(marker, timeout)
-    }
-}
+use super::{Probe, produce_task};
 
 #[test]
 fn a_worker_sleeps_until_a_retry_is_due() {
@@ -72,11 +30,8 @@ fn a_worker_sleeps_until_a_retry_is_due() {
         },
         ..RetryConfig::new("workers", "tasks")
     };
-    let fetches = Rc::new(Cell::new(0));
-    let transport = Counting {
-        inner: Embedded::new(log.clone()),
-        fetches: fetches.clone(),
-    };
+    let transport = Probe::new(&log, u64::MAX);
+    let fetches = transport.fetches.clone();
     let mut worker = RetryWorker::new(transport, config, None).unwrap();
     let mut calls = Vec::new();
     let started = Instant::now();

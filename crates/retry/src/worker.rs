@@ -388,7 +388,7 @@ impl<T: Transport> RetryWorker<T> {
             self.stats.parked += 1;
             let tier = self.config.tiers[0];
             let record = self
-                .hop_record(message, &origin, origin.attempts, now)
+                .hop_record(message, &origin, origin.attempts, origin.first_failure)
                 .with(DUE_TS, now + tier.as_millis() as i64);
             return self.hop(
                 message,
@@ -425,10 +425,10 @@ impl<T: Transport> RetryWorker<T> {
                     .copied()
                     .find(|t| *t >= delay)
                     .unwrap_or(*self.config.tiers.last().expect("tiers are not empty"));
+                let first_failure = origin.first_failure.unwrap_or(now);
                 let record = self
-                    .hop_record(message, &origin, attempt, now)
-                    .with(DUE_TS, now + delay.as_millis() as i64)
-                    .with(RETRY_FIRST_FAILURE_TS, origin.first_failure.unwrap_or(now));
+                    .hop_record(message, &origin, attempt, Some(first_failure))
+                    .with(DUE_TS, now + delay.as_millis() as i64);
                 self.stats.retried += 1;
                 if let Some(key) = &message.key
                     && self.config.ordering == Ordering::PerKey
@@ -478,18 +478,24 @@ impl<T: Transport> RetryWorker<T> {
         }
     }
 
-    /// A copy of `message` for a retry tier, with its origin and attempt count.
-    fn hop_record(&self, message: &Message, origin: &Origin, attempts: u32, now: i64) -> OutRecord {
-        let mut record = OutRecord::copy_of(message)
+    /// A copy of `message` for a retry tier, with its origin, attempt count and first failure
+    /// (none for a parked record that never failed).
+    fn hop_record(
+        &self,
+        message: &Message,
+        origin: &Origin,
+        attempts: u32,
+        first_failure: Option<i64>,
+    ) -> OutRecord {
+        let record = OutRecord::copy_of(message)
             .with(ATTEMPT, attempts)
             .with(RETRY_ORIGINAL_TOPIC, &origin.topic)
             .with(RETRY_ORIGINAL_PARTITION, origin.partition)
             .with(RETRY_ORIGINAL_OFFSET, origin.offset);
-        if attempts > 0 && attempts == origin.attempts {
-            // Parked after failing before: keep when it first failed.
-            record = record.with(RETRY_FIRST_FAILURE_TS, origin.first_failure.unwrap_or(now));
+        match first_failure {
+            Some(ts) => record.with(RETRY_FIRST_FAILURE_TS, ts),
+            None => record,
         }
-        record
     }
 
     fn dead_letter(

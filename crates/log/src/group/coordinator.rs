@@ -100,17 +100,29 @@ impl Coordinator {
     pub fn with_group<T>(&self, id: &str, f: impl FnOnce(&mut Group) -> T) -> T {
         let (out, snapshot) = {
             let mut groups = self.groups.lock();
-            let group = groups
-                .entry(id.to_owned())
-                .or_insert_with(|| self.new_group(id));
-            let before = group.settled();
-            let out = f(group);
-            let settled = group.settled() != before;
+            let applied = self.apply(&mut groups, id, f);
             self.changed.notify_all();
-            (out, self.snapshot_if(&groups, settled))
+            applied
         };
         self.save(snapshot);
         out
+    }
+
+    /// Runs `f` on group `id` (created if missing) in the locked `groups`; returns its result
+    /// and, if the group settled, the snapshot to save once the lock is released.
+    fn apply<T>(
+        &self,
+        groups: &mut BTreeMap<String, Group>,
+        id: &str,
+        f: impl FnOnce(&mut Group) -> T,
+    ) -> (T, Option<Snapshot>) {
+        let group = groups
+            .entry(id.to_owned())
+            .or_insert_with(|| self.new_group(id));
+        let before = group.settled();
+        let out = f(group);
+        let settled = group.settled() != before;
+        (out, self.snapshot_if(groups, settled))
     }
 
     /// Numbers and collects every group's saved state, if something settled and groups are
@@ -240,16 +252,12 @@ impl Coordinator {
             let mut groups = self.groups.lock();
             self.changed.wait_for(&mut groups, WAIT_SLICE);
             let now = clock.now_ms();
-            let group = groups
-                .entry(id.to_owned())
-                .or_insert_with(|| self.new_group(id));
-            let before = group.settled();
-            if group.tick(now) {
-                self.changed.notify_all();
-            }
-            let out = f(group, now);
-            let settled = group.settled() != before;
-            (out, self.snapshot_if(&groups, settled))
+            self.apply(&mut groups, id, |group| {
+                if group.tick(now) {
+                    self.changed.notify_all();
+                }
+                f(group, now)
+            })
         };
         self.save(snapshot);
         out

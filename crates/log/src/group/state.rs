@@ -473,13 +473,7 @@ impl Group {
     }
 
     fn start_rebalance(&mut self, now: i64, rejoined: Option<&str>) {
-        let longest = self
-            .members
-            .values()
-            .map(|m| m.rebalance_timeout_ms)
-            .max()
-            .unwrap_or(0);
-        self.rebalance_deadline = now + longest;
+        self.rebalance_deadline = now + self.rebalance_timeout_ms();
         self.join_open_until = if self.phase == GroupPhase::Empty {
             (now + self.initial_delay_ms).min(self.rebalance_deadline)
         } else {
