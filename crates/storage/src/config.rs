@@ -17,8 +17,9 @@ pub enum FsyncPolicy {
     /// be called on a timer. Survives process kill; power loss can lose up to the interval
     /// (plus the time since the last append), including records readers have seen.
     Interval(Duration),
-    /// `append` never waits for `fdatasync`; data reaches disk at segment roll, checkpoint
-    /// (every `checkpoint_interval_bytes`), close, or when the kernel writes it back. Survives
+    /// `append` never waits for `fdatasync`; data is durable at segment roll, checkpoint
+    /// (every `checkpoint_interval_bytes`) and close. In between, writeback to the device is
+    /// started (not awaited) every 1 MiB, so those fsyncs find little left to write. Survives
     /// process kill; power loss can lose everything since the last checkpoint.
     Never,
 }

@@ -95,6 +95,10 @@ impl StorageFile for MeteredFile {
         timed(&self.fsyncs, || self.inner.sync_data())
     }
 
+    fn start_writeback(&self, pos: u64, len: u64) -> io::Result<()> {
+        self.inner.start_writeback(pos, len)
+    }
+
     fn map(&self, len: u64) -> io::Result<Bytes> {
         self.inner.map(len)
     }

@@ -1,8 +1,8 @@
 //! The file operations the log needs, behind a trait so the same code runs on the real file
 //! system ([`RealFs`]) and on a simulated one that models power loss ([`SimFs`]).
 //!
-//! The trait is deliberately small: positioned writes, `fdatasync`, directory fsync, rename,
-//! remove, and a read-only mapping. Everything durable in the log goes through it.
+//! The trait is deliberately small: positioned writes, `fdatasync` (and a hint to start
+//! writeback early), directory fsync, rename, remove, and a read-only mapping. Everything durable in the log goes through it.
 
 mod real;
 mod sim;
@@ -52,6 +52,11 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// `fdatasync`: the file's data and length are durable when this returns `Ok`.
     fn sync_data(&self) -> io::Result<()>;
+    /// Asks the OS to start writing `[pos, pos + len)` to the device and returns without
+    /// waiting for it (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`). It makes nothing
+    /// durable, only [`StorageFile::sync_data`] does: it lets the device work while the log
+    /// keeps appending, so a later `fdatasync` has little left to write.
+    fn start_writeback(&self, pos: u64, len: u64) -> io::Result<()>;
     /// A read-only view of bytes `[0, len)`, memory-mapped on a real file system. The caller
     /// must not shrink the file below `len` while the view is alive.
     fn map(&self, len: u64) -> io::Result<Bytes>;

@@ -496,6 +496,12 @@ impl StorageFile for SimFile {
         Ok(())
     }
 
+    /// Starting writeback promises no durability, so the simulation (which models only what
+    /// `sync_data` makes durable) has nothing to do; a crash may still drop these bytes.
+    fn start_writeback(&self, _pos: u64, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
+
     fn map(&self, len: u64) -> io::Result<Bytes> {
         let state = self.state.lock();
         let data = &state.inodes[self.ino].written;

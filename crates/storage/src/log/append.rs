@@ -11,6 +11,11 @@ use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{Error, Result};
 use crate::{AppendInfo, Offset};
 
+/// Under `never` and `interval`, the OS is asked to start writing appended bytes to the device
+/// once this many have accumulated (as RocksDB's `bytes_per_sync`), so checkpoints, rolls and
+/// `close` do not stall on one large flush.
+pub(super) const WRITEBACK_CHUNK_BYTES: u64 = 1 << 20;
+
 impl PartitionLog {
     /// Appends one or more concatenated RecordBatch v2 batches.
     ///
@@ -103,6 +108,10 @@ impl PartitionLog {
                 self.config.index_interval_bytes,
             );
             base = header.next_offset();
+        }
+        if self.config.fsync != FsyncPolicy::Always {
+            // Under `always` every append is followed by an fdatasync anyway.
+            active.start_writeback(WRITEBACK_CHUNK_BYTES)?;
         }
         state.end_offset = next;
         state.bytes_since_checkpoint += total;

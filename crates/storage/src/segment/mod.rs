@@ -75,6 +75,8 @@ pub(crate) struct Segment {
     /// Max timestamp of the first batch: `segment_ms` is measured from it.
     pub roll_timestamp: Option<i64>,
     bytes_since_index: u64,
+    /// Bytes of the `.log` the OS was already asked to start writing back.
+    writeback_started: u64,
     view: Bytes,
 }
 
@@ -130,6 +132,7 @@ impl Segment {
             max_timestamp: -1,
             roll_timestamp: None,
             bytes_since_index: 0,
+            writeback_started: known.size,
             view: Bytes::new(),
         };
         segment.max_timestamp = match known.max_timestamp {
@@ -212,11 +215,26 @@ impl Segment {
         self.sync()
     }
 
+    /// Asks the OS to start writing back the bytes appended since the last call, once there
+    /// are at least `chunk` of them, so the device works while appends continue and the next
+    /// `fdatasync` (checkpoint, roll, interval, close) finds little left to write.
+    pub(crate) fn start_writeback(&mut self, chunk: u64) -> Result<()> {
+        let pending = self.size.saturating_sub(self.writeback_started);
+        if pending >= chunk {
+            self.log
+                .start_writeback(self.writeback_started, pending)
+                .map_err(Error::io("start writeback of", &self.log_path))?;
+            self.writeback_started = self.size;
+        }
+        Ok(())
+    }
+
     /// Makes the log and both indexes durable.
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.log
             .sync_data()
             .map_err(Error::io("fsync", &self.log_path))?;
+        self.writeback_started = self.writeback_started.max(self.size);
         self.index.sync()?;
         self.time_index.sync()
     }
@@ -240,6 +258,7 @@ impl Segment {
         self.max_timestamp = -1;
         self.roll_timestamp = None;
         self.bytes_since_index = 0;
+        self.writeback_started = 0;
         Ok(())
     }
 
@@ -293,6 +312,7 @@ impl Segment {
         self.log
             .sync_data()
             .map_err(Error::io("fsync", &self.log_path))?;
+        self.writeback_started = self.size;
         Ok(file_len - self.size)
     }
 

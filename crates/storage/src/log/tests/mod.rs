@@ -5,8 +5,10 @@ mod basics;
 mod crash;
 mod faults;
 mod group_commit;
+mod instrumented;
 mod model;
 mod torn_tail;
+mod writeback;
 
 use std::collections::BTreeMap;
 
