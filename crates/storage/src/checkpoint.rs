@@ -58,7 +58,7 @@ impl Checkpoint {
         out[44..48].copy_from_slice(&self.index_entries.to_be_bytes());
         out[48..52].copy_from_slice(&self.time_index_entries.to_be_bytes());
         out[52..60].copy_from_slice(&self.max_timestamp.to_be_bytes());
-        let crc = crc32c::crc32c(&out[..CRC_AT]);
+        let crc = crate::crc::crc32c(&out[..CRC_AT]);
         out[CRC_AT..].copy_from_slice(&crc.to_be_bytes());
         out
     }
@@ -75,7 +75,7 @@ impl Checkpoint {
             return Err(corrupt("bad checkpoint magic"));
         }
         let stored = u32::from_be_bytes(buf[CRC_AT..].try_into().expect("4 bytes"));
-        if crc32c::crc32c(&buf[..CRC_AT]) != stored {
+        if crate::crc::crc32c(&buf[..CRC_AT]) != stored {
             return Err(corrupt("checkpoint checksum mismatch"));
         }
         if u16::from_be_bytes([buf[8], buf[9]]) != VERSION {
@@ -175,6 +175,9 @@ mod tests {
         assert_eq!(&bytes[44..48], &5u32.to_be_bytes()); // index_entries
         assert_eq!(&bytes[48..52], &6u32.to_be_bytes()); // time_index_entries
         assert_eq!(&bytes[52..60], &7i64.to_be_bytes()); // max_timestamp
-        assert_eq!(&bytes[60..64], &crc32c::crc32c(&bytes[..60]).to_be_bytes()); // crc
+        assert_eq!(
+            &bytes[60..64],
+            &crate::crc::crc32c(&bytes[..60]).to_be_bytes()
+        ); // crc
     }
 }

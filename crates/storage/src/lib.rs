@@ -33,6 +33,7 @@
 pub mod batch;
 mod checkpoint;
 mod config;
+mod crc;
 mod error;
 mod io;
 mod log;

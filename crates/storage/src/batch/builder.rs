@@ -107,7 +107,7 @@ impl BatchBuilder {
         out.extend_from_slice(&self.count.to_be_bytes());
         debug_assert_eq!(out.len(), HEADER_LEN);
         out.extend_from_slice(payload);
-        let crc = crc32c::crc32c(&out[ATTRIBUTES..]);
+        let crc = crate::crc::crc32c(&out[ATTRIBUTES..]);
         out[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
         Ok(out)
     }

@@ -237,7 +237,7 @@ impl<'a> BatchRef<'a> {
 
     /// Checks the CRC-32C over attributes..end.
     pub fn verify_crc(&self, position: usize) -> Result<()> {
-        let computed = crc32c::crc32c(&self.bytes[ATTRIBUTES..]);
+        let computed = crate::crc::crc32c(&self.bytes[ATTRIBUTES..]);
         if computed != self.header.crc {
             return Err(Error::ChecksumMismatch {
                 position,

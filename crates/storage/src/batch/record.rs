@@ -217,6 +217,7 @@ fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Option<Option<&'a [u8]>> {
 impl<'a> Iterator for RecordIter<'a> {
     type Item = Result<RecordRef<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.pos >= self.buf.len() {
             return None;

@@ -98,7 +98,7 @@ fn golden_kafka_python_batch_header_field_by_field() {
     // magic: 2.
     assert_eq!(b[16], 2);
     // crc: CRC-32C of bytes 21.. (attributes to end).
-    assert_eq!(&b[17..21], &crc32c::crc32c(&b[21..]).to_be_bytes());
+    assert_eq!(&b[17..21], &crate::crc::crc32c(&b[21..]).to_be_bytes());
     // attributes: 0 (no compression, create time, not transactional, not control).
     assert_eq!(&b[21..23], &[0, 0]);
     // last_offset_delta: 3 (four records).
@@ -205,7 +205,7 @@ fn validate_rejects_what_a_producer_must_not_send() {
     // structure is wrong.
     let mut wrong_count = KAFKA_PYTHON_NONE.to_vec();
     wrong_count[RECORD_COUNT + 3] = 5;
-    let crc = crc32c::crc32c(&wrong_count[ATTRIBUTES..]);
+    let crc = crate::crc::crc32c(&wrong_count[ATTRIBUTES..]);
     wrong_count[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
     let (batch, _) = BatchRef::parse(&wrong_count, 0).unwrap();
     assert!(matches!(
@@ -216,7 +216,7 @@ fn validate_rejects_what_a_producer_must_not_send() {
     // A max timestamp that does not match the records.
     let mut wrong_max = KAFKA_PYTHON_NONE.to_vec();
     wrong_max[MAX_TIMESTAMP + 7] ^= 1;
-    let crc = crc32c::crc32c(&wrong_max[ATTRIBUTES..]);
+    let crc = crate::crc::crc32c(&wrong_max[ATTRIBUTES..]);
     wrong_max[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
     let (batch, _) = BatchRef::parse(&wrong_max, 0).unwrap();
     assert!(matches!(
@@ -333,7 +333,7 @@ fn hostile_offsets_do_not_overflow() {
 
     let mut huge_delta = bytes.clone();
     huge_delta[LAST_OFFSET_DELTA..LAST_OFFSET_DELTA + 4].copy_from_slice(&i32::MAX.to_be_bytes());
-    let crc = crc32c::crc32c(&huge_delta[ATTRIBUTES..]);
+    let crc = crate::crc::crc32c(&huge_delta[ATTRIBUTES..]);
     huge_delta[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
     let (batch, _) = BatchRef::parse(&huge_delta, 0).unwrap();
     assert!(matches!(

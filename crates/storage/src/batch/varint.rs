@@ -25,6 +25,12 @@ fn read_unsigned(buf: &[u8], pos: &mut usize, max_len: usize) -> Option<u64> {
         *pos += 1;
         return Some(u64::from(first));
     }
+    // Two bytes cover the rest of a typical record's varints (lengths and deltas below 8192).
+    let second = *buf.get(*pos + 1)?;
+    if second & 0x80 == 0 {
+        *pos += 2;
+        return Some(u64::from(first & 0x7f) | u64::from(second) << 7);
+    }
     let mut value = 0u64;
     for i in 0..max_len {
         let byte = *buf.get(*pos + i)?;
