@@ -31,6 +31,20 @@ fn timed_in_fresh_dir(iters: u64, mut run: impl FnMut(&std::path::Path) -> Durat
         .sum()
 }
 
+/// `fdatasync`s every file in `dir`, then the directory itself.
+fn sync_every_file(dir: &std::path::Path) {
+    for entry in std::fs::read_dir(dir).expect("list") {
+        File::open(entry.expect("entry").path())
+            .expect("open")
+            .sync_data()
+            .expect("fdatasync");
+    }
+    File::open(dir)
+        .expect("open dir")
+        .sync_all()
+        .expect("fsync dir");
+}
+
 fn policies() -> [(&'static str, FsyncPolicy); 3] {
     [
         ("never", FsyncPolicy::Never),
@@ -98,27 +112,33 @@ fn append(c: &mut Criterion) {
         }
         let total = records_for(batch_records, false);
         group.throughput(Throughput::Elements(total as u64));
-        group.bench_function(BenchmarkId::new("commitlog", "no-fsync"), |b| {
-            let mut messages = MessageBuf::default();
-            for _ in 0..batch_records {
-                messages.push([b'v'; VALUE_LEN]).expect("push");
-            }
-            b.iter_custom(|iters| {
-                timed_in_fresh_dir(iters, |dir| {
-                    let mut opts = LogOptions::new(dir);
-                    opts.segment_max_bytes(1 << 30);
-                    let mut log = CommitLog::new(opts).expect("open commitlog");
-                    let started = Instant::now();
-                    for _ in 0..total / batch_records {
-                        black_box(log.append(&mut messages).expect("append"));
-                    }
-                    // commitlog's flush writes its index but never fsyncs the log file: its
-                    // figure is page-cache speed, with no durability at all.
-                    log.flush().expect("flush");
-                    started.elapsed()
+        for (name, sync_at_end) in [("no-fsync", false), ("fdatasync-at-end", true)] {
+            group.bench_function(BenchmarkId::new("commitlog", name), |b| {
+                let mut messages = MessageBuf::default();
+                for _ in 0..batch_records {
+                    messages.push([b'v'; VALUE_LEN]).expect("push");
+                }
+                b.iter_custom(|iters| {
+                    timed_in_fresh_dir(iters, |dir| {
+                        let mut opts = LogOptions::new(dir);
+                        opts.segment_max_bytes(1 << 30);
+                        let mut log = CommitLog::new(opts).expect("open commitlog");
+                        let started = Instant::now();
+                        for _ in 0..total / batch_records {
+                            black_box(log.append(&mut messages).expect("append"));
+                        }
+                        // commitlog's flush writes its index but never fsyncs the log file: on
+                        // its own its figure is page-cache speed, with no durability at all.
+                        log.flush().expect("flush");
+                        if sync_at_end {
+                            // The same durability as logd's `close` and the raw baseline.
+                            sync_every_file(dir);
+                        }
+                        started.elapsed()
+                    })
                 })
-            })
-        });
+            });
+        }
         group.finish();
     }
 }
