@@ -5,7 +5,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,6 +20,8 @@ pub(super) struct Seen {
     pub syncs: AtomicU64,
     /// Every `start_writeback` call: file, position, length.
     pub writebacks: Mutex<Vec<(PathBuf, u64, u64)>>,
+    /// When set, `start_writeback` fails with EIO, as when the device reports a write error.
+    pub fail_writeback: AtomicBool,
 }
 
 /// [`SimFs`] whose `fdatasync` takes `sync_delay`, like a real disk flush, and is counted.
@@ -107,6 +109,9 @@ impl StorageFile for InstrumentedFile {
             .writebacks
             .lock()
             .push((self.path.clone(), pos, len));
+        if self.seen.fail_writeback.load(Ordering::Relaxed) {
+            return Err(io::Error::from_raw_os_error(5));
+        }
         self.inner.start_writeback(pos, len)
     }
     fn map(&self, len: u64) -> io::Result<Bytes> {

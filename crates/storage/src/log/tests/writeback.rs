@@ -3,11 +3,13 @@
 //! it does not, since every append is flushed anyway.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::super::append::WRITEBACK_CHUNK_BYTES;
 use super::instrumented::Instrumented;
 use super::*;
+use crate::Error;
 
 /// Appends about 3.5 chunks' worth of 100 KB batches; returns the log's end position.
 fn append_chunks(policy: FsyncPolicy) -> (Arc<Instrumented>, u64) {
@@ -61,4 +63,46 @@ fn never_and_interval_start_writeback_of_every_full_chunk_in_order() {
 fn always_leaves_writeback_to_its_fdatasyncs() {
     let (storage, _) = append_chunks(FsyncPolicy::Always);
     assert!(storage.seen.writebacks.lock().is_empty());
+}
+
+#[test]
+fn a_failed_writeback_request_poisons_the_log_and_loses_nothing_acknowledged() {
+    let storage = Arc::new(Instrumented::new(Duration::ZERO));
+    let config = LogConfig {
+        fsync: FsyncPolicy::Never,
+        retention_ms: None,
+        ..LogConfig::default()
+    };
+    let log = PartitionLog::open_with(storage.clone(), "/p", config.clone()).unwrap();
+    let values = vec![vec![b'v'; 10_000]; 10];
+    let mut acknowledged = 0;
+    storage.seen.fail_writeback.store(true, Ordering::Relaxed);
+    // The first request comes once a chunk has been written, within about 11 appends.
+    let mut error = None;
+    for _ in 0..50 {
+        match log.append(&mut batch_of(&values, 0)) {
+            Ok(info) => acknowledged = info.last_offset.0 + 1,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    let error = error.expect("a failed writeback request must fail the append");
+    // A writeback error means the device failed to store bytes the page cache held; as with a
+    // failed fsync, the log must not carry on as if they were safe.
+    assert!(error.to_string().contains("writeback"), "{error}");
+    let refused = log.append(&mut batch_of(&values, 0)).unwrap_err();
+    assert!(matches!(refused, Error::Poisoned { .. }), "{refused}");
+    drop(log);
+
+    storage.seen.fail_writeback.store(false, Ordering::Relaxed);
+    let log = PartitionLog::open_with(storage, "/p", config).unwrap();
+    assert!(acknowledged > 0);
+    assert!(
+        log.end_offset().0 >= acknowledged,
+        "reopened at {} with {acknowledged} acknowledged",
+        log.end_offset()
+    );
+    assert_eq!(read_all(&log, 0).unwrap().len() as i64, log.end_offset().0);
 }
