@@ -1,5 +1,6 @@
 //! `storage/read/*`: reading 1,000,000 100-byte records back from offset 0, visiting every
-//! key and value (zero-copy slices), and as fetch uses it (whole batches); against a raw
+//! key and value (zero-copy slices) with `visit_records` and with `read` followed by a walk of
+//! the returned bytes, and as fetch uses it (whole batches); against a raw
 //! `BufReader` read-back of the same file, memcpy of its bytes, and the `commitlog` crate.
 //! Also `storage/offset_for_timestamp`.
 
@@ -60,6 +61,24 @@ fn read(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     group.throughput(Throughput::Elements(RECORDS as u64));
     group.bench_function("logd/visit-every-record", |b| {
+        b.iter(|| {
+            let (mut next, mut count, mut sum) = (0, 0, 0usize);
+            while next < log.high_watermark().0 {
+                next = log
+                    .visit_records(Offset(next), FETCH_BYTES, |record| {
+                        sum +=
+                            record.value.map_or(0, <[u8]>::len) + record.key.map_or(0, <[u8]>::len);
+                        count += 1;
+                        true
+                    })
+                    .expect("visit")
+                    .0;
+            }
+            black_box(sum);
+            assert_eq!(count, RECORDS);
+        })
+    });
+    group.bench_function("logd/read-then-iterate-every-record", |b| {
         b.iter(|| {
             let visited = read_all(&log, |bytes| {
                 let (mut next, mut count, mut sum) = (0, 0, 0usize);

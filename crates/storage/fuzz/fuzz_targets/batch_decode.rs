@@ -1,12 +1,17 @@
 //! Arbitrary bytes through the batch decoder: header parsing, validation (CRC, records filling
-//! the batch, capped decompression) and record iteration must return errors, never panic or
-//! allocate beyond the input's size and the decompression cap.
+//! the batch, capped decompression), record iteration and the record walk (with its prefetch of
+//! the next batch) must return errors, never panic or allocate beyond the input's size and the
+//! decompression cap.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use logd_storage::batch::BatchIter;
+use logd_storage::batch::{BatchIter, walk_records};
 
 fuzz_target!(|data: &[u8]| {
+    let _ = walk_records(data, 1 << 20, |record| {
+        std::hint::black_box(record);
+        true
+    });
     for item in BatchIter::new(data, 0) {
         let Ok((position, batch)) = item else { break };
         let _ = batch.validate(position, 1 << 20);

@@ -24,10 +24,12 @@ mod builder;
 mod compression;
 mod record;
 mod varint;
+pub(crate) mod walk;
 
 pub use builder::BatchBuilder;
 pub use compression::Compression;
 pub use record::{HeaderRef, Headers, Record, RecordHeader, RecordIter, RecordRef, Records};
+pub use walk::walk_records;
 
 use crate::error::{Error, Result};
 
@@ -323,6 +325,11 @@ impl<'a> BatchIter<'a> {
             rest: buf,
             position: start_position,
         }
+    }
+
+    /// The bytes not yet iterated over.
+    pub fn remaining(&self) -> &'a [u8] {
+        self.rest
     }
 }
 

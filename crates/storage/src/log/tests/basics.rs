@@ -2,6 +2,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::batch::BatchIter;
 use crate::{Error, SimFs, Storage};
 
 fn values(prefix: &str, n: usize) -> Vec<Vec<u8>> {
@@ -312,6 +313,50 @@ fn damage_to_a_sealed_segment_is_reported_with_file_and_position() {
         }
         other => panic!("expected Corrupted, got {other}"),
     }
+
+    // Visiting the records reports the same damage, after the records of the batches before
+    // it and none from the damaged batch on.
+    let damaged_at = BatchIter::new(&bytes, 0)
+        .map(|item| item.unwrap())
+        .find(|(at, batch)| (*at..at + batch.bytes.len()).contains(&300))
+        .map(|(at, batch)| (at, batch.header.base_offset))
+        .unwrap();
+    let mut visited = Vec::new();
+    let err = log
+        .visit_records(Offset(0), 1 << 20, |r| {
+            visited.push(r.offset);
+            true
+        })
+        .unwrap_err();
+    match err {
+        Error::Corrupted { path, position, .. } => {
+            assert_eq!((path, position), (first, damaged_at.0 as u64));
+        }
+        other => panic!("expected Corrupted, got {other}"),
+    }
+    assert_eq!(visited, (0..damaged_at.1).collect::<Vec<_>>());
+}
+
+#[test]
+fn visiting_records_skips_those_below_the_offset_and_stops_when_asked() {
+    let log = PartitionLog::open_with(Arc::new(SimFs::new()), "/p", small_config()).unwrap();
+    for i in 0..10 {
+        log.append(&mut batch_of(&values("v", 4), i)).unwrap();
+    }
+    let mut seen = Vec::new();
+    let next = log
+        .visit_records(Offset(5), 1 << 20, |r| {
+            seen.push((r.offset, r.value.unwrap().to_vec()));
+            seen.len() < 3
+        })
+        .unwrap();
+    assert_eq!(next, Offset(8));
+    let expected: Vec<(i64, Vec<u8>)> = (5..8)
+        .map(|o| (o, values("v", 4)[o as usize % 4].clone()))
+        .collect();
+    assert_eq!(seen, expected);
+    let end = log.end_offset();
+    assert_eq!(log.visit_records(end, 1 << 20, |_| true).unwrap(), end);
 }
 
 #[test]

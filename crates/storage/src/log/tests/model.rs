@@ -75,6 +75,21 @@ proptest! {
                     if let Some(first) = records.first() {
                         prop_assert!(first.offset <= from);
                     }
+                    // Visiting the same range passes the same records from `from` on.
+                    let mut visited = Vec::new();
+                    let next = l
+                        .visit_records(Offset(from), max_bytes, |r| {
+                            visited.push((r.offset, r.timestamp, r.value.map(<[u8]>::to_vec)));
+                            true
+                        })
+                        .unwrap();
+                    let expected: Vec<_> = records
+                        .iter()
+                        .filter(|r| r.offset >= from)
+                        .map(|r| (r.offset, r.timestamp, r.value.as_deref().map(<[u8]>::to_vec)))
+                        .collect();
+                    prop_assert_eq!(next.0, expected.last().map_or(from, |r| r.0 + 1));
+                    prop_assert_eq!(visited, expected);
                     for r in records {
                         let (ts, value) = &model[r.offset as usize];
                         prop_assert_eq!(r.timestamp, *ts);
