@@ -48,9 +48,9 @@ impl PartitionLog {
     ///
     /// Each batch's CRC is checked just before its first record is passed, while the next
     /// batch is prefetched: for a full scan this is faster than `read` followed by a walk of
-    /// the returned bytes (see [`crate::batch::walk_records`]). Records below `from` in the first
-    /// batch are skipped. A bad batch ends the walk with
-    /// [`Error::Corrupted`], after the records of the good batches before it.
+    /// the returned bytes (see [`crate::batch::walk_records`]). Records below `from` in the
+    /// first batch are skipped. A bad batch ends the walk with [`Error::Corrupted`], after the
+    /// records of the good batches before it.
     pub fn visit_records(
         &self,
         from: Offset,
