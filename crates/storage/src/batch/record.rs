@@ -18,7 +18,7 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 
-use super::varint::{read_varint, read_varlong};
+use super::varint::{read_length, read_unsigned, read_varint, read_varlong};
 use super::{BatchRef, Compression};
 use crate::error::{Error, Result};
 
@@ -74,7 +74,7 @@ pub(crate) fn validate_payload(buf: &[u8]) -> Option<(usize, i64)> {
     let mut count = 0usize;
     let mut max_delta = i64::MIN;
     while pos < buf.len() {
-        let len = usize::try_from(read_varint(buf, &mut pos)?).ok()?;
+        let len = read_length(buf, &mut pos)?;
         let end = pos.checked_add(len)?;
         let record = buf.get(..end)?;
         pos += 1; // attributes
@@ -84,16 +84,10 @@ pub(crate) fn validate_payload(buf: &[u8]) -> Option<(usize, i64)> {
         }
         skip_bytes(record, &mut pos)?; // key
         skip_bytes(record, &mut pos)?; // value
-        let headers = read_varint(record, &mut pos)?;
-        if headers < 0 {
-            return None;
-        }
+        let headers = read_length(record, &mut pos)?;
         for _ in 0..headers {
-            let key = read_varint(record, &mut pos)?;
-            if key < 0 {
-                return None;
-            }
-            pos = pos.checked_add(key as usize)?;
+            let key = read_length(record, &mut pos)?;
+            pos = pos.checked_add(key)?;
             skip_bytes(record, &mut pos)?;
         }
         if pos != end {
@@ -108,16 +102,7 @@ pub(crate) fn validate_payload(buf: &[u8]) -> Option<(usize, i64)> {
 /// Skips a varint-length-prefixed byte string (length -1 is null); `None` if it overruns.
 #[inline(always)]
 fn skip_bytes(buf: &[u8], pos: &mut usize) -> Option<()> {
-    let len = read_varint(buf, pos)?;
-    if len >= 0 {
-        *pos = pos.checked_add(len as usize)?;
-        if *pos > buf.len() {
-            return None;
-        }
-    } else if len != -1 {
-        return None;
-    }
-    Some(())
+    read_bytes(buf, pos).map(|_| ())
 }
 
 /// Iterator over the records in a (decompressed) record payload.
@@ -203,12 +188,16 @@ fn parse_header<'a>(buf: &'a [u8], pos: &mut usize) -> Option<HeaderRef<'a>> {
 /// Reads a varint length and that many bytes: `Some(None)` for length -1, `None` if invalid.
 fn read_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Option<Option<&'a [u8]>> {
     let mut at = *pos;
-    let len = read_varint(buf, &mut at)?;
-    if len == -1 {
+    let raw = read_unsigned(buf, &mut at, 5)?;
+    // Zigzag keeps the sign in bit 0: odd values are negative, and -1 (raw 1) is null.
+    if raw & 1 != 0 {
+        if raw != 1 {
+            return None;
+        }
         *pos = at;
         return Some(None);
     }
-    let len = usize::try_from(len).ok()?;
+    let len = usize::try_from(raw >> 1).ok()?;
     let bytes = buf.get(at..at.checked_add(len)?)?;
     *pos = at + len;
     Some(Some(bytes))
@@ -246,16 +235,16 @@ impl<'a> RecordIter<'a> {
     fn parse_one(&mut self) -> Option<RecordRef<'a>> {
         let buf = self.buf;
         let mut pos = self.pos;
-        let len = usize::try_from(read_varint(buf, &mut pos)?).ok()?;
+        let len = read_length(buf, &mut pos)?;
         let end = pos.checked_add(len)?;
         let record = buf.get(..end)?;
-        let _attributes = *record.get(pos)?;
+        // Attributes (unused): the next read's bounds check covers this byte too.
         pos += 1;
         let timestamp_delta = read_varlong(record, &mut pos)?;
         let offset_delta = read_varint(record, &mut pos)?;
         let key = read_bytes(record, &mut pos)?;
         let value = read_bytes(record, &mut pos)?;
-        let header_count = usize::try_from(read_varint(record, &mut pos)?).ok()?;
+        let header_count = read_length(record, &mut pos)?;
         let headers_start = pos;
         for _ in 0..header_count {
             parse_header(record, &mut pos)?;

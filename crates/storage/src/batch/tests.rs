@@ -228,6 +228,38 @@ fn validate_rejects_what_a_producer_must_not_send() {
     ));
 }
 
+#[test]
+fn negative_lengths_and_counts_are_rejected_by_validation_and_by_the_iterator() {
+    let mut builder = BatchBuilder::new(Compression::None);
+    builder.push(0, Some(b"k"), Some(b"v"), &[(b"h", Some(b"x"))]);
+    let good = builder.build(0).unwrap();
+    // The one record after the header, as zigzag varints (n is written 2n, -1 as 01):
+    // length, attributes, timestamp delta, offset delta, key length 02 'k', value length
+    // 02 'v', header count 02, header key length 02 'h', header value length 02 'x'.
+    let record = &good[HEADER_LEN..];
+    assert_eq!(&record[1..], b"\x00\x00\x00\x02k\x02v\x02\x02h\x02x");
+    for (field, at, byte) in [
+        ("record length -1", 0, 0x01),
+        ("key length -2", 4, 0x03),
+        ("value length -2", 6, 0x03),
+        ("header count -1", 8, 0x01),
+        ("header key length -1 (null)", 9, 0x01),
+        ("header value length -2", 11, 0x03),
+    ] {
+        let mut bad = good.clone();
+        bad[HEADER_LEN + at] = byte;
+        let crc = crate::crc::crc32c(&bad[ATTRIBUTES..]);
+        bad[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+        let (batch, _) = BatchRef::parse(&bad, 0).unwrap();
+        assert!(batch.validate(0, LIMIT).is_err(), "{field}: validated");
+        let records = batch.records(LIMIT).unwrap();
+        assert!(
+            records.iter().any(|r| r.is_err()),
+            "{field}: iterated without an error"
+        );
+    }
+}
+
 fn arb_record() -> impl Strategy<Value = (i64, Option<Vec<u8>>, Option<Vec<u8>>, OwnedHeaders)> {
     (
         0i64..4_000_000_000_000,

@@ -16,8 +16,22 @@ pub(crate) fn read_varlong(buf: &[u8], pos: &mut usize) -> Option<i64> {
     Some(((raw >> 1) as i64) ^ -((raw & 1) as i64))
 }
 
+/// Reads a zigzag varint that must be a non-negative `i32` (a length or a count); `None` if
+/// truncated, too long or negative. Cheaper than [`read_varint`] then a sign check: zigzag
+/// keeps the sign in bit 0, so the non-negative values are the even ones.
 #[inline(always)]
-fn read_unsigned(buf: &[u8], pos: &mut usize, max_len: usize) -> Option<u64> {
+pub(crate) fn read_length(buf: &[u8], pos: &mut usize) -> Option<usize> {
+    let raw = read_unsigned(buf, pos, 5)?;
+    if raw & 1 != 0 || raw > u64::from(u32::MAX) {
+        return None;
+    }
+    Some((raw >> 1) as usize)
+}
+
+/// Reads the unsigned varint before zigzag decoding, at most `max_len` bytes; `None` (cursor
+/// unmoved) if truncated or too long.
+#[inline(always)]
+pub(super) fn read_unsigned(buf: &[u8], pos: &mut usize, max_len: usize) -> Option<u64> {
     // Most varints in a record (attributes aside: deltas, short lengths, header counts) fit
     // one byte; take that path without the loop.
     let first = *buf.get(*pos)?;
