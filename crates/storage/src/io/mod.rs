@@ -2,7 +2,8 @@
 //! system ([`RealFs`]) and on a simulated one that models power loss ([`SimFs`]).
 //!
 //! The trait is deliberately small: positioned writes, `fdatasync` (and a hint to start
-//! writeback early), directory fsync, rename, remove, and a read-only mapping. Everything durable in the log goes through it.
+//! writeback early), directory fsync, rename, remove, and a read-only mapping. Everything
+//! durable in the log goes through it.
 
 mod real;
 mod sim;
