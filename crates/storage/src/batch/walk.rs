@@ -181,7 +181,10 @@ mod tests {
         // on bytes that are not batches at all.
         #[test]
         fn agrees_with_decode_all(
-            values in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..40),
+            values in proptest::collection::vec(
+                proptest::collection::vec(any::<u8>(), 0..300),
+                1..40,
+            ),
             split in 1usize..8,
             flip in proptest::option::of((any::<usize>(), any::<u8>())),
         ) {
