@@ -6,9 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{Daemon, python};
+use super::{Daemon, python, wait_until};
 
 /// One group member: processes each record (a line in its file), then commits it
 /// synchronously, and logs its assignment after every change. SIGTERM closes it gracefully
@@ -152,14 +152,6 @@ impl Drop for Worker {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < timeout, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

@@ -15,6 +15,16 @@ mod retry;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Polls `done` every 100 ms; fails the test after `timeout`, naming `what` it waited for.
+pub fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < timeout, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
 
 /// A running `logd serve`; killed when dropped.
 pub struct Daemon {

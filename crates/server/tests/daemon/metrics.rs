@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::time::Duration;
 
-use super::{Daemon, logd, python};
+use super::{Daemon, logd, python, wait_until};
 
 /// GETs `path`; (status line, body).
 fn get(addr: &str, path: &str) -> (String, String) {
@@ -130,6 +131,13 @@ p.flush()
     assert!(ok, "{stderr}");
     assert_eq!(out.lines().count(), 10);
     let _client = TcpStream::connect(&daemon.addr).unwrap();
+    // `connect` returns once the kernel has the connection; the daemon counts it a moment
+    // later, when its accept loop takes it.
+    wait_until(
+        "the open connection is counted",
+        Duration::from_secs(10),
+        || scrape(&metrics)["logd_active_connections"] >= 1.0,
+    );
     let after = scrape(&metrics);
     assert_eq!(after[r#"logd_fetched_records_total{topic="jobs"}"#], 10.0);
     assert!(after["logd_active_connections"] >= 1.0);
