@@ -37,7 +37,9 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// its parent.
     fn remove_dir_all(&self, path: &Path) -> io::Result<()>;
     /// Takes an exclusive lock on directory `path`, held until the returned guard is dropped;
-    /// fails with `WouldBlock` when someone else holds it.
+    /// fails with `WouldBlock` when someone else holds it. On a real file system it tries for
+    /// half a second first, since a child being spawned briefly shares this process's open
+    /// files and with them a lock just released.
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock>;
 }
 

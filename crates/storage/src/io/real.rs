@@ -6,10 +6,14 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
 use super::{DirLock, Storage, StorageFile};
+
+/// How long `lock_dir` keeps trying a lock that looks held before reporting it held.
+const LOCK_RETRY_FOR: Duration = Duration::from_millis(500);
 
 /// The real file system.
 #[derive(Debug, Default, Clone, Copy)]
@@ -73,10 +77,21 @@ impl Storage for RealFs {
             .truncate(false)
             .mode(0o600)
             .open(path.join(".lock"))?;
-        match file.try_lock() {
-            Ok(()) => Ok(DirLock(Box::new(file))),
-            Err(fs::TryLockError::WouldBlock) => Err(io::ErrorKind::WouldBlock.into()),
-            Err(fs::TryLockError::Error(e)) => Err(e),
+        // An flock belongs to the open file, and a child this process is spawning shares
+        // every open file until it execs, even close-on-exec ones. So a lock this process
+        // has just released (a log closed and reopened) can look held for that moment if
+        // another thread is starting a program: try again for a short while before calling
+        // it someone else's.
+        let deadline = Instant::now() + LOCK_RETRY_FOR;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(DirLock(Box::new(file))),
+                Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(fs::TryLockError::WouldBlock) => return Err(io::ErrorKind::WouldBlock.into()),
+                Err(fs::TryLockError::Error(e)) => return Err(e),
+            }
         }
     }
 }
@@ -142,5 +157,28 @@ impl StorageFile for RealFile {
         let map = unsafe { memmap2::MmapOptions::new().len(len).map(&self.file) }
             .map_err(|e| io::Error::new(e.kind(), format!("mmap {}: {e}", self.path.display())))?;
         Ok(Bytes::from_owner(map))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_held_for_a_moment_is_waited_for_and_one_held_on_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = RealFs.lock_dir(dir.path()).unwrap();
+        let started = Instant::now();
+        let refused = RealFs.lock_dir(dir.path()).unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::WouldBlock);
+        assert!(started.elapsed() >= LOCK_RETRY_FOR);
+
+        // As when a spawned child closes its copy of the lock file at exec.
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(held);
+        });
+        RealFs.lock_dir(dir.path()).unwrap();
+        releaser.join().unwrap();
     }
 }
