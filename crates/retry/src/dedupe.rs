@@ -10,8 +10,8 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::time::Duration;
 
-use logd_storage::batch::{BatchBuilder, Compression, Record};
-use logd_storage::{FsyncPolicy, LogConfig, Offset, PartitionLog};
+use logd_storage::batch::{BatchBuilder, Compression};
+use logd_storage::{FsyncPolicy, LogConfig, PartitionLog};
 
 use crate::error::Result;
 
@@ -81,20 +81,20 @@ impl DedupeStore {
         };
         let mut at = store.log.log_start_offset();
         while at < store.log.high_watermark() {
-            let batches = store.log.read(at, 1 << 20)?;
-            let mut records = Vec::new();
-            Record::decode_each(&batches, store.log.config().max_decompressed_bytes, |r| {
-                if r.offset >= at.0 {
-                    records.push(r);
+            // Ids are copied out of the mapped log as they are walked, then remembered.
+            let mut ids = Vec::new();
+            let next = store.log.visit_records(at, 1 << 20, |r| {
+                if let Some(id) = r.key.and_then(|k| std::str::from_utf8(k).ok()) {
+                    ids.push((id.to_owned(), r.timestamp));
                 }
                 true
             })?;
-            let Some(last) = records.last() else { break };
-            at = Offset(last.offset + 1);
-            for record in records {
-                if let Some(id) = record.key.and_then(|k| String::from_utf8(k.to_vec()).ok()) {
-                    store.remember(id, record.timestamp);
-                }
+            if next == at {
+                break;
+            }
+            at = next;
+            for (id, timestamp) in ids {
+                store.remember(id, timestamp);
             }
         }
         store.evict(now_ms);
