@@ -14,19 +14,12 @@ impl PartitionLog {
     /// The timestamp of the record at `offset`, `None` if no stored record has that offset
     /// (below the log start, at or past the end, or inside a compacted gap).
     pub fn timestamp_of(&self, offset: Offset) -> Result<Option<i64>> {
-        let bytes = self.read(offset, 1)?;
         let mut found = None;
-        crate::batch::Record::decode_each(
-            &bytes,
-            self.config().max_decompressed_bytes,
-            |record| {
-                if record.offset == offset.0 {
-                    found = Some(record.timestamp);
-                    return false;
-                }
-                true
-            },
-        )?;
+        // The first record passed is the first at or after `offset`.
+        self.visit_records(offset, 1, |record| {
+            found = (record.offset == offset.0).then_some(record.timestamp);
+            false
+        })?;
         Ok(found)
     }
 
