@@ -4,7 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{Daemon, kcat, python};
+use std::process::Command;
+
+use super::librdkafka::{self, Offset};
+use super::{Daemon, kcat, python, system_kcat};
 
 const KAFKA_PYTHON: &str = r#"
 import sys
@@ -104,8 +107,70 @@ fn kafka_python_round_trips_every_codec_with_keys_headers_and_timestamps() {
     assert_eq!(rows(&output, "D"), vec![vec![""]], "the topic was deleted");
 }
 
+/// A value that every codec shrinks (librdkafka sends a batch uncompressed when compression
+/// would not make it smaller).
+fn compressible(codec: &str) -> String {
+    format!("{codec}{}", ".".repeat(300))
+}
+
+/// librdkafka as the `rdkafka` crate builds it: keyed and keyless records in every codec, the
+/// topic listing, and reads from the beginning, an offset, the last N and the end. The segment
+/// shows that each codec really went over the wire.
 #[test]
-fn kcat_lists_produces_and_consumes_from_any_offset_in_every_codec() {
+fn librdkafka_lists_produces_and_consumes_from_any_offset_in_every_codec() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let b = daemon.addr.as_str();
+    librdkafka::produce(b, "kc", "none", &["a:1", "b:2", "a:3"]);
+    let codecs = ["gzip", "snappy", "lz4", "zstd"];
+    for codec in codecs {
+        librdkafka::produce(b, "kc", codec, &[compressible(codec)]);
+    }
+    assert!(
+        librdkafka::topics(b).contains(&("kc".to_owned(), 1)),
+        "{:?}",
+        librdkafka::topics(b)
+    );
+    let offsets_keys_values = |start| -> Vec<String> {
+        librdkafka::consume(b, "kc", start)
+            .into_iter()
+            .map(|r| format!("{} {}={}", r.offset, r.key.unwrap_or_default(), r.value))
+            .collect()
+    };
+    let mut expected = vec!["0 a=1".to_owned(), "1 b=2".into(), "2 a=3".into()];
+    expected.extend(
+        (3..)
+            .zip(codecs)
+            .map(|(o, c)| format!("{o} ={}", compressible(c))),
+    );
+    assert_eq!(offsets_keys_values(Offset::Beginning), expected);
+    assert_eq!(offsets_keys_values(Offset::Offset(2)), expected[2..]);
+    assert_eq!(offsets_keys_values(Offset::OffsetTail(2)), expected[5..]);
+    assert_eq!(offsets_keys_values(Offset::End), Vec::<String>::new());
+
+    assert!(daemon.terminate().success());
+    let dump = Command::new(env!("CARGO_BIN_EXE_logd"))
+        .arg("dump")
+        .arg(dir.path().join("topics/kc/0/00000000000000000000.log"))
+        .output()
+        .unwrap();
+    let dump = String::from_utf8(dump.stdout).unwrap();
+    for codec in codecs {
+        assert!(
+            dump.contains(&format!("compression {codec} ")),
+            "a {codec} batch is stored: {dump}"
+        );
+    }
+}
+
+/// The one old librdkafka: the system's kcat (Debian's carries librdkafka 2.0.2), which probes
+/// broker features its own way. Without a kcat on PATH it says so (see `system_kcat`).
+#[test]
+fn an_old_librdkafka_kcat_lists_produces_and_consumes_from_any_offset_in_every_codec() {
+    let Some(kcat_path) = system_kcat() else {
+        return;
+    };
+    let kcat = |args: &[&str], stdin: &str| kcat(&kcat_path, args, stdin);
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &[]);
     let b = daemon.addr.as_str();

@@ -1,44 +1,25 @@
-//! `logd groups` against groups that kcat's balanced consumer (`-G`) built: two groups on one
+//! `logd groups` against groups that librdkafka's balanced consumer built: two groups on one
 //! topic keep independent positions, describe shows the right lag, reset-offsets moves a group
 //! exactly where asked (and a dry run moves nothing), and a group with live members cannot be
 //! reset or deleted.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{Daemon, kcat, logd};
+use super::{Daemon, librdkafka, logd};
 
 /// Produces `k<i>:r<i>` for `range` into `events`.
 fn produce(addr: &str, range: std::ops::Range<usize>) {
-    let lines: String = range.map(|i| format!("k{i}:r{i}\n")).collect();
-    kcat(&["-b", addr, "-P", "-t", "events", "-K", ":"], &lines);
+    let lines: Vec<String> = range.map(|i| format!("k{i}:r{i}")).collect();
+    librdkafka::produce(addr, "events", "none", &lines);
 }
 
 /// Consumes `events` in `group` until the end of every partition; (partition, offset) pairs.
 fn consume(addr: &str, group: &str) -> BTreeSet<(u32, i64)> {
-    kcat(
-        &[
-            "-b",
-            addr,
-            "-G",
-            group,
-            "events",
-            "-X",
-            "auto.offset.reset=earliest",
-            "-e",
-            "-q",
-            "-f",
-            "%p %o\n",
-        ],
-        "",
-    )
-    .lines()
-    .map(|l| {
-        let (p, o) = l.split_once(' ').unwrap();
-        (p.parse().unwrap(), o.parse().unwrap())
-    })
-    .collect()
+    librdkafka::consume_in_group(addr, group, "events")
+        .into_iter()
+        .map(|r| (r.partition as u32, r.offset))
+        .collect()
 }
 
 /// `logd groups ARGS` against `addr`; panics with stderr on failure.
@@ -190,24 +171,10 @@ fn a_group_with_live_members_cannot_be_reset_or_deleted() {
     let daemon = Daemon::start(dir.path(), &["--group-initial-rebalance-delay-ms", "0"]);
     let addr = daemon.addr.as_str();
     produce(addr, 0..5);
-    let mut member = Command::new("kcat")
-        .args([
-            "-b",
-            addr,
-            "-G",
-            "live",
-            "events",
-            "-q",
-            "-X",
-            "session.timeout.ms=6000",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kcat");
+    let member = librdkafka::Member::join(addr, "live", "events", 6000);
     let start = Instant::now();
     loop {
-        // Until kcat joins, the group does not exist.
+        // Until the member joins, the group does not exist.
         let (_, described, _) = logd(&["groups", "--bootstrap", addr, "describe", "live"], "");
         if described.contains("state Stable, protocol range, 1 member(s)") {
             assert!(
@@ -240,11 +207,7 @@ fn a_group_with_live_members_cannot_be_reset_or_deleted() {
     let (ok, _, stderr) = logd(&["groups", "--bootstrap", addr, "delete", "live"], "");
     assert!(!ok && stderr.contains("active members"), "{stderr}");
     // A graceful stop (LeaveGroup) empties the group at once.
-    Command::new("kill")
-        .args(["-TERM", &member.id().to_string()])
-        .status()
-        .unwrap();
-    member.wait().unwrap();
+    drop(member);
     let described = groups(addr, &["describe", "live"]);
     assert!(described.contains("state Empty"), "{described}");
     groups(

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::{Daemon, python, wait_until};
+use super::{Daemon, librdkafka, python, python_script, wait_until};
 
 /// One group member: processes each record (a line in its file), then commits it
 /// synchronously, and logs its assignment after every change. SIGTERM closes it gracefully
@@ -73,8 +73,7 @@ assert p.flush(30) == 0
 "#;
 
 fn produce(addr: &str, start: usize, count: usize) {
-    let output = Command::new("python3")
-        .args(["-c", PRODUCE, addr, &start.to_string(), &count.to_string()])
+    let output = python_script(PRODUCE, &[addr, &start.to_string(), &count.to_string()])
         .output()
         .expect("python3");
     assert!(
@@ -104,14 +103,13 @@ impl Worker {
         instance: &str,
     ) -> Worker {
         let out = dir.join(format!("{name}.txt"));
-        let child = Command::new("python3")
-            .args(["-c", WORKER, addr, "workers", name, strategy])
+        let child = python_script(WORKER, &[addr, "workers", name, strategy])
             .arg(&out)
             .arg(delay.to_string())
             .arg(instance)
             .stderr(Stdio::null())
             .spawn()
-            .expect("python3 (install confluent-kafka)");
+            .expect("python3");
         Worker { child, out }
     }
 
@@ -429,8 +427,7 @@ p.flush()
         &addr,
     );
     let out = dir.path().join("py.txt");
-    let mut consumer = Command::new("python3")
-        .args(["-c", KAFKA_PYTHON_GROUP, &addr])
+    let mut consumer = python_script(KAFKA_PYTHON_GROUP, &[&addr])
         .arg(&out)
         .arg("200")
         .stderr(Stdio::piped())
@@ -478,11 +475,10 @@ p.flush()
     assert_eq!(repeats, 0, "every record was committed before the restart");
 }
 
-/// kcat's balanced consumer commits as it exits (`-e`); logd restarts between two runs, and
-/// the second run reads only what came after the first one's commits. (kcat cannot stay up
-/// across the restart: it exits by its own rule once every broker connection is down.)
+/// librdkafka's balanced consumer commits and leaves; logd restarts between two of them, and
+/// the second reads only what came after the first one's commits.
 #[test]
-fn kcat_balanced_consumer_resumes_from_its_commits_after_a_restart() {
+fn librdkafka_balanced_consumer_resumes_from_its_commits_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let extra = [
@@ -492,29 +488,14 @@ fn kcat_balanced_consumer_resumes_from_its_commits_after_a_restart() {
         "0",
     ];
     let produce = |addr: &str, range: std::ops::Range<usize>| {
-        let lines: String = range.map(|i| format!("k{i}:r{i}\n")).collect();
-        super::kcat(&["-b", addr, "-P", "-t", "events", "-K", ":"], &lines);
+        let lines: Vec<String> = range.map(|i| format!("k{i}:r{i}")).collect();
+        librdkafka::produce(addr, "events", "none", &lines);
     };
     let consume = |addr: &str| -> Vec<String> {
-        super::kcat(
-            &[
-                "-b",
-                addr,
-                "-G",
-                "kc",
-                "events",
-                "-X",
-                "auto.offset.reset=earliest",
-                "-e",
-                "-q",
-                "-f",
-                "%s\n",
-            ],
-            "",
-        )
-        .lines()
-        .map(str::to_owned)
-        .collect()
+        librdkafka::consume_in_group(addr, "kc", "events")
+            .into_iter()
+            .map(|r| r.value)
+            .collect()
     };
     let daemon = Daemon::start(&data, &extra);
     produce(&daemon.addr, 0..90);
@@ -555,7 +536,7 @@ print(got, said[0] if said else "")
 fn a_kip_848_consumer_is_told_the_broker_does_not_support_it() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &[]);
-    super::kcat(&["-b", &daemon.addr, "-P", "-t", "events"], "one\n");
+    librdkafka::produce(&daemon.addr, "events", "none", &["one"]);
     let out = python(KIP_848, &daemon.addr);
     let (got, said) = out.trim().split_once(' ').unwrap_or((out.trim(), ""));
     assert_eq!(got, "0", "{out}");

@@ -4,32 +4,22 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use super::{Daemon, kcat};
+use super::librdkafka::{self, Offset};
+use super::{Daemon, python_script};
 
 #[test]
 fn a_sigterm_exits_cleanly_and_a_restart_serves_everything() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &[]);
-    let lines: String = (0..100).map(|i| format!("k{}:v{i}\n", i % 3)).collect();
-    kcat(&["-b", &daemon.addr, "-P", "-t", "r", "-K:"], &lines);
+    let lines: Vec<String> = (0..100).map(|i| format!("k{}:v{i}", i % 3)).collect();
+    librdkafka::produce(&daemon.addr, "r", "none", &lines);
     let status = daemon.terminate();
     assert!(status.success(), "SIGTERM exits 0, got {status}");
     let daemon = Daemon::start(dir.path(), &[]);
-    let all = kcat(
-        &[
-            "-b",
-            &daemon.addr,
-            "-C",
-            "-t",
-            "r",
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%s\n",
-        ],
-        "",
-    );
+    let all = librdkafka::consume(&daemon.addr, "r", Offset::Beginning)
+        .into_iter()
+        .map(|r| format!("{}\n", r.value))
+        .collect::<String>();
     assert_eq!(all, (0..100).map(|i| format!("v{i}\n")).collect::<String>());
 }
 
@@ -48,8 +38,7 @@ while True:
 fn a_sigkill_under_acks_all_loses_no_acknowledged_record() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &["--default-partitions", "2"]);
-    let mut producer = Command::new("python3")
-        .args(["-c", ACKING_PRODUCER, &daemon.addr])
+    let mut producer = python_script(ACKING_PRODUCER, &[&daemon.addr])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -65,24 +54,13 @@ fn a_sigkill_under_acks_all_loses_no_acknowledged_record() {
     let _ = producer.kill();
     let _ = producer.wait();
     let daemon = Daemon::start(dir.path(), &[]);
-    let stored = kcat(
-        &[
-            "-b",
-            &daemon.addr,
-            "-C",
-            "-t",
-            "acked",
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%p %o %s\n",
-        ],
-        "",
-    );
+    let stored = librdkafka::consume(&daemon.addr, "acked", Offset::Beginning)
+        .into_iter()
+        .map(|r| format!("{} {} {}", r.partition, r.offset, r.value))
+        .collect::<Vec<_>>();
     for line in &acked {
         assert!(
-            stored.lines().any(|s| s == line),
+            stored.contains(line),
             "acknowledged record {line:?} lost after kill -9"
         );
     }
@@ -92,8 +70,8 @@ fn a_sigkill_under_acks_all_loses_no_acknowledged_record() {
 fn logd_dump_verifies_every_batch_and_reports_a_corrupt_byte() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &[]);
-    kcat(&["-b", &daemon.addr, "-P", "-t", "d", "-K:"], "a:1\nb:2\n");
-    kcat(&["-b", &daemon.addr, "-P", "-t", "d", "-K:"], "c:3\n");
+    librdkafka::produce(&daemon.addr, "d", "none", &["a:1", "b:2"]);
+    librdkafka::produce(&daemon.addr, "d", "none", &["c:3"]);
     assert!(daemon.terminate().success());
     let segment = dir.path().join("topics/d/0/00000000000000000000.log");
     let dump = |args: &[&str]| {
@@ -108,7 +86,7 @@ fn logd_dump_verifies_every_batch_and_reports_a_corrupt_byte() {
     let ok = dump(&["--records"]);
     assert!(ok.status.success());
     let text = String::from_utf8(ok.stdout).unwrap();
-    // How kcat batches the records depends on timing; every batch must check out either way.
+    // How librdkafka batches the records depends on timing; every batch must check out either way.
     let batches: Vec<&str> = text.lines().filter(|l| l.starts_with("position")).collect();
     assert!(
         batches.len() >= 2 && batches.iter().all(|l| l.ends_with("crc valid")),
@@ -164,36 +142,17 @@ fn the_daemon_applies_retention_on_its_own() {
             "100",
         ],
     );
-    let lines: String = (0..400).map(|i| format!("record {i:>60}\n")).collect();
-    for chunk in lines.as_bytes().chunks(lines.len() / 8) {
-        kcat(
-            &["-b", &daemon.addr, "-P", "-t", "short"],
-            std::str::from_utf8(chunk).unwrap(),
-        );
+    let lines: Vec<String> = (0..400).map(|i| format!("record {i:>60}")).collect();
+    for chunk in lines.chunks(50) {
+        librdkafka::produce(&daemon.addr, "short", "none", chunk);
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let first = loop {
-        let first = kcat(
-            &[
-                "-b",
-                &daemon.addr,
-                "-C",
-                "-t",
-                "short",
-                "-o",
-                "beginning",
-                "-c",
-                "1",
-                "-e",
-                "-f",
-                "%o\n",
-            ],
-            "",
-        );
-        if first.trim() != "0" || std::time::Instant::now() > deadline {
+        let first = librdkafka::consume(&daemon.addr, "short", Offset::Beginning)[0].offset;
+        if first != 0 || std::time::Instant::now() > deadline {
             break first;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
-    assert_ne!(first.trim(), "0", "retention deleted the oldest segments");
+    assert_ne!(first, 0, "retention deleted the oldest segments");
 }

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use super::{Daemon, kcat};
+use super::{Daemon, librdkafka};
 
 fn connect(addr: &str) -> TcpStream {
     let stream = TcpStream::connect(addr).expect("connect");
@@ -81,21 +81,10 @@ fn malformed_frames_are_answered_or_cut_off_and_service_continues() {
     );
 
     // Everyone else is still served.
-    kcat(&["-b", addr, "-P", "-t", "after"], "still here\n");
-    let read = kcat(
-        &[
-            "-b",
-            addr,
-            "-C",
-            "-t",
-            "after",
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%s\n",
-        ],
-        "",
+    librdkafka::produce(addr, "after", "none", &["still here"]);
+    let read = librdkafka::consume(addr, "after", librdkafka::Offset::Beginning);
+    assert_eq!(
+        read.iter().map(|r| r.value.as_str()).collect::<Vec<_>>(),
+        ["still here"]
     );
-    assert_eq!(read, "still here\n");
 }

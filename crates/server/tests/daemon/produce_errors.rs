@@ -14,7 +14,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use logd_storage::batch::{BatchBuilder, Compression};
 
-use super::{Daemon, kcat};
+use super::{Daemon, librdkafka};
 
 const VERSION: i16 = 7;
 
@@ -134,21 +134,10 @@ fn refused_batches_get_kafka_error_codes_and_store_nothing() {
         "no response for acks=0, and its record took offset 1"
     );
 
-    let stored = kcat(
-        &[
-            "-b",
-            &daemon.addr,
-            "-C",
-            "-t",
-            "errs",
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%o %s\n",
-        ],
-        "",
-    );
+    let stored: String = librdkafka::consume(&daemon.addr, "errs", librdkafka::Offset::Beginning)
+        .iter()
+        .map(|r| format!("{} {}\n", r.offset, r.value))
+        .collect();
     assert_eq!(
         stored, "0 first\n1 fire and forget\n2 last\n",
         "refused batches left nothing behind"
