@@ -146,6 +146,47 @@ pub enum Error {
         /// Which rule it broke.
         reason: &'static str,
     },
+    /// An idempotent batch (producer id set) without a valid epoch or first sequence: Kafka's
+    /// INVALID_RECORD.
+    #[error(
+        "batch at byte {position} has producer id {producer_id} with epoch {epoch} and sequence {sequence}; both must be non-negative"
+    )]
+    InvalidProducerFields {
+        /// Where the batch starts in the input.
+        position: usize,
+        /// The producer id it claims.
+        producer_id: i64,
+        /// Its producer epoch.
+        epoch: i16,
+        /// Its first sequence.
+        sequence: i32,
+    },
+    /// An idempotent batch whose first sequence does not follow the producer's last stored one:
+    /// an earlier batch is missing (Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER). Nothing was stored.
+    #[error(
+        "producer {producer_id} epoch {epoch}: batch starts at sequence {received}, expected {expected}"
+    )]
+    OutOfOrderSequence {
+        /// The producer id.
+        producer_id: i64,
+        /// The batch's epoch.
+        epoch: i16,
+        /// The sequence that must come next.
+        expected: i32,
+        /// The batch's first sequence.
+        received: i32,
+    },
+    /// An idempotent batch from an epoch older than the producer's current one: a fenced
+    /// producer (Kafka's INVALID_PRODUCER_EPOCH). Nothing was stored.
+    #[error("producer {producer_id} epoch {epoch} is older than its current epoch {current}")]
+    InvalidProducerEpoch {
+        /// The producer id.
+        producer_id: i64,
+        /// The batch's epoch.
+        epoch: i16,
+        /// The producer's current epoch in this partition.
+        current: i16,
+    },
     /// A configuration value out of its allowed range.
     #[error("invalid configuration: {reason}")]
     InvalidConfig {

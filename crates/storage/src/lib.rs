@@ -38,6 +38,7 @@ mod error;
 mod io;
 mod log;
 mod offset;
+mod producer;
 mod segment;
 
 pub use bytes::Bytes;
@@ -49,6 +50,7 @@ pub use io::{
 };
 pub use log::PartitionLog;
 pub use offset::Offset;
+pub use producer::{BATCHES_RETAINED, BatchMetadata, ProducerInfo};
 
 /// Where an append put its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +61,9 @@ pub struct AppendInfo {
     pub last_offset: Offset,
     /// Batches appended.
     pub batches: usize,
+    /// The input was a retry of an idempotent producer's batch already stored: nothing was
+    /// written, and the offsets are the original ones.
+    pub duplicate: bool,
 }
 
 /// What a retention run deleted.
@@ -83,4 +88,9 @@ pub struct RecoveryReport {
     pub truncated_bytes: u64,
     /// Segments whose indexes were missing or short and were rebuilt from the log.
     pub rebuilt_indexes: usize,
+    /// Log bytes whose batch headers were replayed to rebuild the idempotent producers'
+    /// state after its newest snapshot; 0 after a clean close.
+    pub replayed_producer_bytes: u64,
+    /// Producer snapshots that were damaged, treated as absent and deleted.
+    pub damaged_snapshots: usize,
 }

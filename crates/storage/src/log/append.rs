@@ -2,6 +2,7 @@
 //! offset in place, write them with one positioned write, then wait for durability as the
 //! fsync policy asks.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use super::PartitionLog;
@@ -9,6 +10,7 @@ use super::state::{Disk, LogState};
 use crate::batch::{self, BatchHeader, BatchIter};
 use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{Error, Result};
+use crate::producer::ProducerEntry;
 use crate::{AppendInfo, Offset};
 
 /// Under `never` and `interval`, the OS is asked to start writing appended bytes to the device
@@ -23,19 +25,34 @@ impl PartitionLog {
     /// anything is written: a bad batch rejects the whole call and stores nothing. The batches'
     /// base offsets (and leader epochs, set to 0) are rewritten in `batches`; the CRC does not
     /// cover those bytes. Returns once the records are as durable as the fsync policy promises.
+    ///
+    /// Batches with a producer id are checked against that producer's state first (see
+    /// [`crate::producer`]): a retry of a stored batch stores nothing and answers with the
+    /// original offsets ([`AppendInfo::duplicate`]); a sequence gap or a fenced epoch is an
+    /// error and stores nothing.
     pub fn append(&self, batches: &mut [u8]) -> Result<AppendInfo> {
-        let headers = validate_input(batches, &self.config)?;
+        let mut headers = validate_input(batches, &self.config)?;
         let (first, next) = {
             let mut state = self.state.lock();
             self.check_writable()?;
             let first = state.end_offset;
             let mut next = first;
-            for (position, header) in &headers {
-                batch::set_base_offset(&mut batches[*position..], next);
-                batch::set_partition_leader_epoch(&mut batches[*position..], 0);
-                next += i64::from(header.last_offset_delta) + 1;
+            for (_, header) in &mut headers {
+                header.base_offset = next;
+                next = header.next_offset();
             }
-            if let Err(e) = self.write_locked(&mut state, batches, &headers, first) {
+            let producers = match state.producers.check_append(&headers)? {
+                Ok(producers) => producers,
+                Err(original) => {
+                    drop(state);
+                    return self.answer_duplicate(original.first_offset, original.last_offset);
+                }
+            };
+            for (position, header) in &headers {
+                batch::set_base_offset(&mut batches[*position..], header.base_offset);
+                batch::set_partition_leader_epoch(&mut batches[*position..], 0);
+            }
+            if let Err(e) = self.write_locked(&mut state, batches, &headers, first, producers) {
                 drop(state);
                 self.poison();
                 return Err(e);
@@ -58,6 +75,21 @@ impl PartitionLog {
             base_offset: Offset(first),
             last_offset: Offset(next - 1),
             batches: headers.len(),
+            duplicate: false,
+        })
+    }
+
+    /// Answers a retried batch with its original offsets, once those are as durable as a
+    /// fresh append would be: the original append may still be waiting for its fsync.
+    fn answer_duplicate(&self, first: i64, last: i64) -> Result<AppendInfo> {
+        if self.config.fsync == FsyncPolicy::Always && !self.acks_before_fsync() {
+            self.make_durable(last + 1)?;
+        }
+        Ok(AppendInfo {
+            base_offset: Offset(first),
+            last_offset: Offset(last),
+            batches: 0,
+            duplicate: true,
         })
     }
 
@@ -67,14 +99,11 @@ impl PartitionLog {
         batches: &[u8],
         headers: &[(usize, BatchHeader)],
         first: i64,
+        producers: HashMap<i64, ProducerEntry>,
     ) -> Result<()> {
         let disk: Disk<'_> = self.disk();
         let total = batches.len() as u64;
-        let next = first
-            + headers
-                .iter()
-                .map(|(_, h)| i64::from(h.last_offset_delta) + 1)
-                .sum::<i64>();
+        let next = headers.last().map_or(first, |(_, h)| h.next_offset());
         let active = state.active();
         let too_old = self.config.segment_ms.is_some_and(|ms| {
             let incoming = headers[0].1.max_timestamp;
@@ -96,22 +125,21 @@ impl PartitionLog {
             .log
             .write_all_at(batches, start)
             .map_err(Error::io("write", &active.log_path))?;
-        let mut base = first;
         for (position, header) in headers {
-            let header = BatchHeader {
-                base_offset: base,
-                ..*header
-            };
             active.note_batch(
                 start + *position as u64,
-                &header,
+                header,
                 self.config.index_interval_bytes,
             );
-            base = header.next_offset();
         }
         if self.config.fsync != FsyncPolicy::Always {
             // Under `always` every append is followed by an fdatasync anyway.
             active.start_writeback(WRITEBACK_CHUNK_BYTES)?;
+        }
+        // Before the checkpoint below: its producer snapshot must include these batches.
+        if !producers.is_empty() {
+            state.producers.commit(producers);
+            state.producers_changed = true;
         }
         state.end_offset = next;
         state.bytes_since_checkpoint += total;

@@ -22,7 +22,7 @@ use self::state::{Disk, LogState};
 use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{Error, Result};
 use crate::io::{DirLock, RealFs, Storage};
-use crate::{Offset, RecoveryReport, RetentionReport};
+use crate::{Offset, ProducerInfo, RecoveryReport, RetentionReport};
 
 /// One partition's log in one directory. Share it between threads with `Arc`.
 #[derive(Debug)]
@@ -322,6 +322,28 @@ impl PartitionLog {
         self.log_start
             .store(report.log_start_offset.0, Ordering::Release);
         Ok(report)
+    }
+
+    /// The idempotent producers this partition tracks, by id.
+    pub fn producers(&self) -> Vec<ProducerInfo> {
+        self.state.lock().producers.infos()
+    }
+
+    /// How many idempotent producers this partition tracks.
+    pub fn producer_count(&self) -> usize {
+        self.state.lock().producers.len()
+    }
+
+    /// Forgets producers whose last batch's timestamp is `expiration_ms` or more before
+    /// `now_ms` (Kafka's `producer.id.expiration.ms`); their next batch is accepted at any
+    /// sequence. The next checkpoint's snapshot records it. Returns how many were forgotten.
+    pub fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        let mut state = self.state.lock();
+        let expired = state.producers.expire(now_ms, expiration_ms);
+        if expired > 0 {
+            state.producers_changed = true;
+        }
+        expired
     }
 
     /// Blocks until a record at `offset` or later is readable or `timeout` passes; true if it

@@ -13,14 +13,20 @@
 //! 5. An invalid batch in the last segment is a torn tail: the file is cut there. An invalid
 //!    batch anywhere else was durable before the crash: [`Error::Corrupted`].
 //! 6. Without a checkpoint every segment is scanned, under the same rules.
+//! 7. Producer state: the newest producer snapshot at or below the recovered end that decodes
+//!    is loaded (newer ones describe a lost tail and damaged ones are absent: both are
+//!    deleted), then the batch headers after it are replayed; without one the whole log is.
+//!    This happens before any checkpoint here, since a checkpoint writes a snapshot.
 
 use std::path::Path;
 
 use super::state::{Disk, LogState};
 use crate::RecoveryReport;
+use crate::batch::BatchHeader;
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
+use crate::producer::{Producers, snapshot};
 use crate::segment::{self, Known, ScanEnd, Segment};
 
 /// Recovers the log in `disk.dir`, creating it when empty.
@@ -105,7 +111,11 @@ pub(crate) fn recover(disk: Disk<'_>, config: &LogConfig) -> Result<(LogState, R
         log_start,
         end_offset,
         bytes_since_checkpoint: 0,
+        producers: Producers::default(),
+        snapshots: Vec::new(),
+        producers_changed: false,
     };
+    load_producers(disk, &mut state, &mut report)?;
     let changed = report.scanned_bytes > 0
         || report.truncated_bytes > 0
         || report.rebuilt_indexes > 0
@@ -138,9 +148,75 @@ fn create_empty(disk: Disk<'_>) -> Result<(LogState, RecoveryReport)> {
         log_start: 0,
         end_offset: 0,
         bytes_since_checkpoint: 0,
+        producers: Producers::default(),
+        snapshots: Vec::new(),
+        producers_changed: false,
     };
+    // Snapshots without any segment describe data that is gone.
+    for offset in snapshot::list(disk.storage, disk.dir)? {
+        snapshot::remove(disk.storage, disk.dir, offset)?;
+    }
     state.checkpoint(disk)?;
     Ok((state, RecoveryReport::default()))
+}
+
+/// Rebuilds the producer state (rule 7).
+fn load_producers(disk: Disk<'_>, state: &mut LogState, report: &mut RecoveryReport) -> Result<()> {
+    let mut offsets = snapshot::list(disk.storage, disk.dir)?;
+    let mut loaded = None;
+    while let Some(offset) = offsets.pop() {
+        if offset > state.end_offset {
+            snapshot::remove(disk.storage, disk.dir, offset)?;
+            continue;
+        }
+        match snapshot::read(disk.storage, disk.dir, offset) {
+            Ok(found) => {
+                offsets.push(offset);
+                loaded = Some(found);
+                break;
+            }
+            Err(Error::CorruptFile { .. }) => {
+                report.damaged_snapshots += 1;
+                snapshot::remove(disk.storage, disk.dir, offset)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let (mut producers, from) = match loaded {
+        Some(found) => (found.producers, found.offset.max(state.log_start)),
+        None => (Producers::default(), state.log_start),
+    };
+    report.replayed_producer_bytes = replay_producers(state, from, &mut producers)?;
+    producers.retain_from(state.log_start);
+    state.producers_changed = from < state.end_offset;
+    state.producers = producers;
+    state.snapshots = offsets;
+    Ok(())
+}
+
+/// Applies every batch header from `from` to the end to `producers`; returns the bytes walked.
+/// Header fields only: the bytes were validated by the scan or vouched for by a checkpoint.
+fn replay_producers(state: &mut LogState, from: i64, producers: &mut Producers) -> Result<u64> {
+    if from >= state.end_offset {
+        return Ok(0);
+    }
+    let mut walked = 0;
+    let first = state.segment_for(from);
+    for segment in &mut state.segments[first..] {
+        let start = segment.position_for(from) as usize;
+        let view = segment.view()?;
+        let mut position = start;
+        while position < view.len() {
+            let header = BatchHeader::parse(&view[position..], position)
+                .map_err(|e| Error::corrupted(&segment.log_path, position as u64, e))?;
+            if header.next_offset() > from {
+                producers.replay(&header);
+            }
+            position += header.total_len();
+        }
+        walked += (view.len() - start) as u64;
+    }
+    Ok(walked)
 }
 
 fn missing_segment(dir: &Path, base: i64) -> Error {

@@ -8,8 +8,12 @@ use crate::checkpoint::Checkpoint;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::io::Storage;
+use crate::producer::{Producers, Snapshot, snapshot};
 use crate::segment::Segment;
 use crate::{Offset, RetentionReport};
+
+/// Producer snapshots kept: the newest, and one before it in case the newest is damaged.
+const SNAPSHOTS_KEPT: usize = 2;
 
 #[derive(Debug)]
 pub(crate) struct LogState {
@@ -18,6 +22,12 @@ pub(crate) struct LogState {
     pub log_start: i64,
     pub end_offset: i64,
     pub bytes_since_checkpoint: u64,
+    /// Idempotent producers' state as of `end_offset`.
+    pub producers: Producers,
+    /// Offsets of the producer snapshots on disk, ascending.
+    pub snapshots: Vec<i64>,
+    /// The producer state changed since the newest snapshot was written.
+    pub producers_changed: bool,
 }
 
 /// Where the state lives and whether directory fsyncs are skipped (only the crash tests'
@@ -64,8 +74,11 @@ impl LogState {
     /// scanning there.
     pub(crate) fn checkpoint(&mut self, disk: Disk<'_>) -> Result<()> {
         let log_start = self.log_start;
+        self.active_mut().sync()?;
+        // After the data it describes is durable, before the checkpoint whose directory fsync
+        // makes its name durable.
+        self.snapshot_producers(disk)?;
         let active = self.active_mut();
-        active.sync()?;
         let checkpoint = Checkpoint {
             log_start_offset: log_start,
             segment_base_offset: active.base_offset,
@@ -77,6 +90,33 @@ impl LogState {
         };
         checkpoint.write(disk.storage, disk.dir, disk.sync_dir)?;
         self.bytes_since_checkpoint = 0;
+        self.remove_old_snapshots(disk)
+    }
+
+    /// Writes the producer state as of the end offset, unless the newest snapshot already
+    /// says the same, so that opening the log replays only what came after it (Kafka writes
+    /// one at every roll and clean close, empty or not, for the same reason).
+    fn snapshot_producers(&mut self, disk: Disk<'_>) -> Result<()> {
+        if self.snapshots.last() == Some(&self.end_offset) && !self.producers_changed {
+            return Ok(());
+        }
+        let snapshot = Snapshot {
+            offset: self.end_offset,
+            producers: self.producers.clone(),
+        };
+        snapshot::write(disk.storage, disk.dir, &snapshot)?;
+        if self.snapshots.last() != Some(&self.end_offset) {
+            self.snapshots.push(self.end_offset);
+        }
+        self.producers_changed = false;
+        Ok(())
+    }
+
+    fn remove_old_snapshots(&mut self, disk: Disk<'_>) -> Result<()> {
+        while self.snapshots.len() > SNAPSHOTS_KEPT {
+            let oldest = self.snapshots.remove(0);
+            snapshot::remove(disk.storage, disk.dir, oldest)?;
+        }
         Ok(())
     }
 
@@ -122,6 +162,9 @@ impl LogState {
         }
         if expired > 0 {
             self.log_start = self.segments[expired].base_offset;
+            if self.producers.retain_from(self.log_start) > 0 {
+                self.producers_changed = true;
+            }
             self.checkpoint(disk)?;
             for segment in self.segments.drain(..expired) {
                 segment.remove_files(disk.storage)?;

@@ -1,7 +1,9 @@
-//! Simulated power cuts at every storage operation of a workload that appends, rolls, writes
-//! checkpoints, deletes by retention and reopens. After each cut, under each crash mode, the
-//! reopened log must hold every acknowledged record, serve no corrupt record, and never give
-//! an offset to different data. Deliberately broken logs must fail the same checker.
+//! Simulated power cuts at every storage operation of a workload that appends (as an idempotent
+//! producer, retrying some batches), rolls, writes checkpoints, deletes by retention and
+//! reopens. After each cut, under each crash mode, the reopened log must hold every
+//! acknowledged record, serve no corrupt record, never give an offset to different data, and
+//! still recognise retries of the last acknowledged batches (its producer state and snapshots
+//! survived). Deliberately broken logs must fail the same checker.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,12 +25,26 @@ fn crash_config() -> LogConfig {
     }
 }
 
+/// The workload's idempotent producer.
+const PRODUCER: i64 = 7;
+
 /// What the workload did before the power went: every value it tried to write, by the offset
-/// it would get, and the offsets whose append returned Ok.
+/// it would get, the offsets whose append returned Ok, and the acknowledged batches as
+/// (bytes as sent, base offset) for retries.
 #[derive(Debug, Default)]
 struct History {
     attempted: BTreeMap<i64, Vec<u8>>,
     acked: Vec<i64>,
+    acked_batches: Vec<(Vec<u8>, i64)>,
+}
+
+/// `values` as one batch of the workload's producer, starting at `sequence`.
+fn producer_batch(values: &[Vec<u8>], ts: i64, sequence: i32) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(Compression::None).producer(PRODUCER, 0, sequence);
+    for (i, v) in values.iter().enumerate() {
+        builder.push(ts + i as i64, None, Some(v), &[]);
+    }
+    builder.build(0).unwrap()
 }
 
 /// Runs a deterministic workload on `fs` until it finishes or the power is cut.
@@ -38,8 +54,20 @@ fn workload(fs: &SimFs, seed: u64, bugs: Bugs) -> History {
     let open =
         || PartitionLog::open_with_bugs(Arc::new(fs.clone()), Path::new(DIR), crash_config(), bugs);
     let Ok(mut log) = open() else { return history };
+    let mut sequence = 0;
     for step in 0..60 {
         match rng.below(12) {
+            3 if !history.acked_batches.is_empty() => {
+                let back = rng.below(history.acked_batches.len().min(4) as u64) as usize;
+                let (sent, at) = &history.acked_batches[history.acked_batches.len() - 1 - back];
+                match log.append(&mut sent.clone()) {
+                    Ok(info) => assert!(
+                        info.duplicate && info.base_offset.0 == *at,
+                        "retry of the batch at {at} answered {info:?}"
+                    ),
+                    Err(_) => return history,
+                }
+            }
             0 => {
                 if log.roll().is_err() {
                     return history;
@@ -69,10 +97,13 @@ fn workload(fs: &SimFs, seed: u64, bugs: Bugs) -> History {
                 for (i, v) in values.iter().enumerate() {
                     history.attempted.insert(first + i as i64, v.clone());
                 }
-                match log.append(&mut batch_of(&values, step)) {
+                let sent = producer_batch(&values, step, sequence);
+                match log.append(&mut sent.clone()) {
                     Ok(info) => {
                         assert_eq!(info.base_offset.0, first);
                         history.acked.extend(first..first + count as i64);
+                        history.acked_batches.push((sent, first));
+                        sequence += count as i32;
                     }
                     Err(_) => return history,
                 }
@@ -107,6 +138,17 @@ fn check(image: SimFs, history: &History) -> Vec<String> {
     for (offset, (_, value)) in &records {
         if history.attempted.get(offset) != Some(value) {
             violations.push(format!("offset {offset} holds data never written there"));
+        }
+    }
+    // Retries of the last acknowledged batches (at most one unacknowledged batch may follow
+    // them, so four of them are among the five the producer state remembers).
+    let recent = history.acked_batches.len().saturating_sub(4);
+    for (sent, at) in &history.acked_batches[recent..] {
+        match log.append(&mut sent.clone()) {
+            Ok(info) if info.duplicate && info.base_offset.0 == *at => {}
+            other => violations.push(format!(
+                "retry of the acknowledged batch at {at} after recovery: {other:?}"
+            )),
         }
     }
     let end = log.end_offset().0;

@@ -7,6 +7,7 @@ mod faults;
 mod group_commit;
 mod instrumented;
 mod model;
+mod producers;
 mod torn_tail;
 mod writeback;
 

@@ -1,0 +1,280 @@
+//! Idempotent-producer state of one partition, as Kafka's `ProducerStateManager` keeps it: per
+//! producer id, its epoch and the sequence ranges and offsets of its last five batches, so that
+//! a retried batch is answered with its original offsets instead of being stored twice, and a
+//! gap or a fenced epoch is refused. Pure: the snapshot file is `snapshot.rs`, the clock is the
+//! caller's (expiry takes `now_ms`).
+//!
+//! The rules (Kafka's `ProducerAppendInfo`, KIP-98 and KIP-360):
+//! - a batch of the producer's current epoch whose exact sequence range matches one of the five
+//!   cached batches is a duplicate;
+//! - a lower epoch than the current one is fenced ([`Error::InvalidProducerEpoch`]);
+//! - a higher epoch must start at sequence 0;
+//! - within an epoch, the first sequence must follow the last one (`i32::MAX` wraps to 0);
+//! - a producer with no state (new, expired, or whose batches retention deleted) is accepted
+//!   at any sequence.
+
+pub(crate) mod snapshot;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::batch::BatchHeader;
+use crate::error::{Error, Result};
+
+pub(crate) use snapshot::Snapshot;
+
+/// Batches remembered per producer: clients keep at most five requests in flight for this
+/// reason (`max.in.flight.requests.per.connection`), so every retry they can send is found.
+pub const BATCHES_RETAINED: usize = 5;
+
+/// What is remembered of one appended batch of an idempotent producer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchMetadata {
+    /// Sequence of its first record.
+    pub first_sequence: i32,
+    /// Sequence of its last record (wrapped past `i32::MAX`).
+    pub last_sequence: i32,
+    /// Offset of its first record.
+    pub first_offset: i64,
+    /// Offset of its last record.
+    pub last_offset: i64,
+    /// Its largest record timestamp (ms).
+    pub max_timestamp: i64,
+}
+
+/// One producer's state in a partition: its epoch and its newest batches, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProducerEntry {
+    pub epoch: i16,
+    /// Never empty; at most [`BATCHES_RETAINED`].
+    pub batches: VecDeque<BatchMetadata>,
+}
+
+impl ProducerEntry {
+    fn last(&self) -> &BatchMetadata {
+        self.batches.back().expect("a producer entry has a batch")
+    }
+}
+
+/// A producer as `logd topics describe` and DescribeProducers show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerInfo {
+    /// The producer id.
+    pub producer_id: i64,
+    /// Its current epoch.
+    pub epoch: i16,
+    /// Sequence of its last stored record.
+    pub last_sequence: i32,
+    /// Timestamp of its last stored batch (ms).
+    pub last_timestamp: i64,
+    /// Offset of its last stored record.
+    pub last_offset: i64,
+}
+
+/// What to do with an incoming batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Store it.
+    Append,
+    /// Already stored: answer with these offsets and store nothing.
+    Duplicate(BatchMetadata),
+}
+
+/// The producer state of one partition.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Producers {
+    entries: HashMap<i64, ProducerEntry>,
+}
+
+/// The sequence of a batch's last record: `first + last_offset_delta`, wrapping past
+/// `i32::MAX` to 0 as Kafka's `DefaultRecordBatch.incrementSequence` does.
+pub(crate) fn last_sequence(first: i32, last_offset_delta: i32) -> i32 {
+    let sum = i64::from(first) + i64::from(last_offset_delta);
+    if sum > i64::from(i32::MAX) {
+        (sum - i64::from(i32::MAX) - 1) as i32
+    } else {
+        sum as i32
+    }
+}
+
+/// The sequence that must follow `last`.
+fn next_sequence(last: i32) -> i32 {
+    if last == i32::MAX { 0 } else { last + 1 }
+}
+
+impl Producers {
+    /// Rebuilds the state from a snapshot's entries.
+    pub(crate) fn from_entries(entries: HashMap<i64, ProducerEntry>) -> Producers {
+        Producers { entries }
+    }
+
+    pub(crate) fn entries(&self) -> &HashMap<i64, ProducerEntry> {
+        &self.entries
+    }
+
+    /// Producers tracked.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Every producer, by id.
+    pub(crate) fn infos(&self) -> Vec<ProducerInfo> {
+        let mut infos: Vec<ProducerInfo> = self
+            .entries
+            .iter()
+            .map(|(&producer_id, entry)| {
+                let last = entry.last();
+                ProducerInfo {
+                    producer_id,
+                    epoch: entry.epoch,
+                    last_sequence: last.last_sequence,
+                    last_timestamp: last.max_timestamp,
+                    last_offset: last.last_offset,
+                }
+            })
+            .collect();
+        infos.sort_unstable_by_key(|i| i.producer_id);
+        infos
+    }
+
+    /// Checks each idempotent batch of one append in order (later batches of the same producer
+    /// against the earlier ones), returning the entries as they would be after the append, or
+    /// the first duplicate (Kafka answers a request that holds a duplicate as that duplicate).
+    /// `headers` carry the base offsets the append will give them; `position` names the batch
+    /// in errors.
+    pub(crate) fn check_append(
+        &self,
+        headers: &[(usize, BatchHeader)],
+    ) -> Result<Result<HashMap<i64, ProducerEntry>, BatchMetadata>> {
+        let mut updated: HashMap<i64, ProducerEntry> = HashMap::new();
+        for (position, header) in headers {
+            if header.producer_id < 0 {
+                continue;
+            }
+            let id = header.producer_id;
+            let current = updated.get(&id).or_else(|| self.entries.get(&id));
+            match verdict(current, header, *position)? {
+                Verdict::Duplicate(original) => return Ok(Err(original)),
+                Verdict::Append => {
+                    let entry = applied(current, header);
+                    updated.insert(id, entry);
+                }
+            }
+        }
+        Ok(Ok(updated))
+    }
+
+    /// Takes in the entries [`Producers::check_append`] returned, once the append is written.
+    pub(crate) fn commit(&mut self, updated: HashMap<i64, ProducerEntry>) {
+        self.entries.extend(updated);
+    }
+
+    /// Applies a batch read back from the log (rebuilding after a restart), without checks:
+    /// the log is the truth, whatever it holds.
+    pub(crate) fn replay(&mut self, header: &BatchHeader) {
+        if header.producer_id < 0 {
+            return;
+        }
+        let entry = applied(self.entries.get(&header.producer_id), header);
+        self.entries.insert(header.producer_id, entry);
+    }
+
+    /// Forgets producers whose last batch is `expiration_ms` or more older than `now_ms`
+    /// (Kafka's `producer.id.expiration.ms`, measured like Kafka in batch timestamps). Returns
+    /// how many were forgotten.
+    pub(crate) fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.entries.len();
+        self.entries
+            .retain(|_, e| now_ms.saturating_sub(e.last().max_timestamp) < expiration_ms);
+        before - self.entries.len()
+    }
+
+    /// Forgets producers none of whose batches is still in the log (retention moved its start
+    /// past them), so memory follows what the log holds. Returns how many were forgotten.
+    pub(crate) fn retain_from(&mut self, log_start: i64) -> usize {
+        let before = self.entries.len();
+        self.entries
+            .retain(|_, e| e.last().last_offset >= log_start);
+        before - self.entries.len()
+    }
+}
+
+/// Kafka's decision for one batch against its producer's current entry.
+fn verdict(
+    current: Option<&ProducerEntry>,
+    header: &BatchHeader,
+    position: usize,
+) -> Result<Verdict> {
+    if header.producer_epoch < 0 || header.base_sequence < 0 {
+        return Err(Error::InvalidProducerFields {
+            position,
+            producer_id: header.producer_id,
+            epoch: header.producer_epoch,
+            sequence: header.base_sequence,
+        });
+    }
+    let Some(entry) = current else {
+        // No state: a new producer, or one whose state expired (KIP-360 accepts any sequence).
+        return Ok(Verdict::Append);
+    };
+    let first = header.base_sequence;
+    let last = last_sequence(first, header.last_offset_delta);
+    let out_of_order = |expected| Error::OutOfOrderSequence {
+        producer_id: header.producer_id,
+        epoch: header.producer_epoch,
+        expected,
+        received: first,
+    };
+    if header.producer_epoch < entry.epoch {
+        return Err(Error::InvalidProducerEpoch {
+            producer_id: header.producer_id,
+            epoch: header.producer_epoch,
+            current: entry.epoch,
+        });
+    }
+    if header.producer_epoch > entry.epoch {
+        return match first {
+            0 => Ok(Verdict::Append),
+            _ => Err(out_of_order(0)),
+        };
+    }
+    if let Some(original) = entry
+        .batches
+        .iter()
+        .find(|b| b.first_sequence == first && b.last_sequence == last)
+    {
+        return Ok(Verdict::Duplicate(*original));
+    }
+    let expected = next_sequence(entry.last().last_sequence);
+    if first == expected {
+        Ok(Verdict::Append)
+    } else {
+        Err(out_of_order(expected))
+    }
+}
+
+/// The entry after `header`'s batch is stored: a new epoch starts afresh.
+fn applied(current: Option<&ProducerEntry>, header: &BatchHeader) -> ProducerEntry {
+    let batch = BatchMetadata {
+        first_sequence: header.base_sequence,
+        last_sequence: last_sequence(header.base_sequence, header.last_offset_delta),
+        first_offset: header.base_offset,
+        last_offset: header.base_offset + i64::from(header.last_offset_delta),
+        max_timestamp: header.max_timestamp,
+    };
+    match current {
+        Some(entry) if entry.epoch == header.producer_epoch => {
+            let mut entry = entry.clone();
+            if entry.batches.len() == BATCHES_RETAINED {
+                entry.batches.pop_front();
+            }
+            entry.batches.push_back(batch);
+            entry
+        }
+        _ => ProducerEntry {
+            epoch: header.producer_epoch,
+            batches: VecDeque::from([batch]),
+        },
+    }
+}
