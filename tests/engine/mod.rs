@@ -4,6 +4,7 @@
 mod delivery;
 mod group_restart;
 mod groups;
+mod idempotence;
 mod keys;
 mod power_cut;
 mod replay;

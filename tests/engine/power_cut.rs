@@ -1,12 +1,15 @@
-//! The engine's own files (topic metadata, partition directories, the offset store) through a
-//! power cut at every storage operation of create, produce, commit and delete: the engine
-//! always reopens, each topic is either whole or absent, and what was acknowledged is there.
+//! The engine's own files (topic metadata, partition directories, the offset store, producer
+//! snapshots and the producer id block) through a power cut at every storage operation of
+//! create, produce, commit and delete: the engine always reopens, each topic is either whole or
+//! absent, what was acknowledged is there, a retry of an acknowledged batch is recognised, and
+//! no producer id is handed out twice.
 
 use std::sync::Arc;
 
 use logd::{Config, Log, ManualClock, Producer, ProducerConfig, ProducerRecord, TopicConfig};
 use logd_offsets::OffsetCommit;
-use logd_storage::{CrashMode, SimFs};
+use logd_storage::batch::{BatchBuilder, BatchHeader, Compression};
+use logd_storage::{CrashMode, Offset, SimFs};
 
 const DIR: &str = "/data";
 
@@ -120,13 +123,37 @@ fn the_engine_reopens_whole_after_a_power_cut_anywhere() {
                     "cut {cut} {mode:?}: a deleted topic came back"
                 );
             }
+            let mut producer_ids = Vec::new();
             for (partition, offset) in &acked.produced {
-                let log = log.partition("orders", *partition).unwrap();
+                let plog = log.partition("orders", *partition).unwrap();
                 assert!(
-                    log.high_watermark().0 > *offset,
+                    plog.high_watermark().0 > *offset,
                     "cut {cut} {mode:?}: acknowledged {partition}@{offset} lost"
                 );
+                // The embedded producer is idempotent: the same batch again is a duplicate.
+                let stored = plog.read(Offset(*offset), 1).unwrap();
+                let header = BatchHeader::parse(&stored, 0).unwrap();
+                assert!(header.producer_id >= 0, "cut {cut}: not idempotent");
+                producer_ids.push(header.producer_id);
+                let mut retry = BatchBuilder::new(Compression::None).producer(
+                    header.producer_id,
+                    header.producer_epoch,
+                    header.base_sequence,
+                );
+                retry.push(0, None, Some(b"retry"), &[]);
+                let info = log
+                    .append("orders", *partition, &mut retry.build(0).unwrap())
+                    .unwrap();
+                assert!(
+                    info.duplicate && info.base_offset.0 == *offset,
+                    "cut {cut} {mode:?}: retry of {partition}@{offset} answered {info:?}"
+                );
             }
+            let fresh = log.init_producer_id().unwrap();
+            assert!(
+                producer_ids.iter().all(|&id| id < fresh),
+                "cut {cut} {mode:?}: producer id {fresh} handed out again"
+            );
             if let Some(offset) = acked.committed {
                 assert_eq!(
                     log.offsets()

@@ -12,7 +12,8 @@ use std::time::Duration;
 use logd_offsets::{
     OffsetCommit, OffsetStore, OffsetStoreConfig, PartitionRange, PlannedReset, ResetTarget,
 };
-use logd_storage::{AppendInfo, DirLock, Offset, PartitionLog, RealFs, Storage};
+use logd_storage::batch::BatchHeader;
+use logd_storage::{AppendInfo, DirLock, Offset, PartitionLog, ProducerInfo, RealFs, Storage};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::clock::{Clock, SystemClock};
@@ -20,10 +21,14 @@ use crate::error::{Error, Result};
 use crate::group::{
     Coordinator, GroupConfig, GroupError, GroupPhase, MemberDescription, decode_assignment,
 };
+use crate::producer_ids::ProducerIds;
 use crate::topic::{Topic, TopicConfig};
 
+/// Kafka's default `producer.id.expiration.ms`: one day.
+pub const PRODUCER_ID_EXPIRATION_MS: i64 = 24 * 60 * 60 * 1000;
+
 /// Engine-wide configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Configuration for topics created without one, including auto-created topics.
     pub default_topic: TopicConfig,
@@ -33,6 +38,23 @@ pub struct Config {
     pub groups: GroupConfig,
     /// Offset store compaction and limits.
     pub offsets: OffsetStoreConfig,
+    /// An idempotent producer's state in a partition is forgotten once its last batch there is
+    /// this old (Kafka's `producer.id.expiration.ms`, default one day); its next batch is then
+    /// accepted at any sequence. Applied by [`Log::expire_producers`], which the daemon runs on
+    /// a timer.
+    pub producer_id_expiration_ms: i64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            default_topic: TopicConfig::default(),
+            auto_create_topics: false,
+            groups: GroupConfig::default(),
+            offsets: OffsetStoreConfig::default(),
+            producer_id_expiration_ms: PRODUCER_ID_EXPIRATION_MS,
+        }
+    }
 }
 
 /// A partition as `describe_topic` shows it.
@@ -48,6 +70,8 @@ pub struct PartitionDescription {
     pub high_watermark: i64,
     /// Bytes on disk.
     pub size_bytes: u64,
+    /// Idempotent producers with state in this partition.
+    pub producers: Vec<ProducerInfo>,
 }
 
 /// A topic as `describe_topic` shows it.
@@ -61,6 +85,9 @@ pub struct TopicDescription {
     pub config: TopicConfig,
     /// Partitions.
     pub partitions: Vec<PartitionDescription>,
+    /// Retried batches of idempotent producers answered as duplicates (not stored again) since
+    /// the engine opened.
+    pub duplicates_dropped: u64,
 }
 
 /// One partition's line in a group description.
@@ -108,6 +135,7 @@ pub(crate) struct Shared {
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     pub offsets: OffsetStore,
     pub coordinator: Coordinator,
+    producer_ids: ProducerIds,
     appends: Mutex<u64>,
     appended: Condvar,
     _lock: DirLock,
@@ -148,6 +176,7 @@ impl Log {
         }
         let offsets =
             OffsetStore::open_with(storage.clone(), dir.join("offsets"), config.offsets.clone())?;
+        let producer_ids = ProducerIds::open(storage.clone(), &dir)?;
         let coordinator =
             Coordinator::open(config.groups.clone(), storage.clone(), &dir, clock.now_ms())
                 .map_err(|reason| Error::GroupState {
@@ -163,6 +192,7 @@ impl Log {
                 clock,
                 topics: RwLock::new(topics),
                 offsets,
+                producer_ids,
                 appends: Mutex::new(0),
                 appended: Condvar::new(),
                 _lock: lock,
@@ -302,6 +332,7 @@ impl Log {
                 log_end: log.end_offset().0,
                 high_watermark: log.high_watermark().0,
                 size_bytes: log.size_bytes(),
+                producers: log.producers(),
             })
             .collect();
         Ok(TopicDescription {
@@ -309,6 +340,7 @@ impl Log {
             id: topic.id,
             config: topic.config.read().clone(),
             partitions,
+            duplicates_dropped: topic.duplicates_dropped(),
         })
     }
 
@@ -337,13 +369,46 @@ impl Log {
     }
 
     /// Appends record batches to a partition (as `PartitionLog::append`) and wakes consumers.
+    ///
+    /// Batches of idempotent producers are checked against the partition's producer state: a
+    /// retry of a stored batch stores nothing and returns the original offsets
+    /// ([`AppendInfo::duplicate`]). A producer id this engine never handed out is refused
+    /// ([`Error::UnknownProducerId`]).
     pub fn append(&self, topic: &str, partition: u32, batches: &mut [u8]) -> Result<AppendInfo> {
-        let info = self
-            .topic_for_produce(topic)?
-            .partition(partition)?
-            .append(batches)?;
-        self.notify_appended();
+        self.check_producer_ids(batches)?;
+        let topic = self.topic_for_produce(topic)?;
+        let info = topic.partition(partition)?.append(batches)?;
+        if info.duplicate {
+            topic.count_duplicate();
+        } else {
+            self.notify_appended();
+        }
         Ok(info)
+    }
+
+    /// Refuses batches claiming a producer id no `init_producer_id` returned. Headers only;
+    /// malformed input is left to the partition's validation.
+    fn check_producer_ids(&self, batches: &[u8]) -> Result<()> {
+        let mut position = 0;
+        while let Ok(header) = BatchHeader::parse(&batches[position..], position) {
+            if header.producer_id >= 0 && !self.shared.producer_ids.handed_out(header.producer_id) {
+                return Err(Error::UnknownProducerId {
+                    producer_id: header.producer_id,
+                });
+            }
+            position = match position.checked_add(header.total_len()) {
+                Some(next) if next < batches.len() => next,
+                _ => break,
+            };
+        }
+        Ok(())
+    }
+
+    /// A producer id never handed out before, for an idempotent producer (Kafka's
+    /// InitProducerId); its epoch starts at 0. Ids survive restarts and crashes: none is ever
+    /// handed out twice.
+    pub fn init_producer_id(&self) -> Result<i64> {
+        self.shared.producer_ids.allocate()
     }
 
     fn notify_appended(&self) {
@@ -522,6 +587,18 @@ impl Log {
             }
         }
         Ok(())
+    }
+
+    /// Forgets idempotent producers idle for `producer_id_expiration_ms` as of `now_ms` in
+    /// every partition; returns how many were forgotten.
+    pub fn expire_producers(&self, now_ms: i64) -> usize {
+        let expiration = self.shared.config.producer_id_expiration_ms;
+        let topics: Vec<Arc<Topic>> = self.shared.topics.read().values().cloned().collect();
+        topics
+            .iter()
+            .flat_map(|t| t.partitions.read().clone())
+            .map(|log| log.expire_producers(now_ms, expiration))
+            .sum()
     }
 
     /// Applies retention to every partition as of `now_ms`; returns segments deleted.

@@ -21,6 +21,23 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// The producer id allocator's file cannot be read: starting anyway could hand out an id
+    /// twice.
+    #[error(
+        "producer id file {path}: {reason}; refusing to start, since producer ids could be handed out twice (restore it, or delete it once no producer of an earlier run is writing)"
+    )]
+    ProducerIds {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A batch names a producer id this engine never handed out (Kafka's UNKNOWN_PRODUCER_ID).
+    #[error("producer id {producer_id} was never handed out by this engine")]
+    UnknownProducerId {
+        /// The id the batch claims.
+        producer_id: i64,
+    },
     /// The saved group state cannot be read.
     #[error("group state {path}: {reason}")]
     GroupState {

@@ -33,6 +33,7 @@ mod engine;
 mod error;
 pub mod group;
 mod producer;
+mod producer_ids;
 mod topic;
 
 pub use clock::{Clock, ManualClock, SystemClock};

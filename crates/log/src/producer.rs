@@ -2,8 +2,15 @@
 //! into one batch per partition, and appends a batch when it is full, when it has waited
 //! `linger`, or on [`Producer::flush`]. Each send returns a [`Delivery`] that resolves to the
 //! record's partition and offset once the append is durable under the topic's fsync policy.
+//!
+//! A partition's closed batches wait in a queue and are appended in order by whichever thread
+//! holds that partition's appender (a sender, `flush`, or the linger thread), so its records
+//! land in the order they were sent. An idempotent producer (the default, as Kafka's Java
+//! client) numbers each partition's records from 0 under a producer id from the engine, so an
+//! append of the same batch twice stores it once; after a failed append it bumps its epoch and
+//! numbers afresh, since whether that batch landed is unknown.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -24,6 +31,10 @@ pub struct ProducerConfig {
     pub linger: Duration,
     /// Codec for batches.
     pub compression: Compression,
+    /// Write as an idempotent producer (Kafka `enable.idempotence`, on by default as in the
+    /// Java client): a producer id and per-partition sequence numbers let the partition store
+    /// a batch appended twice only once.
+    pub idempotence: bool,
 }
 
 impl Default for ProducerConfig {
@@ -32,6 +43,7 @@ impl Default for ProducerConfig {
             batch_bytes: 16 << 10,
             linger: Duration::from_millis(5),
             compression: Compression::None,
+            idempotence: true,
         }
     }
 }
@@ -181,7 +193,39 @@ struct TopicBatches {
     partition_count: u32,
     checked: Instant,
     sends: u32,
-    batches: Vec<Option<Pending>>,
+    batches: Vec<PartitionBatches>,
+}
+
+/// One partition's open batch and the closed ones waiting to be appended, oldest first.
+#[derive(Debug, Default)]
+struct PartitionBatches {
+    open: Option<Pending>,
+    ready: VecDeque<Pending>,
+    appender: Arc<Mutex<Appender>>,
+}
+
+impl PartitionBatches {
+    /// Closes the open batch: it joins the queue of batches to append.
+    fn close(&mut self) {
+        if let Some(batch) = self.open.take() {
+            self.ready.push_back(batch);
+        }
+    }
+}
+
+/// Held while appending a partition's queued batches, so they land in order; with
+/// idempotence, the partition's next sequence under the producer epoch it was counted in.
+#[derive(Debug, Default)]
+struct Appender {
+    epoch: i16,
+    next_sequence: i32,
+}
+
+/// An idempotent producer's id and current epoch.
+#[derive(Debug, Clone, Copy)]
+struct Identity {
+    id: i64,
+    epoch: i16,
 }
 
 /// Pending batches by topic name (a producer writes few topics: a sorted map beats hashing).
@@ -193,6 +237,8 @@ struct Shared {
     config: ProducerConfig,
     partitioner: Box<dyn Partitioner>,
     pending: Mutex<PendingBatches>,
+    /// With idempotence: the producer id and epoch, allocated at the first append.
+    identity: Mutex<Option<Identity>>,
     /// The first append that failed since the last `flush`, which reports it: a sender that
     /// never waits on its deliveries still learns that records were not stored.
     failed: Mutex<Option<Arc<Error>>>,
@@ -224,6 +270,7 @@ impl Producer {
             config,
             partitioner,
             pending: Mutex::new(BTreeMap::new()),
+            identity: Mutex::new(None),
             failed: Mutex::new(None),
             closing: Mutex::new(false),
             wake: Condvar::new(),
@@ -282,7 +329,9 @@ impl Producer {
                 .partition(record.key, topic.partition_count),
         };
         if topic.batches.len() <= partition as usize {
-            topic.batches.resize_with(partition as usize + 1, || None);
+            topic
+                .batches
+                .resize_with(partition as usize + 1, PartitionBatches::default);
         }
         // Close the open batch first if this record would push it past `batch_bytes`: batches
         // stay within the limit (a record larger than the limit gets a batch of its own).
@@ -295,12 +344,15 @@ impl Producer {
                 .map(|(k, v)| 16 + k.len() + v.map_or(0, <[u8]>::len))
                 .sum::<usize>();
         let slot = &mut topic.batches[partition as usize];
-        let full = slot.as_ref().is_some_and(|b| {
+        let full = slot.open.as_ref().is_some_and(|b| {
             !b.builder.is_empty() && b.builder.size() + record_bytes > shared.config.batch_bytes
         });
-        let closed = if full { slot.take() } else { None };
+        let closed = full.then(|| {
+            slot.close();
+            (topic.name.clone(), partition, slot.appender.clone())
+        });
         let name = &topic.name;
-        let batch = slot.get_or_insert_with(|| {
+        let batch = slot.open.get_or_insert_with(|| {
             Pending::new(shared.config.compression, name.clone(), partition)
         });
         let delivery = Delivery {
@@ -317,9 +369,9 @@ impl Producer {
             .builder
             .push(timestamp, record.key, record.value, &headers);
         drop(pending);
-        if let Some(closed) = closed {
+        if let Some((topic, partition, appender)) = closed {
             // A failure reaches every delivery of that batch, and the next `flush`.
-            let _ = shared.append(closed);
+            shared.drain(&topic, partition, &appender);
         }
         Ok(delivery)
     }
@@ -327,16 +379,24 @@ impl Producer {
     /// Appends every queued batch and waits until they are stored; fails if any batch since the
     /// last `flush` (including ones appended by `send` or the linger thread) was not stored.
     pub fn flush(&self) -> Result<()> {
-        let batches: Vec<Pending> = {
+        // Every partition, even one with nothing queued: taking its appender waits for an
+        // append another thread has in flight.
+        let partitions: Vec<(Arc<str>, u32, Arc<Mutex<Appender>>)> = {
             let mut pending = self.shared.pending.lock();
             pending
                 .values_mut()
-                .flat_map(|t| t.batches.iter_mut().filter_map(Option::take))
+                .flat_map(|t| {
+                    let name = t.name.clone();
+                    t.batches.iter_mut().enumerate().map(move |(p, batches)| {
+                        batches.close();
+                        (name.clone(), p as u32, batches.appender.clone())
+                    })
+                })
                 .collect()
         };
-        for batch in batches {
+        for (topic, partition, appender) in partitions {
             // Failures are recorded in `failed` by `append`.
-            let _ = self.shared.append(batch);
+            self.shared.drain(&topic, partition, &appender);
         }
         match self.shared.failed.lock().take() {
             Some(e) => Err(Error::Delivery(e)),
@@ -346,14 +406,77 @@ impl Producer {
 }
 
 impl Shared {
-    /// Appends one batch and resolves its deliveries.
-    fn append(&self, batch: Pending) -> std::result::Result<(), Arc<Error>> {
+    /// Appends a partition's queued batches in order, holding its appender.
+    fn drain(&self, topic: &Arc<str>, partition: u32, appender: &Mutex<Appender>) {
+        let mut appender = appender.lock();
+        loop {
+            let next = self
+                .pending
+                .lock()
+                .get_mut(topic)
+                .and_then(|t| t.batches.get_mut(partition as usize))
+                .and_then(|b| b.ready.pop_front());
+            let Some(batch) = next else { return };
+            // A failure reaches the batch's deliveries and the next `flush`.
+            let _ = self.append(batch, &mut appender);
+        }
+    }
+
+    /// The producer id and epoch, allocating the id at the first use.
+    fn identity(&self) -> Result<Option<Identity>> {
+        if !self.config.idempotence {
+            return Ok(None);
+        }
+        let mut identity = self.identity.lock();
+        if identity.is_none() {
+            *identity = Some(Identity {
+                id: self.log.init_producer_id()?,
+                epoch: 0,
+            });
+        }
+        Ok(*identity)
+    }
+
+    /// After a failed append it is unknown whether the batch landed: later batches start a new
+    /// epoch at sequence 0 (Kafka's client bumps the epoch the same way, KIP-360), and a new
+    /// id once the epochs run out.
+    fn bump_epoch(&self) {
+        let mut identity = self.identity.lock();
+        *identity = identity.and_then(|i| {
+            (i.epoch < i16::MAX).then_some(Identity {
+                id: i.id,
+                epoch: i.epoch + 1,
+            })
+        });
+    }
+
+    /// Appends one batch (with the partition's next sequence when idempotent) and resolves its
+    /// deliveries.
+    fn append(
+        &self,
+        batch: Pending,
+        appender: &mut Appender,
+    ) -> std::result::Result<(), Arc<Error>> {
         let (topic, partition) = (&batch.slot.topic, batch.slot.partition);
-        let result = batch
-            .builder
-            .build(0)
-            .map_err(Error::from)
-            .and_then(|mut bytes| self.log.append(topic, partition, &mut bytes));
+        let records = batch.builder.len() as i32;
+        let result = self.identity().and_then(|identity| {
+            let builder = match identity {
+                Some(Identity { id, epoch }) => {
+                    if appender.epoch != epoch {
+                        appender.epoch = epoch;
+                        appender.next_sequence = 0;
+                    }
+                    batch.builder.producer(id, epoch, appender.next_sequence)
+                }
+                None => batch.builder,
+            };
+            let mut bytes = builder.build(0)?;
+            self.log.append(topic, partition, &mut bytes)
+        });
+        match &result {
+            Ok(_) => appender.next_sequence = following_sequence(appender.next_sequence, records),
+            Err(_) => self.bump_epoch(),
+        }
         self.partitioner.batch_complete(
             partition,
             self.log.partition_count(topic).unwrap_or(1).max(1),
@@ -368,6 +491,12 @@ impl Shared {
     }
 }
 
+/// The sequence after a batch of `records` starting at `sequence`, wrapping past `i32::MAX`
+/// to 0 as Kafka's sequences do.
+fn following_sequence(sequence: i32, records: i32) -> i32 {
+    ((i64::from(sequence) + i64::from(records)) % (i64::from(i32::MAX) + 1)) as i32
+}
+
 /// Appends batches older than `linger` until the producer is dropped.
 fn linger_loop(shared: Weak<Shared>) {
     loop {
@@ -375,18 +504,25 @@ fn linger_loop(shared: Weak<Shared>) {
             return;
         };
         let linger = shared.config.linger;
-        let due: Vec<Pending> = {
+        let due: Vec<(Arc<str>, u32, Arc<Mutex<Appender>>)> = {
             let mut pending = shared.pending.lock();
-            pending
-                .values_mut()
-                .flat_map(|t| t.batches.iter_mut())
-                .filter(|slot| slot.as_ref().is_some_and(|b| b.started.elapsed() >= linger))
-                .filter_map(Option::take)
-                .collect()
+            let mut due = Vec::new();
+            for topic in pending.values_mut() {
+                for (p, batches) in topic.batches.iter_mut().enumerate() {
+                    if batches
+                        .open
+                        .as_ref()
+                        .is_some_and(|b| b.started.elapsed() >= linger)
+                    {
+                        batches.close();
+                        due.push((topic.name.clone(), p as u32, batches.appender.clone()));
+                    }
+                }
+            }
+            due
         };
-        for batch in due {
-            // A failure reaches the batch's deliveries; nothing else to do here.
-            let _ = shared.append(batch);
+        for (topic, partition, appender) in due {
+            shared.drain(&topic, partition, &appender);
         }
         let mut closing = shared.closing.lock();
         if *closing {

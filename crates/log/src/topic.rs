@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use logd_storage::{FsyncPolicy, LogConfig, PartitionLog, Storage};
@@ -135,9 +136,21 @@ pub(crate) struct Topic {
     pub config: RwLock<TopicConfig>,
     pub partitions: RwLock<Vec<Arc<PartitionLog>>>,
     pub dir: PathBuf,
+    /// Idempotent producers' retries answered as duplicates since the engine opened.
+    duplicates: AtomicU64,
 }
 
 impl Topic {
+    /// Counts a retried batch answered as a duplicate.
+    pub(crate) fn count_duplicate(&self) {
+        self.duplicates.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Retried batches answered as duplicates since the engine opened.
+    pub(crate) fn duplicates_dropped(&self) -> u64 {
+        self.duplicates.load(Ordering::Relaxed)
+    }
+
     /// Creates the topic's directory, metadata and partitions.
     pub(crate) fn create(
         storage: &Arc<dyn Storage>,
@@ -156,6 +169,7 @@ impl Topic {
             config: RwLock::new(config),
             partitions: RwLock::new(Vec::new()),
             dir,
+            duplicates: AtomicU64::new(0),
         };
         topic.open_partitions(storage)?;
         // `create_dir_durable` already made the topic directory's entry durable, and
@@ -197,6 +211,7 @@ impl Topic {
             config: RwLock::new(metadata.config),
             partitions: RwLock::new(Vec::new()),
             dir,
+            duplicates: AtomicU64::new(0),
         };
         topic.open_partitions(storage)?;
         Ok(Some(topic))

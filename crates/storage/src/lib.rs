@@ -43,6 +43,7 @@ mod segment;
 
 pub use bytes::Bytes;
 pub use config::{FsyncPolicy, LogConfig};
+pub use crc::crc32c;
 pub use error::{Error, Result};
 pub use io::{
     CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile,
