@@ -6,7 +6,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::MetadataResponse;
 use tokio::runtime::Runtime;
 
-use crate::client::{AsyncClient, ClientError, PartitionOffsets};
+use crate::client::{ActiveProducer, AsyncClient, ClientError, PartitionOffsets};
 use crate::error::Result;
 use crate::group_client::GroupInfo;
 
@@ -77,6 +77,11 @@ impl Client {
     /// The size in bytes of each partition of `topic` (DescribeLogDirs), by partition.
     pub fn partition_sizes(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, ClientError> {
         self.runtime.block_on(self.inner.partition_sizes(topic))
+    }
+
+    /// The idempotent producers every partition of `topic` tracks (DescribeProducers).
+    pub fn producers(&mut self, topic: &str) -> Result<Vec<ActiveProducer>, ClientError> {
+        self.runtime.block_on(self.inner.producers(topic))
     }
 
     /// Earliest and latest offsets of a partition.

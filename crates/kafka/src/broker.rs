@@ -6,7 +6,6 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -58,7 +57,6 @@ pub struct Broker {
     pub(crate) log: logd::Log,
     pub(crate) config: BrokerConfig,
     /// Producer ids handed out by InitProducerId.
-    pub(crate) next_producer_id: AtomicI64,
     pub(crate) observer: Arc<dyn BrokerObserver>,
 }
 
@@ -68,7 +66,6 @@ impl Broker {
         Broker {
             log,
             config,
-            next_producer_id: AtomicI64::new(1),
             observer: Arc::new(NoObserver),
         }
     }
@@ -202,8 +199,9 @@ pub fn decode_request(mut frame: Bytes) -> Result<Decoded> {
             _ => Err(unsupported),
         };
     }
-    if key.request_header_version(version) == 1 {
-        let body = crate::shape::body_offset(&frame).and_then(|at| frame.get(at..));
+    let header_version = key.request_header_version(version);
+    if header_version >= 1 {
+        let body = crate::shape::body_offset(&frame, header_version).and_then(|at| frame.get(at..));
         crate::shape::check(key, version, body.unwrap_or_default())
             .map_err(malformed(api_key, version))?;
     }

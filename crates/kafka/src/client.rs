@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
+use kafka_protocol::messages::describe_producers_request::TopicRequest as DescribeProducersTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -22,6 +23,7 @@ use kafka_protocol::messages::{
     ResponseHeader, TopicName,
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
+use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use crate::codes;
@@ -73,6 +75,21 @@ pub struct PartitionOffsets {
     pub latest: i64,
 }
 
+/// An idempotent producer a partition tracks, as DescribeProducers reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    /// Partition.
+    pub partition: i32,
+    /// Producer id.
+    pub producer_id: i64,
+    /// Its current epoch.
+    pub epoch: i32,
+    /// Sequence of its last stored record.
+    pub last_sequence: i32,
+    /// Timestamp of its last stored batch (ms).
+    pub last_timestamp: i64,
+}
+
 /// A connection to one broker.
 #[derive(Debug)]
 pub struct AsyncClient {
@@ -99,6 +116,7 @@ const LIST_OFFSETS: i16 = 2;
 const CREATE_TOPICS: i16 = 3;
 const DELETE_TOPICS: i16 = 1;
 const DESCRIBE_LOG_DIRS: i16 = 1;
+const DESCRIBE_PRODUCERS: i16 = 0;
 
 fn name(topic: &str) -> TopicName {
     TopicName(StrBytes::from_string(topic.to_owned()))
@@ -319,6 +337,37 @@ impl AsyncClient {
             .collect();
         sizes.sort();
         Ok(sizes)
+    }
+
+    /// The idempotent producers every partition of `topic` tracks (DescribeProducers), by
+    /// partition and producer id.
+    pub async fn producers(&mut self, topic: &str) -> Result<Vec<ActiveProducer>, ClientError> {
+        let mut wanted = DescribeProducersTopic::default();
+        wanted.name = name(topic);
+        wanted.partition_indexes = (0..self.partition_count(topic, false).await? as i32).collect();
+        let mut request = DescribeProducersRequest::default();
+        request.topics = vec![wanted];
+        let response: DescribeProducersResponse = self
+            .call(ApiKey::DescribeProducers, DESCRIBE_PRODUCERS, &request)
+            .await?;
+        let mut producers = Vec::new();
+        for partition in response.topics.iter().flat_map(|t| &t.partitions) {
+            if partition.error_code != 0 {
+                return Err(ClientError::Kafka {
+                    what: format!("{topic}-{}", partition.partition_index),
+                    code: partition.error_code,
+                });
+            }
+            producers.extend(partition.active_producers.iter().map(|p| ActiveProducer {
+                partition: partition.partition_index,
+                producer_id: p.producer_id.0,
+                epoch: p.producer_epoch,
+                last_sequence: p.last_sequence,
+                last_timestamp: p.last_timestamp,
+            }));
+        }
+        producers.sort_by_key(|p| (p.partition, p.producer_id));
+        Ok(producers)
     }
 
     /// Earliest and latest offsets of a partition.

@@ -1,4 +1,7 @@
-//! The Kafka error codes logd answers with (the protocol guide's table).
+//! The Kafka error codes logd answers with (the protocol guide's table). Codes added since are
+//! taken from `kafka_protocol::ResponseError`, which names them all.
+
+use kafka_protocol::ResponseError;
 
 pub(crate) const UNKNOWN_SERVER_ERROR: i16 = -1;
 pub(crate) const NONE: i16 = 0;
@@ -56,10 +59,14 @@ pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {
         logd::Error::InvalidTopicName { .. } => INVALID_TOPIC_EXCEPTION,
         logd::Error::TopicExists(_) => TOPIC_ALREADY_EXISTS,
         logd::Error::InvalidConfig(_) => INVALID_CONFIG,
+        logd::Error::UnknownProducerId { .. } => ResponseError::UnknownProducerId.code(),
         logd::Error::Storage(storage) => match storage {
             S::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,
             S::BatchTooLarge { .. } => MESSAGE_TOO_LARGE,
             S::UnsupportedMagic { .. } => UNSUPPORTED_FOR_MESSAGE_FORMAT,
+            S::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber.code(),
+            S::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch.code(),
+            S::InvalidProducerFields { .. } => ResponseError::InvalidRecord.code(),
             S::ChecksumMismatch { .. }
             | S::InvalidBatch { .. }
             | S::InvalidRecord { .. }

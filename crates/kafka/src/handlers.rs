@@ -1,7 +1,6 @@
 //! One handler per API: a decoded request in, a response out, engine calls in between. Fields
 //! a response version does not carry are left at their defaults (the encoder refuses them).
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
@@ -13,6 +12,10 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
+use kafka_protocol::messages::describe_producers_response::{
+    PartitionResponse as ProducersPartitionResponse, ProducerState,
+    TopicResponse as ProducersTopicResponse,
 };
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::list_offsets_response::{
@@ -30,6 +33,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
+use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
 use kafka_protocol::protocol::StrBytes;
 use logd::TopicConfig;
 use logd_storage::Offset;
@@ -90,14 +94,9 @@ impl Broker {
             RequestKind::DeleteTopics(request) => {
                 ResponseKind::DeleteTopics(self.delete_topics(request))
             }
-            RequestKind::InitProducerId(_) => {
-                // Idempotence is not enforced yet: a fresh id with epoch 0 lets idempotent
-                // producers (kafka-python's default) run; sequence numbers are stored as sent.
-                let mut response = InitProducerIdResponse::default();
-                response.producer_id =
-                    ProducerId(self.next_producer_id.fetch_add(1, Ordering::Relaxed));
-                response.producer_epoch = 0;
-                ResponseKind::InitProducerId(response)
+            RequestKind::InitProducerId(_) => ResponseKind::InitProducerId(self.init_producer_id()),
+            RequestKind::DescribeProducers(request) => {
+                ResponseKind::DescribeProducers(self.describe_producers(request))
             }
             RequestKind::Produce(request) => {
                 return self.produce(request, version).map(ResponseKind::Produce);
@@ -332,11 +331,15 @@ impl Broker {
                 };
                 match outcome {
                     Ok(info) => {
+                        // A duplicate answers with the original offsets, as Kafka does.
                         partition.base_offset = info.base_offset.0;
                         let records = (info.last_offset.0 - info.base_offset.0 + 1).max(0);
                         let bytes = data.records.as_ref().map_or(0, |r| r.len());
-                        self.observer
-                            .produced(&topic.name.0, records as u64, bytes as u64);
+                        // Duplicates are counted by the engine, per topic.
+                        if !info.duplicate {
+                            self.observer
+                                .produced(&topic.name.0, records as u64, bytes as u64);
+                        }
                         if version >= 5
                             && let Ok(log) = self.log.partition(&topic.name.0, data.index as u32)
                         {
@@ -444,6 +447,65 @@ impl Broker {
     /// One log directory (the data directory) with the size of each requested partition
     /// (every partition when `topics` is null); unknown topics and partitions are left out, as
     /// Kafka does.
+    /// A fresh producer id with epoch 0. Without a transactional id Kafka hands out a new id
+    /// whatever the request carries (KIP-360's current id and epoch, v3+, matter only to
+    /// transactional producers), so every version is answered alike.
+    fn init_producer_id(&self) -> InitProducerIdResponse {
+        let mut response = InitProducerIdResponse::default();
+        match self.log.init_producer_id() {
+            Ok(id) => {
+                response.producer_id = ProducerId(id);
+                response.producer_epoch = 0;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot hand out a producer id");
+                response.producer_id = ProducerId(-1);
+                response.producer_epoch = -1;
+                response.error_code = codes::for_engine_error(&e);
+            }
+        }
+        response
+    }
+
+    /// The idempotent producers each asked-for partition tracks (Kafka's DescribeProducers,
+    /// as `kafka-transactions.sh describe-producers` and the consoles show them).
+    fn describe_producers(&self, request: DescribeProducersRequest) -> DescribeProducersResponse {
+        let mut response = DescribeProducersResponse::default();
+        for topic in request.topics {
+            let mut topic_response = ProducersTopicResponse::default();
+            for index in topic.partition_indexes {
+                let mut partition = ProducersPartitionResponse::default();
+                partition.partition_index = index;
+                match self
+                    .log
+                    .partition(&topic.name.0, u32::try_from(index).unwrap_or(u32::MAX))
+                {
+                    Ok(log) => {
+                        partition.active_producers = log
+                            .producers()
+                            .into_iter()
+                            .map(|p| {
+                                let mut state = ProducerState::default();
+                                state.producer_id = ProducerId(p.producer_id);
+                                state.producer_epoch = i32::from(p.epoch);
+                                state.last_sequence = p.last_sequence;
+                                state.last_timestamp = p.last_timestamp;
+                                state.coordinator_epoch = -1;
+                                state.current_txn_start_offset = -1;
+                                state
+                            })
+                            .collect();
+                    }
+                    Err(e) => partition.error_code = codes::for_engine_error(&e),
+                }
+                topic_response.partitions.push(partition);
+            }
+            topic_response.name = topic.name;
+            response.topics.push(topic_response);
+        }
+        response
+    }
+
     fn describe_log_dirs(&self, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
         let wanted: Vec<(String, Option<Vec<i32>>)> = match request.topics {
             None => self

@@ -18,7 +18,7 @@ mod versions;
 
 pub use blocking::Client;
 pub use broker::{Broker, BrokerConfig, Decoded, decode_request};
-pub use client::{AsyncClient, ClientError, PartitionOffsets, code_name};
+pub use client::{ActiveProducer, AsyncClient, ClientError, PartitionOffsets, code_name};
 pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
 pub use observer::{BrokerObserver, NoObserver};

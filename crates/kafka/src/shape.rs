@@ -4,7 +4,9 @@
 //! claiming 2^31 - 1 topics makes the allocator abort the whole daemon. Walking the body first
 //! proves every count fits the bytes actually present, without allocating anything.
 //!
-//! Only the versions logd serves are described, all non-flexible; ApiVersions has no arrays.
+//! Only the versions logd serves are described. Flexible versions (request header v2) spell out
+//! their compact strings and arrays and their tagged-field sections; ApiVersions has no
+//! arrays and is not described.
 
 use kafka_protocol::messages::ApiKey;
 
@@ -19,9 +21,16 @@ enum Field {
     Bytes,
     /// `i32` count (-1 for null), then that many elements of this layout.
     Array(Vec<Field>),
+    /// Unsigned varint length + 1 (0 for null), then that many bytes (flexible versions).
+    CompactStr,
+    /// Unsigned varint count + 1 (0 for null), then that many elements (flexible versions).
+    CompactArray(Vec<Field>),
+    /// A tagged-field section: unsigned varint count, then per field a varint tag, a varint
+    /// size and that many bytes (flexible versions, after each structure).
+    Tags,
 }
 
-use Field::{Array, Bytes, Fixed, Str};
+use Field::{Array, Bytes, CompactArray, CompactStr, Fixed, Str, Tags};
 
 const I8: Field = Fixed(1);
 const I16: Field = Fixed(2);
@@ -84,7 +93,23 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             BOOL,
         ],
         ApiKey::DeleteTopics => vec![Array(vec![Str]), I32],
-        ApiKey::InitProducerId => vec![Str, I32],
+        ApiKey::InitProducerId => {
+            let mut fields = match v {
+                0..=1 => vec![Str, I32],
+                _ => vec![CompactStr, I32],
+            };
+            if v >= 3 {
+                fields.extend([I64, I16]);
+            }
+            if v >= 2 {
+                fields.push(Tags);
+            }
+            fields
+        }
+        ApiKey::DescribeProducers => vec![
+            CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
+            Tags,
+        ],
         ApiKey::DescribeConfigs => {
             let mut fields = vec![Array(vec![I8, Str, Array(vec![Str])]), BOOL];
             if v >= 3 {
@@ -188,18 +213,61 @@ fn walk(fields: &[Field], buf: &[u8], pos: &mut usize) -> Result<(), &'static st
                 if count < -1 {
                     return Err("negative array count");
                 }
-                // Every element takes at least one byte: a count beyond the remaining bytes
-                // cannot be honest.
-                if count > 0 && count as usize > buf.len() - *pos {
-                    return Err("array count exceeds the request size");
-                }
-                for _ in 0..count.max(0) {
-                    walk(element, buf, pos)?;
+                walk_elements(element, count.max(0) as usize, buf, pos)?;
+            }
+            CompactStr => {
+                let len = uvarint(buf, pos)?;
+                take(buf, pos, len.saturating_sub(1) as usize)?;
+            }
+            CompactArray(element) => {
+                let count = uvarint(buf, pos)?.saturating_sub(1) as usize;
+                walk_elements(element, count, buf, pos)?;
+            }
+            Tags => {
+                let count = uvarint(buf, pos)?;
+                for _ in 0..count {
+                    uvarint(buf, pos)?;
+                    let size = uvarint(buf, pos)?;
+                    take(buf, pos, size as usize)?;
                 }
             }
         }
     }
     Ok(())
+}
+
+fn walk_elements(
+    element: &[Field],
+    count: usize,
+    buf: &[u8],
+    pos: &mut usize,
+) -> Result<(), &'static str> {
+    // Every element takes at least one byte: a count beyond the remaining bytes cannot be
+    // honest.
+    if count > buf.len() - *pos {
+        return Err("array count exceeds the request size");
+    }
+    for _ in 0..count {
+        walk(element, buf, pos)?;
+    }
+    Ok(())
+}
+
+/// An unsigned varint of at most five bytes (a `u32`).
+fn uvarint(buf: &[u8], pos: &mut usize) -> Result<u32, &'static str> {
+    let mut value: u32 = 0;
+    for i in 0..5 {
+        let byte = *buf.get(*pos).ok_or("request ends early")?;
+        *pos += 1;
+        if i == 4 && byte > 0x0f {
+            return Err("varint overflows 32 bits");
+        }
+        value |= u32::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err("varint overflows 32 bits")
 }
 
 fn take(buf: &[u8], pos: &mut usize, n: usize) -> Result<(), &'static str> {
@@ -216,12 +284,19 @@ fn read<const N: usize>(buf: &[u8], pos: &mut usize) -> Result<[u8; N], &'static
     Ok(bytes.try_into().expect("N bytes"))
 }
 
-/// Where the body starts in a frame with a v1 request header (key, version, correlation id,
-/// nullable client id), the header every non-flexible request uses.
-pub(crate) fn body_offset(frame: &[u8]) -> Option<usize> {
+/// Where the body starts in a frame with request header `header_version`: v1 is key,
+/// version, correlation id and a nullable client id; v2 (flexible requests) adds a
+/// tagged-field section.
+pub(crate) fn body_offset(frame: &[u8], header_version: i16) -> Option<usize> {
     let len = i16::from_be_bytes(frame.get(8..10)?.try_into().ok()?);
-    let start = 10 + usize::try_from(len.max(0)).ok()?;
-    (start <= frame.len()).then_some(start)
+    let mut start = 10 + usize::try_from(len.max(0)).ok()?;
+    if start > frame.len() {
+        return None;
+    }
+    if header_version >= 2 {
+        walk(&[Tags], frame, &mut start).ok()?;
+    }
+    Some(start)
 }
 
 #[cfg(test)]
@@ -259,6 +334,59 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn flexible_layouts_check_compact_counts_and_tagged_fields() {
+        use kafka_protocol::messages::DescribeProducersRequest;
+        use kafka_protocol::messages::describe_producers_request::TopicRequest;
+        use kafka_protocol::protocol::{Encodable, StrBytes};
+        // An honest request, as kafka-protocol encodes it, passes.
+        let mut topic = TopicRequest::default();
+        topic.name = kafka_protocol::messages::TopicName(StrBytes::from_static_str("t"));
+        topic.partition_indexes = vec![0, 1, 2];
+        let mut request = DescribeProducersRequest::default();
+        request.topics = vec![topic];
+        let mut honest = bytes::BytesMut::new();
+        request.encode(&mut honest, 0).unwrap();
+        assert_eq!(check(ApiKey::DescribeProducers, 0, &honest), Ok(()));
+        assert_eq!(
+            check(ApiKey::DescribeProducers, 0, &honest[..honest.len() - 1]),
+            Err("request ends early")
+        );
+        // A compact array claiming 2^28 topics in a few bytes is refused before decoding.
+        let lie = [0x80, 0x80, 0x80, 0x80, 0x01, 0x00];
+        assert_eq!(
+            check(ApiKey::DescribeProducers, 0, &lie),
+            Err("array count exceeds the request size")
+        );
+        // A tagged field whose size runs past the end, and a varint of six bytes.
+        assert_eq!(
+            check(
+                ApiKey::DescribeProducers,
+                0,
+                &[0x01, 0x01, 0x00, 0x7f, 0x00]
+            ),
+            Err("request ends early")
+        );
+        assert_eq!(
+            check(
+                ApiKey::DescribeProducers,
+                0,
+                &[0xff, 0xff, 0xff, 0xff, 0xff, 0x01]
+            ),
+            Err("varint overflows 32 bits")
+        );
+    }
+
+    #[test]
+    fn the_body_of_a_flexible_request_starts_after_its_header_tags() {
+        // key, version, correlation id, client id "ab", one tagged field (tag 0, 1 byte).
+        let mut frame = vec![0, 22, 0, 4, 0, 0, 0, 1, 0, 2, b'a', b'b', 1, 0, 1, 9];
+        frame.extend_from_slice(&[0xAA]);
+        assert_eq!(body_offset(&frame, 1), Some(12));
+        assert_eq!(body_offset(&frame, 2), Some(16));
+        assert_eq!(body_offset(&frame[..14], 2), None, "tags cut short");
     }
 
     #[test]

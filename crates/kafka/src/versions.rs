@@ -1,8 +1,9 @@
 //! The API versions logd advertises. Minimums are Kafka 4.0's, never higher: librdkafka before
 //! 2.11.1 (Debian's kcat) turns features on only if specific old versions are in range.
 //! Maximums are capped where the handlers do not yet implement a newer version's semantics;
-//! at these caps every request of kcat, confluent-kafka, kafka-python and aiokafka is
-//! non-flexible apart from ApiVersions (see `shared/notes/kafka-protocol.md`).
+//! at these caps most requests of kcat, confluent-kafka, kafka-python and aiokafka are
+//! non-flexible; the flexible ones served are ApiVersions v3, InitProducerId v2-5 and
+//! DescribeProducers (see `shared/notes/kafka-protocol.md`).
 
 use kafka_protocol::messages::ApiKey;
 
@@ -15,7 +16,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 2, 3),
     (ApiKey::DeleteTopics, 1, 1),
-    (ApiKey::InitProducerId, 0, 0),
+    (ApiKey::InitProducerId, 0, 5),
     (ApiKey::DescribeConfigs, 1, 3),
     (ApiKey::FindCoordinator, 0, 2),
     (ApiKey::JoinGroup, 0, 5),
@@ -29,6 +30,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 1),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeLogDirs, 1, 1),
+    (ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// The served range of `key`, if logd serves it.

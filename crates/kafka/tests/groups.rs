@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::offset_commit_request::{
@@ -18,10 +18,13 @@ use kafka_protocol::messages::offset_delete_request::{
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::Encodable;
 use logd::group::GroupConfig;
 use logd::{Config, Log, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};
+
+mod common;
+use common::{call, s};
 
 fn broker(dir: &std::path::Path) -> Broker {
     let config = Config {
@@ -41,38 +44,6 @@ fn broker(dir: &std::path::Path) -> Broker {
     )
     .unwrap();
     Broker::new(log, BrokerConfig::default())
-}
-
-fn s(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_owned())
-}
-
-fn call<Req: Encodable, Resp: Decodable>(
-    broker: &Broker,
-    key: ApiKey,
-    version: i16,
-    request: &Req,
-) -> Resp {
-    let mut header = RequestHeader::default();
-    header.request_api_key = key as i16;
-    header.request_api_version = version;
-    header.correlation_id = 7;
-    header.client_id = Some(s("tester"));
-    let mut frame = BytesMut::new();
-    header
-        .encode(&mut frame, key.request_header_version(version))
-        .unwrap();
-    request.encode(&mut frame, version).unwrap();
-    let response = broker
-        .handle_frame(frame.freeze(), "/10.0.0.9")
-        .unwrap()
-        .expect("a response");
-    let mut response = response.freeze();
-    response.advance(4);
-    let header =
-        ResponseHeader::decode(&mut response, key.response_header_version(version)).unwrap();
-    assert_eq!(header.correlation_id, 7);
-    Resp::decode(&mut response, version).unwrap()
 }
 
 /// The consumer protocol's subscription bytes for `topics` (version 0).

@@ -41,7 +41,8 @@ pub use consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics, TopicPartition,
 };
 pub use engine::{
-    Config, GroupDescription, GroupPartitionLag, Log, PartitionDescription, TopicDescription,
+    Config, GroupDescription, GroupPartitionLag, Log, PRODUCER_ID_EXPIRATION_MS,
+    PartitionDescription, TopicDescription,
 };
 pub use error::{Error, Result};
 pub use logd_offsets::{PlannedReset, ResetTarget};

@@ -129,6 +129,14 @@ struct ServeArgs {
         default_value_t = 1_800_000
     )]
     group_max_session_timeout_ms: i64,
+    /// An idempotent producer's state in a partition is dropped once its last batch there is
+    /// this old, in ms (Kafka `producer.id.expiration.ms`); checked with retention.
+    #[arg(
+        long,
+        env = "LOGD_PRODUCER_ID_EXPIRATION_MS",
+        default_value_t = logd::PRODUCER_ID_EXPIRATION_MS
+    )]
+    producer_id_expiration_ms: i64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -251,6 +259,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             max_session_timeout_ms: args.group_max_session_timeout_ms,
             initial_rebalance_delay_ms: args.group_initial_rebalance_delay_ms.max(0),
         },
+        producer_id_expiration_ms: args.producer_id_expiration_ms.max(0),
         ..Config::default()
     };
     let connections = Arc::new(AtomicUsize::new(0));
@@ -357,7 +366,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Once a second, makes `interval` topics' appended records durable (their appends only fsync
 /// when they find the last fsync old) and expires dead group members; every
-/// `retention_every`, applies retention.
+/// `retention_every`, applies retention and expires idle idempotent producers.
 fn spawn_housekeeping(broker: Arc<Broker>, retention_every: Duration) {
     std::thread::spawn(move || {
         let mut last_retention = std::time::Instant::now();
@@ -376,6 +385,10 @@ fn spawn_housekeeping(broker: Arc<Broker>, retention_every: Duration) {
                     Ok(0) => {}
                     Ok(deleted) => tracing::info!(deleted, "retention deleted segments"),
                     Err(e) => tracing::error!(error = %e, "retention failed"),
+                }
+                let expired = broker.log().expire_producers(now);
+                if expired > 0 {
+                    tracing::info!(expired, "idle idempotent producers expired");
                 }
             }
         }

@@ -1,8 +1,9 @@
 //! The daemon's Prometheus metrics, served by `--metrics-listen` (see [`http`]): traffic per
 //! topic and request latency (as a [`BrokerObserver`]), fsync latency (through
 //! [`fsync::MeteredFs`]), active connections, and, computed at each scrape from the engine,
-//! consumer lag per group and partition, the age of each group's oldest unconsumed record, and
-//! dead-letter topic depth and age.
+//! consumer lag per group and partition, the age of each group's oldest unconsumed record,
+//! dead-letter topic depth and age, and idempotent producers tracked and duplicates dropped
+//! per topic.
 //!
 //! A dead-letter topic is one whose name ends in [`DLQ_SUFFIX`]; its depth is the records
 //! after what the group [`DLQ_REPLAY_GROUP`] has committed there (every retained record if
@@ -55,6 +56,8 @@ pub(crate) struct Metrics {
     oldest_unconsumed: Family<Labels, SecondsGauge>,
     dlq_depth: Family<Labels, Gauge>,
     dlq_oldest: Family<Labels, SecondsGauge>,
+    producers: Family<Labels, Gauge>,
+    duplicates: Family<Labels, Counter>,
     log: OnceLock<Log>,
     active_connections: Arc<AtomicUsize>,
     /// Scrapes recompute the engine-derived families; one at a time.
@@ -77,6 +80,8 @@ impl Metrics {
             oldest_unconsumed: Family::default(),
             dlq_depth: Family::default(),
             dlq_oldest: Family::default(),
+            producers: Family::default(),
+            duplicates: Family::default(),
             log: OnceLock::new(),
             active_connections,
             rendering: Mutex::new(()),
@@ -144,6 +149,16 @@ impl Metrics {
             Unit::Seconds,
             m.dlq_oldest.clone(),
         );
+        registry.register(
+            "idempotent_producers",
+            "Idempotent producers with state in the topic's partitions",
+            m.producers.clone(),
+        );
+        registry.register(
+            "duplicates_dropped",
+            "Retried batches of idempotent producers answered as duplicates, not stored again",
+            m.duplicates.clone(),
+        );
         Metrics {
             registry,
             ..metrics
@@ -168,6 +183,7 @@ impl Metrics {
         if let Some(log) = self.log.get() {
             self.refresh_groups(log);
             self.refresh_dead_letters(log);
+            self.refresh_producers(log);
         }
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String does not fail");
@@ -237,6 +253,23 @@ impl Metrics {
             self.dlq_oldest
                 .get_or_create(&labels)
                 .set(age_seconds(now, oldest));
+        }
+    }
+}
+
+impl Metrics {
+    fn refresh_producers(&self, log: &Log) {
+        self.producers.clear();
+        for topic in log.list_topics() {
+            let Ok(described) = log.describe_topic(&topic) else {
+                continue;
+            };
+            let labels = topic_labels(&topic);
+            let tracked: usize = described.partitions.iter().map(|p| p.producers.len()).sum();
+            self.producers.get_or_create(&labels).set(tracked as i64);
+            // The engine counts since it opened; the counter catches up to it.
+            let counter = self.duplicates.get_or_create(&labels);
+            counter.inc_by(described.duplicates_dropped.saturating_sub(counter.get()));
         }
     }
 }

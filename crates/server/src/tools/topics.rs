@@ -30,7 +30,8 @@ enum TopicsCommand {
     },
     /// List topics.
     List,
-    /// Show a topic's partitions with their first and next offsets and size on disk.
+    /// Show a topic's partitions with their first and next offsets and size on disk, and the
+    /// idempotent producers each one tracks.
     Describe {
         /// Topic name.
         name: String,
@@ -83,6 +84,21 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
                 let offsets = client.offsets(name, p)?;
                 let size = sizes.get(&p).map_or("-".to_owned(), i64::to_string);
                 writeln!(out, "{p}\t{}\t{}\t{size}", offsets.earliest, offsets.latest)?;
+            }
+            let producers = client.producers(name)?;
+            if !producers.is_empty() {
+                writeln!(out, "active idempotent producers:")?;
+                writeln!(
+                    out,
+                    "partition\tproducer_id\tepoch\tlast_sequence\tlast_timestamp"
+                )?;
+                for p in producers {
+                    writeln!(
+                        out,
+                        "{}\t{}\t{}\t{}\t{}",
+                        p.partition, p.producer_id, p.epoch, p.last_sequence, p.last_timestamp
+                    )?;
+                }
             }
         }
         TopicsCommand::Delete { name } => {

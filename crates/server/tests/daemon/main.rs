@@ -7,11 +7,13 @@ mod cli;
 mod clients;
 mod group_tools;
 mod groups;
+mod idempotence;
 mod librdkafka;
 mod lifecycle;
 mod malformed;
 mod metrics;
 mod produce_errors;
+mod proxy;
 mod python_env;
 mod retry;
 
