@@ -4,7 +4,7 @@
 //! the dedupe store, the rest ends in `tasks.dlq`. The kill test checks every task ended in
 //! one or the other.
 //!
-//! Usage: `logd-retry-worker DATA_DIR DEDUPE_DIR`
+//! Usage: `logd-retry-worker DATA_DIR DEDUPE_DIR [STATE_DIR]`
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -21,7 +21,8 @@ fn main() -> ExitCode {
         eprintln!("usage: logd-retry-worker DATA_DIR DEDUPE_DIR");
         return ExitCode::from(2);
     };
-    match run(data, dedupe_dir) {
+    // A third argument: the worker's state directory (its hop journal).
+    match run(data, dedupe_dir, args.get(3).map(String::as_str)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{e}");
@@ -30,7 +31,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(data: &str, dedupe_dir: &str) -> logd_retry::Result<()> {
+fn run(data: &str, dedupe_dir: &str, state_dir: Option<&str>) -> logd_retry::Result<()> {
     let log = Log::open(data, Config::default())?;
     let transport = Embedded::new(log);
     let dedupe = DedupeStore::open(dedupe_dir, DedupeConfig::default(), transport.now_ms())?;
@@ -43,6 +44,7 @@ fn run(data: &str, dedupe_dir: &str) -> logd_retry::Result<()> {
         },
         tiers: vec![Duration::from_millis(20), Duration::from_millis(100)],
         id_header: Some("task-id".into()),
+        state_dir: state_dir.map(Into::into),
         ..RetryConfig::new("workers", "tasks")
     };
     let mut worker = RetryWorker::new(transport, config, Some(dedupe))?;

@@ -4,7 +4,9 @@
 //! from the group's commits, with its dedupe store reopened). Every source record must end
 //! processed or dead-lettered and no record may be handled more than `max_attempts` times. The
 //! same checker must catch the broken variant that commits before the dead-letter or retry
-//! append.
+//! append. With a state directory (the hop journal), a crash between a hop's append and its
+//! commit leaves one copy, never two; the control run without one shows the duplicates such
+//! crashes leave.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -16,7 +18,7 @@ use logd_retry::{
 };
 use logd_storage::SplitMix64;
 
-use super::{Probe, engine, produce_task, read_all};
+use super::{Probe, copies_written_twice, engine, produce_task, read_all};
 
 const TASKS: u32 = 200;
 const PARTITIONS: u32 = 3;
@@ -39,7 +41,7 @@ struct Run {
     crashes: u32,
 }
 
-fn run(seed: u64, commit_order: CommitOrder) -> (Log, Run, tempfile::TempDir) {
+fn run(seed: u64, commit_order: CommitOrder, journal: bool) -> (Log, Run, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let (log, clock) = engine(&dir.path().join("log"), PARTITIONS, 1_800_000_000_000);
     for task in 0..TASKS {
@@ -55,6 +57,7 @@ fn run(seed: u64, commit_order: CommitOrder) -> (Log, Run, tempfile::TempDir) {
         seed,
         tiers: [1, 10].map(Duration::from_secs).to_vec(),
         commit_order,
+        state_dir: journal.then(|| dir.path().join("worker-state")),
         ..RetryConfig::new("workers", "tasks")
     };
     let mut rng = SplitMix64::new(seed);
@@ -92,7 +95,15 @@ fn run(seed: u64, commit_order: CommitOrder) -> (Log, Run, tempfile::TempDir) {
             clock.now_ms(),
         )
         .unwrap();
-        let mut worker = RetryWorker::new(transport, config.clone(), Some(dedupe)).unwrap();
+        // Settling the hop a crash left in flight uses the transport: it can crash too.
+        let mut worker = match RetryWorker::new(transport, config.clone(), Some(dedupe)) {
+            Ok(worker) => worker,
+            Err(Error::Transport(_)) => {
+                crashes += 1;
+                continue;
+            }
+            Err(e) => panic!("{e}"),
+        };
         let outcome = drive(&mut worker, &clock, &mut handler);
         match outcome {
             Ok(()) => break,
@@ -135,7 +146,7 @@ fn lost(log: &Log, run: &Run) -> Vec<u32> {
 #[test]
 fn crashed_at_random_moments_every_record_ends_processed_or_dead_lettered() {
     for seed in [1, 2] {
-        let (log, run, _dir) = run(seed, CommitOrder::AfterAppend);
+        let (log, run, _dir) = run(seed, CommitOrder::AfterAppend, true);
         assert_eq!(run.crashes, 40);
         assert_eq!(lost(&log, &run), Vec::<u32>::new(), "seed {seed}");
         assert!(
@@ -146,13 +157,30 @@ fn crashed_at_random_moments_every_record_ends_processed_or_dead_lettered() {
             let expect_success = matches!(failures_before_success(task), Ok(f) if f < MAX_ATTEMPTS);
             assert_eq!(run.succeeded.contains(&task), expect_success, "task {task}");
         }
+        assert_eq!(
+            copies_written_twice(&log),
+            0,
+            "seed {seed}: the journal settles hops"
+        );
     }
+}
+
+#[test]
+fn without_a_state_directory_the_same_crashes_write_copies_twice() {
+    let twice: usize = [1, 2]
+        .into_iter()
+        .map(|seed| copies_written_twice(&run(seed, CommitOrder::AfterAppend, false).0))
+        .sum();
+    assert!(
+        twice > 0,
+        "crashes between a hop's append and its commit must leave duplicates without a journal"
+    );
 }
 
 #[test]
 fn the_checker_catches_a_worker_that_commits_before_it_appends() {
     let caught = (1..=5).any(|seed| {
-        let (log, run, _dir) = run(seed, CommitOrder::BeforeAppend);
+        let (log, run, _dir) = run(seed, CommitOrder::BeforeAppend, false);
         !lost(&log, &run).is_empty()
     });
     assert!(

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use logd::{Config, Log, ManualClock, TopicConfig};
-use logd_retry::{Embedded, Error, Message, OutRecord, Transport};
+use logd_retry::{Embedded, Error, Message, Transport};
 use logd_storage::RealFs;
 
 /// An engine on a manual clock (starting at `start_ms`) with topic `tasks` of `partitions`.
@@ -51,8 +51,8 @@ pub(crate) fn produce_keyed(log: &Log, id: u32, key: &str, partition: u32) {
         value: Some(Bytes::from(format!("task-{id}"))),
         headers: vec![("task-id".into(), Some(Bytes::from(id.to_string())))],
     };
-    Embedded::new(log.clone())
-        .append("tasks", partition, &record)
+    logd_retry::IdempotentAppender::new()
+        .send(&mut Embedded::new(log.clone()), "tasks", partition, &record)
         .unwrap();
 }
 
@@ -115,9 +115,12 @@ impl Transport for Probe {
         self.fetches.set(self.fetches.get() + 1);
         self.inner.fetch(t, p, o)
     }
-    fn append(&mut self, t: &str, p: u32, r: &OutRecord) -> logd_retry::Result<i64> {
+    fn append(&mut self, t: &str, p: u32, batch: Vec<u8>) -> logd_retry::Result<i64> {
         self.spend()?;
-        self.inner.append(t, p, r)
+        self.inner.append(t, p, batch)
+    }
+    fn init_producer_id(&mut self) -> logd_retry::Result<i64> {
+        self.inner.init_producer_id()
     }
     fn committed(&mut self, g: &str, t: &str, p: u32) -> logd_retry::Result<Option<i64>> {
         self.inner.committed(g, t, p)
@@ -132,4 +135,29 @@ impl Transport for Probe {
     fn wait(&mut self, marker: u64, timeout: Duration) {
         self.inner.wait(marker, timeout)
     }
+}
+
+/// Copies (in a retry tier or the dead-letter topic) of the same task and attempt written more
+/// than once.
+pub(crate) fn copies_written_twice(log: &Log) -> usize {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut twice = 0;
+    let copies = log
+        .list_topics()
+        .into_iter()
+        .filter(|t| t.starts_with("tasks.retry.") || t == "tasks.dlq");
+    for topic in copies {
+        for m in read_all(log, &topic) {
+            let attempt = m
+                .header(logd_retry::message::ATTEMPT)
+                .or_else(|| m.header(logd_retry::message::DLQ_ATTEMPTS))
+                .unwrap()
+                .to_owned();
+            let task = m.header("task-id").unwrap().to_owned();
+            if !seen.insert((topic.clone(), task, attempt)) {
+                twice += 1;
+            }
+        }
+    }
+    twice
 }

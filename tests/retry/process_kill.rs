@@ -10,7 +10,7 @@ use logd::{Config, Log, TopicConfig};
 use logd_retry::{DedupeConfig, DedupeStore};
 use logd_storage::SplitMix64;
 
-use super::{produce_task, read_all};
+use super::{copies_written_twice, produce_task, read_all};
 
 const TASKS: u32 = 300;
 
@@ -36,6 +36,7 @@ fn a_worker_killed_at_random_moments_ends_every_task_processed_or_dead_lettered(
         Command::new(env!("CARGO_BIN_EXE_logd-retry-worker"))
             .arg(&data)
             .arg(&dedupe_dir)
+            .arg(dir.path().join("worker-state"))
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn the worker")
@@ -82,4 +83,9 @@ fn a_worker_killed_at_random_moments_ends_every_task_processed_or_dead_lettered(
             "task {task} dead-lettered?"
         );
     }
+    assert_eq!(
+        copies_written_twice(&log),
+        0,
+        "the hop journal settles interrupted hops"
+    );
 }

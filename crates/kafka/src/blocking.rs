@@ -79,6 +79,11 @@ impl Client {
         self.runtime.block_on(self.inner.partition_sizes(topic))
     }
 
+    /// A producer id for an idempotent producer, epoch 0 (InitProducerId).
+    pub fn init_producer_id(&mut self) -> Result<i64, ClientError> {
+        self.runtime.block_on(self.inner.init_producer_id())
+    }
+
     /// The idempotent producers every partition of `topic` tracks (DescribeProducers).
     pub fn producers(&mut self, topic: &str) -> Result<Vec<ActiveProducer>, ClientError> {
         self.runtime.block_on(self.inner.producers(topic))

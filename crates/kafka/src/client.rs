@@ -24,6 +24,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use crate::codes;
@@ -117,6 +118,7 @@ const CREATE_TOPICS: i16 = 3;
 const DELETE_TOPICS: i16 = 1;
 const DESCRIBE_LOG_DIRS: i16 = 1;
 const DESCRIBE_PRODUCERS: i16 = 0;
+const INIT_PRODUCER_ID: i16 = 1;
 
 fn name(topic: &str) -> TopicName {
     TopicName(StrBytes::from_string(topic.to_owned()))
@@ -337,6 +339,23 @@ impl AsyncClient {
             .collect();
         sizes.sort();
         Ok(sizes)
+    }
+
+    /// A producer id for an idempotent producer, epoch 0 (InitProducerId v1, no
+    /// transactional id).
+    pub async fn init_producer_id(&mut self) -> Result<i64, ClientError> {
+        let mut request = InitProducerIdRequest::default();
+        request.transaction_timeout_ms = 60_000;
+        let response: InitProducerIdResponse = self
+            .call(ApiKey::InitProducerId, INIT_PRODUCER_ID, &request)
+            .await?;
+        if response.error_code != 0 {
+            return Err(ClientError::Kafka {
+                what: "a producer id".into(),
+                code: response.error_code,
+            });
+        }
+        Ok(response.producer_id.0)
     }
 
     /// The idempotent producers every partition of `topic` tracks (DescribeProducers), by

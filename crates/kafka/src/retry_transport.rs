@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use logd_retry::{Error, Message, OutRecord, Result, Transport, decode_messages, encode_record};
+use logd_retry::{Error, Message, Result, Transport, decode_messages};
 
 use crate::blocking::Client;
 use crate::client::ClientError;
@@ -86,10 +86,14 @@ impl Transport for Remote {
         decode_messages(&batches, topic, partition, from, MAX_DECOMPRESSED)
     }
 
-    fn append(&mut self, topic: &str, partition: u32, record: &OutRecord) -> Result<i64> {
+    fn append(&mut self, topic: &str, partition: u32, batch: Vec<u8>) -> Result<i64> {
         self.client
-            .produce(topic, partition as i32, encode_record(record)?)
+            .produce(topic, partition as i32, batch)
             .map_err(remote)
+    }
+
+    fn init_producer_id(&mut self) -> Result<i64> {
+        self.client.init_producer_id().map_err(remote)
     }
 
     fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>> {

@@ -14,6 +14,14 @@ pub enum Error {
     /// its commits.
     #[error("transport: {0}")]
     Transport(String),
+    /// The worker's hop journal (its state directory) cannot be read or written.
+    #[error("hop journal {path}: {reason}")]
+    HopJournal {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// The configuration cannot work.
     #[error("invalid retry config: {0}")]
     Config(String),

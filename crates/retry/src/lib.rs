@@ -25,16 +25,19 @@
 //! # }
 //! ```
 
+mod appender;
 mod dedupe;
 mod error;
+mod journal;
 pub mod message;
 mod policy;
 mod transport;
 mod worker;
 
+pub use appender::IdempotentAppender;
 pub use dedupe::{DedupeConfig, DedupeStore, Processed};
 pub use error::{Error, Result};
 pub use message::{Message, OutRecord};
 pub use policy::{Jitter, RetryPolicy};
-pub use transport::{Embedded, Transport, decode_messages, encode_record};
+pub use transport::{Embedded, Stamp, Transport, decode_messages, encode_record};
 pub use worker::{CommitOrder, Failure, Ordering, Outcome, Poll, RetryConfig, RetryWorker, Stats};

@@ -30,8 +30,12 @@ pub trait Transport {
     /// Records of a partition from `offset` on (some, not necessarily all; none at the end).
     /// An offset below the partition's start reads from its start.
     fn fetch(&mut self, topic: &str, partition: u32, offset: i64) -> Result<Vec<Message>>;
-    /// Appends one record; returns its offset once it is durable (as the topic's policy says).
-    fn append(&mut self, topic: &str, partition: u32, record: &OutRecord) -> Result<i64>;
+    /// Appends one batch ([`encode_record`]'s, stamped by an idempotent producer); returns
+    /// its first offset once it is durable (as the topic's policy says). A batch the log
+    /// already stored is not stored again and returns the original offset.
+    fn append(&mut self, topic: &str, partition: u32, batch: Vec<u8>) -> Result<i64>;
+    /// A producer id never handed out before (epoch 0), for idempotent appends.
+    fn init_producer_id(&mut self) -> Result<i64>;
     /// The offset `group` committed in a partition (the next to read).
     fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>>;
     /// Commits `offset` (the next to read) for `group`; durable when it returns.
@@ -58,14 +62,29 @@ impl Embedded {
     }
 }
 
-/// Builds one batch holding `record`.
-pub fn encode_record(record: &OutRecord) -> Result<Vec<u8>> {
+/// The idempotent-producer fields of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Producer epoch.
+    pub epoch: i16,
+    /// Sequence of the batch's record.
+    pub sequence: i32,
+}
+
+/// Builds one batch holding `record`, written by the idempotent producer `stamp` names.
+pub fn encode_record(record: &OutRecord, stamp: Stamp) -> Result<Vec<u8>> {
     let headers: Vec<(&[u8], Option<&[u8]>)> = record
         .headers
         .iter()
         .map(|(k, v)| (k.as_bytes(), v.as_deref()))
         .collect();
-    let mut builder = BatchBuilder::new(Compression::None);
+    let mut builder = BatchBuilder::new(Compression::None).producer(
+        stamp.producer_id,
+        stamp.epoch,
+        stamp.sequence,
+    );
     builder.push(
         record.timestamp,
         record.key.as_deref(),
@@ -152,9 +171,12 @@ impl Transport for Embedded {
         )
     }
 
-    fn append(&mut self, topic: &str, partition: u32, record: &OutRecord) -> Result<i64> {
-        let mut batch = encode_record(record)?;
+    fn append(&mut self, topic: &str, partition: u32, mut batch: Vec<u8>) -> Result<i64> {
         Ok(self.log.append(topic, partition, &mut batch)?.base_offset.0)
+    }
+
+    fn init_producer_id(&mut self) -> Result<i64> {
+        Ok(self.log.init_producer_id()?)
     }
 
     fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>> {

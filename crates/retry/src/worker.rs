@@ -21,9 +21,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use logd_storage::SplitMix64;
+use logd_storage::batch::BatchHeader;
 
+use crate::appender::IdempotentAppender;
 use crate::dedupe::DedupeStore;
 use crate::error::{Error, Result};
+use crate::journal::{Hop, HopJournal};
 use crate::message::*;
 use crate::policy::RetryPolicy;
 use crate::transport::Transport;
@@ -104,6 +107,10 @@ pub struct RetryConfig {
     pub dlq_retention: Option<Duration>,
     /// Default [`CommitOrder::AfterAppend`].
     pub commit_order: CommitOrder,
+    /// A directory of this worker's own for its hop journal (default none). With it, a hop
+    /// that a crash interrupted between its append and its commit is completed after the
+    /// restart without a second copy; without it, that copy may be written twice.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl RetryConfig {
@@ -121,6 +128,7 @@ impl RetryConfig {
             dlq_suffix: ".dlq".into(),
             dlq_retention: Some(Duration::from_secs(30 * 24 * 3600)),
             commit_order: CommitOrder::AfterAppend,
+            state_dir: None,
         }
     }
 
@@ -212,6 +220,10 @@ pub struct RetryWorker<T: Transport> {
     /// [`Ordering::PerKey`]: per key, the origins of its records waiting in retry.
     pending: HashMap<Bytes, BTreeSet<(u32, i64)>>,
     stats: Stats,
+    /// Every copy is appended as one idempotent producer.
+    appender: IdempotentAppender,
+    /// With [`RetryConfig::state_dir`]: the hop in flight, durable before its append.
+    journal: Option<HopJournal>,
 }
 
 impl<T: Transport> RetryWorker<T> {
@@ -244,6 +256,8 @@ impl<T: Transport> RetryWorker<T> {
             positions: BTreeMap::new(),
             pending: HashMap::new(),
             stats: Stats::default(),
+            appender: IdempotentAppender::new(),
+            journal: None,
             config,
         };
         for topic in worker.topics() {
@@ -257,10 +271,40 @@ impl<T: Transport> RetryWorker<T> {
                     .insert((topic.clone(), partition), committed.unwrap_or(0));
             }
         }
+        if let Some(dir) = worker.config.state_dir.clone() {
+            let (journal, in_flight) = HopJournal::open(&dir)?;
+            if let Some(hop) = in_flight {
+                worker.settle(hop)?;
+            }
+            worker.journal = Some(journal);
+        }
         if worker.config.ordering == Ordering::PerKey {
             worker.rebuild_pending()?;
         }
         Ok(worker)
+    }
+
+    /// Completes the hop the last run had in flight: unless its source record was committed,
+    /// appends the same stamped batch again (a duplicate if the first append landed, so the
+    /// copy exists once) and commits. Later copies go out in the next epoch of the same
+    /// producer id, every sequence from 0.
+    fn settle(&mut self, hop: Hop) -> Result<()> {
+        let header = BatchHeader::parse(&hop.batch, 0).map_err(|e| Error::HopJournal {
+            path: self.config.state_dir.clone().unwrap_or_default(),
+            reason: format!("its batch does not parse: {e}"),
+        })?;
+        let source = (hop.source_topic.clone(), hop.source_partition);
+        let committed = self.positions.get(&source).copied().unwrap_or(0);
+        if committed <= hop.source_offset {
+            self.transport
+                .append(&hop.target_topic, hop.target_partition, hop.batch)?;
+            let next = hop.source_offset + 1;
+            self.transport
+                .commit(&self.config.group, &source.0, source.1, next)?;
+            self.positions.insert(source, next);
+        }
+        self.appender = IdempotentAppender::resume_after(header.producer_id, header.producer_epoch);
+        Ok(())
     }
 
     /// Counts so far.
@@ -535,12 +579,27 @@ impl<T: Transport> RetryWorker<T> {
         let partition = partition % self.partitions;
         match self.config.commit_order {
             CommitOrder::AfterAppend => {
-                self.transport.append(topic, partition, &record)?;
+                let batch = self
+                    .appender
+                    .stamp(&mut self.transport, topic, partition, &record)?;
+                if let Some(journal) = &self.journal {
+                    journal.record(&Hop {
+                        source_topic: message.topic.clone(),
+                        source_partition: message.partition,
+                        source_offset: message.offset,
+                        target_topic: topic.to_owned(),
+                        target_partition: partition,
+                        batch: batch.clone(),
+                    })?;
+                }
+                self.appender
+                    .append(&mut self.transport, topic, partition, batch)?;
                 self.commit(message)
             }
             CommitOrder::BeforeAppend => {
                 self.commit(message)?;
-                self.transport.append(topic, partition, &record)?;
+                self.appender
+                    .send(&mut self.transport, topic, partition, &record)?;
                 Ok(())
             }
         }

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use logd_kafka::Remote;
 use logd_retry::message::*;
-use logd_retry::{Message, OutRecord, Transport};
+use logd_retry::{IdempotentAppender, Message, OutRecord, Transport};
 
 use super::Bootstrap;
 use crate::metrics::DLQ_REPLAY_GROUP;
@@ -169,6 +169,8 @@ fn letters(dlq: &mut Remote, topic: &str, pending_only: bool) -> anyhow::Result<
 fn replay_letters(dlq: &mut Remote, args: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let scanned = letters(dlq, &args.topic, !args.from_beginning)?;
     let mut replayed = 0;
+    // Replays go out as one idempotent producer, like the worker's copies.
+    let mut appender = IdempotentAppender::new();
     for letter in &scanned {
         if !args.matches(letter) {
             continue;
@@ -206,7 +208,12 @@ fn replay_letters(dlq: &mut Remote, args: &ReplayArgs, out: &mut impl Write) -> 
         if !args.dry_run {
             let mut record = OutRecord::copy_of(letter);
             record.headers.retain(|(k, _)| k != DLQ_REPLAY_COUNT);
-            dlq.append(&target, partition, &record.with(DLQ_REPLAY_COUNT, count))?;
+            appender.send(
+                dlq,
+                &target,
+                partition,
+                &record.with(DLQ_REPLAY_COUNT, count),
+            )?;
         }
         replayed += 1;
     }

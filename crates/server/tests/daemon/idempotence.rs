@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use super::librdkafka::{self, Offset};
+use super::metrics::scrape;
 use super::proxy::{Chaos, ChaosProxy};
 use super::{Daemon, kcat, python_script, system_kcat};
 
@@ -74,7 +75,14 @@ fn behind_proxy(data: &std::path::Path, chaos: Chaos) -> (Daemon, ChaosProxy) {
     let proxy_addr = listener.local_addr().unwrap().to_string();
     let daemon = Daemon::start(
         data,
-        &["--advertised", &proxy_addr, "--default-partitions", "3"],
+        &[
+            "--advertised",
+            &proxy_addr,
+            "--default-partitions",
+            "3",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
     );
     let proxy = ChaosProxy::start(listener, &daemon.addr, chaos);
     (daemon, proxy)
@@ -155,6 +163,12 @@ fn confluent_kafka_idempotent_producer_stores_every_record_once_through_lost_res
         ok && described.contains("active idempotent producers:"),
         "{described}"
     );
+    // One producer in each of the 3 partitions; every lost response came back as a retry
+    // the engine answered as a duplicate.
+    let metrics = scrape(daemon.metrics.as_deref().unwrap());
+    assert_eq!(metrics[r#"logd_idempotent_producers{topic="idem"}"#], 3.0);
+    let duplicates = metrics[r#"logd_duplicates_dropped_total{topic="idem"}"#];
+    assert!(duplicates >= 1.0, "{duplicates} duplicates counted");
 }
 
 /// The control run: the same proxy without idempotence stores retried batches twice, which

@@ -88,6 +88,26 @@ fn receive(stream: &mut TcpStream) -> (i32, i16, i64) {
     )
 }
 
+/// One record from idempotent producer `id`/`epoch` at `sequence`.
+fn idempotent(id: i64, epoch: i16, sequence: i32, value: &[u8]) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(Compression::None).producer(id, epoch, sequence);
+    builder.push(1_700_000_000_000, None, Some(value), &[]);
+    builder.build(0).unwrap()
+}
+
+/// InitProducerId v1 on `stream`: the producer id.
+fn init_producer_id(stream: &mut TcpStream, correlation_id: i32) -> i64 {
+    use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
+    let mut request = InitProducerIdRequest::default();
+    request.transaction_timeout_ms = 60_000;
+    write_request(stream, ApiKey::InitProducerId, 1, correlation_id, &request);
+    let (header, mut body) = read_response(stream, ApiKey::InitProducerId, 1);
+    assert_eq!(header.correlation_id, correlation_id);
+    let response = InitProducerIdResponse::decode(&mut body, 1).unwrap();
+    assert_eq!(response.error_code, 0);
+    response.producer_id.0
+}
+
 #[test]
 fn refused_batches_get_kafka_error_codes_and_store_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -134,12 +154,43 @@ fn refused_batches_get_kafka_error_codes_and_store_nothing() {
         "no response for acks=0, and its record took offset 1"
     );
 
+    // Idempotent producers' bad input, on the same connection.
+    let id = init_producer_id(&mut stream, 9);
+    send(&mut stream, 10, 0, -1, idempotent(id, 0, 0, b"idem"));
+    assert_eq!(receive(&mut stream), (10, 0, 3));
+    send(&mut stream, 11, 0, -1, idempotent(id, 0, 0, b"idem"));
+    assert_eq!(
+        receive(&mut stream),
+        (11, 0, 3),
+        "a retry: the original offset"
+    );
+    send(&mut stream, 12, 0, -1, idempotent(id, 0, 5, b"gap"));
+    assert_eq!(receive(&mut stream).1, 45, "OUT_OF_ORDER_SEQUENCE_NUMBER");
+    send(&mut stream, 13, 0, -1, idempotent(id, -1, 1, b"no epoch"));
+    assert_eq!(receive(&mut stream).1, 87, "INVALID_RECORD");
+    send(&mut stream, 14, 0, -1, idempotent(id, 0, -1, b"negative"));
+    assert_eq!(receive(&mut stream).1, 87, "INVALID_RECORD");
+    send(
+        &mut stream,
+        15,
+        0,
+        -1,
+        idempotent(id + 1_000_000, 0, 0, b"forged"),
+    );
+    assert_eq!(receive(&mut stream).1, 59, "UNKNOWN_PRODUCER_ID");
+    send(&mut stream, 16, 0, -1, batch(&[b"after"]));
+    assert_eq!(
+        receive(&mut stream),
+        (16, 0, 4),
+        "the connection is served on"
+    );
+
     let stored: String = librdkafka::consume(&daemon.addr, "errs", librdkafka::Offset::Beginning)
         .iter()
         .map(|r| format!("{} {}\n", r.offset, r.value))
         .collect();
     assert_eq!(
-        stored, "0 first\n1 fire and forget\n2 last\n",
+        stored, "0 first\n1 fire and forget\n2 last\n3 idem\n4 after\n",
         "refused batches left nothing behind"
     );
 }

@@ -10,8 +10,8 @@ use bytes::Bytes;
 use logd_kafka::{Client, Remote};
 use logd_retry::message::*;
 use logd_retry::{
-    DedupeConfig, DedupeStore, Failure, Jitter, Message, OutRecord, Outcome, RetryConfig,
-    RetryPolicy, RetryWorker, Transport,
+    DedupeConfig, DedupeStore, Failure, IdempotentAppender, Jitter, Message, OutRecord, Outcome,
+    RetryConfig, RetryPolicy, RetryWorker, Transport,
 };
 
 use super::metrics::scrape;
@@ -98,6 +98,7 @@ fn the_seed_scenario_through_the_kafka_client_then_dead_letters_replayed() {
     let mut client = Client::connect(&daemon.addr).unwrap();
     client.create_topic("tasks", 2, &[]).unwrap();
     let mut producer = Remote::new(client);
+    let mut appender = IdempotentAppender::new();
     for task in [1u32, 2, 3, 4, 5, 6, 2] {
         let record = OutRecord {
             timestamp: producer.now_ms(),
@@ -105,7 +106,9 @@ fn the_seed_scenario_through_the_kafka_client_then_dead_letters_replayed() {
             value: Some(Bytes::from(format!("task-{task}"))),
             headers: vec![("task-id".into(), Some(Bytes::from(task.to_string())))],
         };
-        producer.append("tasks", task % 2, &record).unwrap();
+        appender
+            .send(&mut producer, "tasks", task % 2, &record)
+            .unwrap();
     }
 
     let (processed, calls) = work(&daemon.addr, dir.path(), true, |s| {
