@@ -4,7 +4,9 @@
 # ceiling, and its consume ceiling, measured in the same run against librdkafka's mock cluster
 # (benches/mock_cluster.py, needs confluent-kafka); the same
 # consume through logd's own client (is the server the bottleneck?); and the same workload
-# through the embedded engine. Needs kcat and python3 (.ci/run installs kcat).
+# through the embedded engine; kcat's produce as an idempotent producer against the plain one.
+# Needs kcat and python3 with confluent-kafka (after one `cargo test --workspace`,
+# PATH=$PWD/target/test-clients/python/bin:$PATH provides it).
 # Usage: benches/e2e.sh [N]   (default 1000000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,9 +59,17 @@ for fsync in interval always; do
   pid=$!
   while ! grep -q listening "$work/addr" 2>/dev/null; do sleep 0.05; done
   addr=$(awk '{print $4}' "$work/addr")
+  # The same produce as an idempotent producer, into its own topic, right before: the
+  # producer-state checks cost what they cost in this same run.
+  t0=$(seconds)
+  kcat -P -t bench-idem -b "$addr" -X acks=all -X enable.idempotence=true "${producer_opts[@]}" < "$work/input"
+  t1=$(seconds)
+  idem=$(python3 -c "print($N / ($t1 - $t0))")
+  echo "produce (kcat, acks=all, enable.idempotence=true): $(rate "$t0" "$t1")"
   t0=$(seconds)
   kcat -P -t bench -b "$addr" -X acks=all "${producer_opts[@]}" < "$work/input"
   t1=$(seconds)
+  python3 -c "print(f'idempotent / plain produce: {$idem / ($N / ($t1 - $t0)):.3f}')"
   # A short fetch wait, so detecting the end of the log costs 10 ms rather than 500.
   kcat -C -t bench -b "$addr" -o beginning -e -q -X fetch.wait.max.ms=10 > /dev/null
   t2=$(seconds)

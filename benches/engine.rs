@@ -30,6 +30,25 @@ fn key(i: usize) -> String {
     format!("key-{:06}", i % 1000)
 }
 
+/// Sends `RECORDS` keyed records through a fresh engine's `Producer` and flushes; the time
+/// from the first send to the end of the flush.
+fn send_all(config: ProducerConfig) -> Duration {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = Log::open(dir.path(), Config::default()).expect("open");
+    log.create_topic("t", never_topic()).expect("topic");
+    let producer = Producer::new(&log, config);
+    let started = Instant::now();
+    for i in 0..RECORDS {
+        let k = key(i);
+        let record = ProducerRecord::new("t", &VALUE[..])
+            .key(&k)
+            .timestamp(i as i64);
+        black_box(producer.send(record).expect("send"));
+    }
+    producer.flush().expect("flush");
+    started.elapsed()
+}
+
 fn produce(c: &mut Criterion) {
     let mut group = c.benchmark_group("engine/produce/100B-keyed");
     group
@@ -39,22 +58,7 @@ fn produce(c: &mut Criterion) {
     group.bench_function(BenchmarkId::new("logd", "producer-send+flush"), |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| {
-                    let dir = tempfile::tempdir().expect("temp dir");
-                    let log = Log::open(dir.path(), Config::default()).expect("open");
-                    log.create_topic("t", never_topic()).expect("topic");
-                    let producer = Producer::new(&log, ProducerConfig::default());
-                    let started = Instant::now();
-                    for i in 0..RECORDS {
-                        let k = key(i);
-                        let record = ProducerRecord::new("t", &VALUE[..])
-                            .key(&k)
-                            .timestamp(i as i64);
-                        black_box(producer.send(record).expect("send"));
-                    }
-                    producer.flush().expect("flush");
-                    started.elapsed()
-                })
+                .map(|_| send_all(ProducerConfig::default()))
                 .sum()
         })
     });
@@ -90,6 +94,34 @@ fn produce(c: &mut Criterion) {
                 .sum()
         })
     });
+    group.finish();
+}
+
+/// Producer throughput in batches of about 1,000 records, idempotent (the default) and not, in
+/// the same run: the producer id and sequence cost one lookup per batch in the partition.
+fn produce_idempotence(c: &mut Criterion) {
+    let mut group = c.benchmark_group("engine/produce/1000-record-batches");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Elements(RECORDS as u64));
+    for idempotence in [true, false] {
+        let name = if idempotence {
+            "idempotent"
+        } else {
+            "not-idempotent"
+        };
+        let config = ProducerConfig {
+            // About 1,000 keyed 100-byte records per batch.
+            batch_bytes: 150_000,
+            linger: Duration::from_secs(1),
+            idempotence,
+            ..ProducerConfig::default()
+        };
+        group.bench_function(BenchmarkId::new("logd", name), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| send_all(config.clone())).sum())
+        });
+    }
     group.finish();
 }
 
@@ -257,4 +289,4 @@ fn wake(c: &mut Criterion) {
     reader.join().expect("reader");
 }
 
-criterion_group!(benches, produce, consume, commit, wake);
+criterion_group!(benches, produce, produce_idempotence, consume, commit, wake);

@@ -182,3 +182,26 @@ fn idle_producers_expire_after_the_configured_time() {
             .is_empty()
     );
 }
+
+#[test]
+fn deleting_a_topic_deletes_its_producer_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path());
+    topic(&log, "t", 1);
+    let id = log.init_producer_id().unwrap();
+    let batch = || {
+        let mut b = BatchBuilder::new(Compression::None).producer(id, 0, 7);
+        b.push(0, None, Some(b"x"), &[]);
+        b.build(0).unwrap()
+    };
+    log.append("t", 0, &mut batch()).unwrap();
+    assert!(log.append("t", 0, &mut batch()).unwrap().duplicate);
+    log.delete_topic("t").unwrap();
+    topic(&log, "t", 1);
+    let again = log.append("t", 0, &mut batch()).unwrap();
+    assert!(
+        !again.duplicate,
+        "a new topic of the same name starts with no producers"
+    );
+    assert_eq!(again.base_offset, Offset(0));
+}

@@ -88,9 +88,28 @@ fn behind_proxy(data: &std::path::Path, chaos: Chaos) -> (Daemon, ChaosProxy) {
     (daemon, proxy)
 }
 
-/// Runs a producer script to the end; panics unless every delivery succeeded.
-fn run_producer(script: &str, args: &[&str]) {
-    let output = python_script(script, args).output().expect("python3");
+/// A finished run of a producer script through the proxy.
+struct ProxyRun {
+    daemon: Daemon,
+    dropped: u64,
+    /// Per partition, the stored values in offset order.
+    stored: BTreeMap<i32, Vec<usize>>,
+}
+
+/// Runs `script` (argv: the proxy's address, `topic`, [`RECORDS`], then `extra`) against a
+/// logd behind a proxy with `chaos`; panics unless every delivery succeeded.
+fn run_through_proxy(
+    dir: &std::path::Path,
+    chaos: Chaos,
+    script: &str,
+    topic: &str,
+    extra: &[&str],
+) -> ProxyRun {
+    let (daemon, proxy) = behind_proxy(dir, chaos);
+    let records = RECORDS.to_string();
+    let mut args = vec![proxy.addr.as_str(), topic, records.as_str()];
+    args.extend_from_slice(extra);
+    let output = python_script(script, &args).output().expect("python3");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let last = stdout.lines().last().unwrap_or_default();
     assert!(
@@ -98,6 +117,12 @@ fn run_producer(script: &str, args: &[&str]) {
         "producer did not deliver everything: {last}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    let stored = stored(&daemon.addr, topic);
+    ProxyRun {
+        dropped: proxy.dropped(),
+        daemon,
+        stored,
+    }
 }
 
 /// What the topic holds, read straight from logd: per partition, its values in offset order.
@@ -142,30 +167,19 @@ fn confluent_kafka_idempotent_producer_stores_every_record_once_through_lost_res
         max_drops: 25,
         seed: 11,
     };
-    let (daemon, proxy) = behind_proxy(dir.path(), chaos);
-    run_producer(
-        CONFLUENT_PRODUCER,
-        &[&proxy.addr, "idem", &RECORDS.to_string(), "1"],
-    );
-    assert!(
-        proxy.dropped() >= 10,
-        "only {} responses lost",
-        proxy.dropped()
-    );
-    let stored = stored(&daemon.addr, "idem");
-    assert_eq!(duplicates_and_gaps(&stored, RECORDS), (0, 0));
-    assert_in_order(&stored);
-    let (ok, described, _) = super::logd(
-        &["topics", "describe", "idem", "--bootstrap", &daemon.addr],
-        "",
-    );
+    let run = run_through_proxy(dir.path(), chaos, CONFLUENT_PRODUCER, "idem", &["1"]);
+    assert!(run.dropped >= 10, "only {} responses lost", run.dropped);
+    assert_eq!(duplicates_and_gaps(&run.stored, RECORDS), (0, 0));
+    assert_in_order(&run.stored);
+    let addr = &run.daemon.addr;
+    let (ok, described, _) = super::logd(&["topics", "describe", "idem", "--bootstrap", addr], "");
     assert!(
         ok && described.contains("active idempotent producers:"),
         "{described}"
     );
     // One producer in each of the 3 partitions; every lost response came back as a retry
     // the engine answered as a duplicate.
-    let metrics = scrape(daemon.metrics.as_deref().unwrap());
+    let metrics = scrape(run.daemon.metrics.as_deref().unwrap());
     assert_eq!(metrics[r#"logd_idempotent_producers{topic="idem"}"#], 3.0);
     let duplicates = metrics[r#"logd_duplicates_dropped_total{topic="idem"}"#];
     assert!(duplicates >= 1.0, "{duplicates} duplicates counted");
@@ -181,13 +195,9 @@ fn without_idempotence_the_same_lost_responses_store_duplicates() {
         max_drops: 25,
         seed: 11,
     };
-    let (daemon, proxy) = behind_proxy(dir.path(), chaos);
-    run_producer(
-        CONFLUENT_PRODUCER,
-        &[&proxy.addr, "plain", &RECORDS.to_string(), "0"],
-    );
-    assert!(proxy.dropped() >= 10);
-    let (duplicates, gaps) = duplicates_and_gaps(&stored(&daemon.addr, "plain"), RECORDS);
+    let run = run_through_proxy(dir.path(), chaos, CONFLUENT_PRODUCER, "plain", &["0"]);
+    assert!(run.dropped >= 10);
+    let (duplicates, gaps) = duplicates_and_gaps(&run.stored, RECORDS);
     assert_eq!(gaps, 0);
     assert!(duplicates > 0, "no duplicates: the proxy forced no retry");
 }
@@ -202,19 +212,10 @@ fn kafka_python_idempotent_producer_stores_every_record_once_through_lost_respon
         max_drops: 15,
         seed: 5,
     };
-    let (daemon, proxy) = behind_proxy(dir.path(), chaos);
-    run_producer(
-        KAFKA_PYTHON_PRODUCER,
-        &[&proxy.addr, "kp", &RECORDS.to_string()],
-    );
-    assert!(
-        proxy.dropped() >= 5,
-        "only {} responses lost",
-        proxy.dropped()
-    );
-    let stored = stored(&daemon.addr, "kp");
-    assert_eq!(duplicates_and_gaps(&stored, RECORDS), (0, 0));
-    assert_in_order(&stored);
+    let run = run_through_proxy(dir.path(), chaos, KAFKA_PYTHON_PRODUCER, "kp", &[]);
+    assert!(run.dropped >= 5, "only {} responses lost", run.dropped);
+    assert_eq!(duplicates_and_gaps(&run.stored, RECORDS), (0, 0));
+    assert_in_order(&run.stored);
 }
 
 /// logd is SIGKILLed while the producer runs (fsync = always) and restarted on the same
