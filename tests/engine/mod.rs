@@ -2,6 +2,7 @@
 //! rebalancing, replay, wake-up latency.
 
 mod delivery;
+mod embedded;
 mod group_restart;
 mod groups;
 mod idempotence;

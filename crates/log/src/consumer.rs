@@ -544,8 +544,17 @@ impl Consumer {
         self.assignment.clear();
     }
 
-    /// Leaves the group (its partitions go to the other members at once).
+    /// Leaves the group (its partitions go to the other members at once). Dropping the
+    /// consumer does the same.
     pub fn close(mut self) {
+        self.leave_group();
+    }
+}
+
+impl Drop for Consumer {
+    /// Leaves the group, so a consumer dropped by an early return or a panicking thread hands
+    /// its partitions over at the next rebalance instead of after its session timeout.
+    fn drop(&mut self) {
         self.leave_group();
     }
 }

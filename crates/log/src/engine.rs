@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::group::{
     Coordinator, GroupConfig, GroupError, GroupPhase, MemberDescription, decode_assignment,
 };
+use crate::housekeeping::{Housekeeper, Housekeeping};
 use crate::producer_ids::ProducerIds;
 use crate::topic::{Topic, TopicConfig};
 
@@ -40,9 +41,10 @@ pub struct Config {
     pub offsets: OffsetStoreConfig,
     /// An idempotent producer's state in a partition is forgotten once its last batch there is
     /// this old (Kafka's `producer.id.expiration.ms`, default one day); its next batch is then
-    /// accepted at any sequence. Applied by [`Log::expire_producers`], which the daemon runs on
-    /// a timer.
+    /// accepted at any sequence. Applied by [`Log::expire_producers`], which housekeeping runs.
     pub producer_id_expiration_ms: i64,
+    /// The engine's own timer: interval fsyncs, retention, expiry (on by default).
+    pub housekeeping: Housekeeping,
 }
 
 impl Default for Config {
@@ -53,6 +55,7 @@ impl Default for Config {
             groups: GroupConfig::default(),
             offsets: OffsetStoreConfig::default(),
             producer_id_expiration_ms: PRODUCER_ID_EXPIRATION_MS,
+            housekeeping: Housekeeping::default(),
         }
     }
 }
@@ -138,6 +141,8 @@ pub(crate) struct Shared {
     producer_ids: ProducerIds,
     appends: Mutex<u64>,
     appended: Condvar,
+    /// Declared before the lock: dropping it stops (and joins) the housekeeping thread first.
+    housekeeper: Mutex<Option<Housekeeper>>,
     _lock: DirLock,
 }
 
@@ -160,7 +165,13 @@ impl Log {
             reason: e.to_string(),
         };
         logd_storage::create_dir_durable(&*storage, &dir.join("topics")).map_err(io)?;
-        let lock = storage.lock_dir(&dir).map_err(io)?;
+        let lock = storage.lock_dir(&dir).map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock => Error::Locked {
+                dir: dir.clone(),
+                holder: logd_storage::lock_holder(&dir),
+            },
+            _ => io(e),
+        })?;
         let topics_dir = dir.join("topics");
         let mut topics = BTreeMap::new();
         for name in storage.list_dir(&topics_dir).map_err(io)? {
@@ -183,7 +194,7 @@ impl Log {
                     path: dir.join(crate::group::GROUPS_FILE),
                     reason,
                 })?;
-        Ok(Log {
+        let log = Log {
             shared: Arc::new(Shared {
                 coordinator,
                 dir,
@@ -195,9 +206,18 @@ impl Log {
                 producer_ids,
                 appends: Mutex::new(0),
                 appended: Condvar::new(),
+                housekeeper: Mutex::new(None),
                 _lock: lock,
             }),
-        })
+        };
+        let housekeeping = &log.shared.config.housekeeping;
+        if housekeeping.enabled {
+            *log.shared.housekeeper.lock() = Some(Housekeeper::start(
+                Arc::downgrade(&log.shared),
+                housekeeping.clone(),
+            ));
+        }
+        Ok(log)
     }
 
     /// The data directory.
@@ -570,7 +590,7 @@ impl Log {
     }
 
     /// Makes every appended record durable now in the partitions of topics with
-    /// `Fsync::IntervalMs`: a timer calls this so their data does not wait for the next append
+    /// `Fsync::IntervalMs`: housekeeping calls this so their data does not wait for the next append
     /// to find the last fsync old. `Always` topics are durable already; `Never` ones are left
     /// to checkpoints and the kernel, as their policy says.
     pub fn flush_interval_topics(&self) -> Result<()> {
@@ -587,6 +607,27 @@ impl Log {
             }
         }
         Ok(())
+    }
+
+    /// Removes group members whose session ran out as of the engine clock's now, so their
+    /// partitions move on even when nobody calls the group (housekeeping runs it every second).
+    pub fn expire_members(&self) {
+        self.shared.coordinator.tick_all(self.shared.clock.now_ms());
+    }
+
+    /// How often housekeeping must run for every `IntervalMs` topic to keep its promise: the
+    /// smallest such interval, or a second when there is none.
+    pub(crate) fn tick_period(&self) -> Duration {
+        self.shared
+            .topics
+            .read()
+            .values()
+            .filter_map(|t| match t.config.read().fsync {
+                crate::topic::Fsync::IntervalMs(ms) => Some(Duration::from_millis(ms)),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(Duration::from_secs(1))
     }
 
     /// Forgets idempotent producers idle for `producer_id_expiration_ms` as of `now_ms` in

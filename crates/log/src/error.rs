@@ -38,6 +38,14 @@ pub enum Error {
         /// The id the batch claims.
         producer_id: i64,
     },
+    /// The data directory is in use: another `Log` (in this process or another) holds its lock.
+    #[error("{}", locked_message(dir, *holder))]
+    Locked {
+        /// The data directory.
+        dir: std::path::PathBuf,
+        /// The process holding the lock, where the OS tells (Linux does).
+        holder: Option<u32>,
+    },
     /// The saved group state cannot be read.
     #[error("group state {path}: {reason}")]
     GroupState {
@@ -99,4 +107,23 @@ pub enum Error {
     /// A consumer-group call failed (stale generation, unknown member, rebalance, ...).
     #[error(transparent)]
     Group(#[from] crate::group::GroupError),
+}
+
+fn locked_message(dir: &std::path::Path, holder: Option<u32>) -> String {
+    let dir = dir.display();
+    match holder {
+        Some(pid) if pid == std::process::id() => format!(
+            "data directory {dir} is already open in this process (pid {pid}): use that Log (its \
+             clones share one engine) or drop every handle of it, producers and consumers \
+             included, before opening it again"
+        ),
+        Some(pid) => format!(
+            "data directory {dir} is locked by process {pid}: stop it, or give this one another \
+             directory"
+        ),
+        None => format!(
+            "data directory {dir} is locked by another Log or process: close it, or use another \
+             directory"
+        ),
+    }
 }

@@ -32,6 +32,7 @@ mod consumer;
 mod engine;
 mod error;
 pub mod group;
+mod housekeeping;
 mod producer;
 mod producer_ids;
 mod topic;
@@ -45,6 +46,7 @@ pub use engine::{
     PartitionDescription, TopicDescription,
 };
 pub use error::{Error, Result};
+pub use housekeeping::Housekeeping;
 pub use logd_offsets::{PlannedReset, ResetTarget};
 pub use producer::{Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
 pub use topic::{Fsync, TopicConfig, validate_topic_name};

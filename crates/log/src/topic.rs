@@ -25,7 +25,9 @@ pub enum Fsync {
     /// Every append is durable when acknowledged (group commit).
     #[default]
     Always,
-    /// At most this many ms of acknowledged appends can be lost to a power cut.
+    /// At most this many ms of acknowledged appends can be lost to a power cut: the engine's
+    /// housekeeping thread flushes the topic at least this often (with
+    /// `Housekeeping::enabled` off, the embedder must call `Log::flush_interval_topics`).
     IntervalMs(u64),
     /// Durability is left to checkpoints, rolls and the kernel.
     Never,
@@ -38,6 +40,8 @@ pub struct TopicConfig {
     /// Number of partitions (Kafka's default is 1).
     pub partitions: u32,
     /// Delete segments whose newest record is older than this (ms); `None` keeps forever.
+    /// Applied every `Housekeeping::retention_check` by the engine's housekeeping thread (or by
+    /// the embedder's `Log::apply_retention` when housekeeping is off).
     pub retention_ms: Option<i64>,
     /// Keep at most about this many bytes per partition; `None` for no limit.
     pub retention_bytes: Option<u64>,

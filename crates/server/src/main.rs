@@ -260,6 +260,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             initial_rebalance_delay_ms: args.group_initial_rebalance_delay_ms.max(0),
         },
         producer_id_expiration_ms: args.producer_id_expiration_ms.max(0),
+        // The engine's own housekeeping thread: interval fsyncs, retention, expiry.
+        housekeeping: logd::Housekeeping {
+            enabled: true,
+            retention_check: Duration::from_millis(args.retention_check_ms.max(100)),
+        },
         ..Config::default()
     };
     let connections = Arc::new(AtomicUsize::new(0));
@@ -319,10 +324,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         })
         .context("cannot install the signal handler")?;
     }
-    spawn_housekeeping(
-        broker.clone(),
-        Duration::from_millis(args.retention_check_ms.max(100)),
-    );
+
     for stream in listener.incoming() {
         if stopping.load(Ordering::SeqCst) {
             break;
@@ -362,35 +364,4 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .checkpoint_all()
         .context("checkpoint at shutdown")?;
     Ok(())
-}
-
-/// Once a second, makes `interval` topics' appended records durable (their appends only fsync
-/// when they find the last fsync old) and expires dead group members; every
-/// `retention_every`, applies retention and expires idle idempotent producers.
-fn spawn_housekeeping(broker: Arc<Broker>, retention_every: Duration) {
-    std::thread::spawn(move || {
-        let mut last_retention = std::time::Instant::now();
-        loop {
-            std::thread::sleep(Duration::from_secs(1));
-            if let Err(e) = broker.log().flush_interval_topics() {
-                tracing::error!(error = %e, "periodic flush failed");
-            }
-            // Groups whose members all vanished expire even though nobody calls them.
-            let now = broker.log().clock().now_ms();
-            broker.log().coordinator().tick_all(now);
-            if last_retention.elapsed() >= retention_every {
-                last_retention = std::time::Instant::now();
-                let now = broker.log().clock().now_ms();
-                match broker.log().apply_retention(now) {
-                    Ok(0) => {}
-                    Ok(deleted) => tracing::info!(deleted, "retention deleted segments"),
-                    Err(e) => tracing::error!(error = %e, "retention failed"),
-                }
-                let expired = broker.log().expire_producers(now);
-                if expired > 0 {
-                    tracing::info!(expired, "idle idempotent producers expired");
-                }
-            }
-        }
-    });
 }

@@ -95,6 +95,28 @@ pub fn replace_file(
     Ok(())
 }
 
+/// The process holding the lock of a directory `Storage::lock_dir` locked on the real file
+/// system, as Linux's `/proc/locks` reports flock holders (by device and inode of the `.lock`
+/// file); `None` where that cannot be told.
+pub fn lock_holder(dir: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir.join(".lock")).ok()?;
+    let wanted = format!(
+        "{:02x}:{:02x}:{}",
+        libc::major(meta.dev()),
+        libc::minor(meta.dev()),
+        meta.ino()
+    );
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    // "1: FLOCK  ADVISORY  WRITE 4711 fd:01:1234567 0 EOF"; waiters' lines read "1: -> FLOCK".
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        (fields.get(1) == Some(&"FLOCK") && fields.get(5) == Some(&wanted.as_str()))
+            .then(|| fields.get(4)?.parse().ok())
+            .flatten()
+    })
+}
+
 /// Creates directory `path` and any missing parents so that they survive a power cut: each new
 /// directory's entry is made durable by fsyncing its parent. Existing directories cost a
 /// lookup only.

@@ -1,0 +1,123 @@
+//! The engine's own timer: the work a running log needs without anyone calling it. Interval
+//! fsyncs (so `Fsync::IntervalMs` loses at most its interval), retention, group members whose
+//! session ran out, and idle idempotent producers. One thread per engine, started by
+//! [`crate::Log::open`] unless [`Housekeeping::enabled`] is off, stopped (and joined) when the
+//! last handle of the `Log` is dropped. It holds the engine only weakly, so it never keeps it
+//! alive.
+
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::engine::{Log, Shared};
+
+/// What the engine's housekeeping thread does, and whether it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Housekeeping {
+    /// Run housekeeping on a thread of the engine's own (the default). Turned off, the
+    /// embedder keeps the engine's promises itself: [`Log::flush_interval_topics`] at least
+    /// every `IntervalMs` of its topics, [`Log::expire_members`] about every second,
+    /// [`Log::apply_retention`] and [`Log::expire_producers`] as often as it likes.
+    pub enabled: bool,
+    /// How often retention and producer expiry run (default 60 s; Kafka's
+    /// `log.retention.check.interval.ms` is 5 minutes).
+    pub retention_check: Duration,
+}
+
+impl Default for Housekeeping {
+    fn default() -> Housekeeping {
+        Housekeeping {
+            enabled: true,
+            retention_check: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Longest pause between two rounds of the per-second work.
+const TICK_MAX: Duration = Duration::from_secs(1);
+/// Shortest pause, however small a topic's fsync interval.
+const TICK_MIN: Duration = Duration::from_millis(10);
+
+/// The running thread and the means to stop it.
+#[derive(Debug)]
+pub(crate) struct Housekeeper {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Housekeeper {
+    /// Starts housekeeping over the engine `shared` points to.
+    pub(crate) fn start(shared: Weak<Shared>, config: Housekeeping) -> Housekeeper {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("logd-housekeeping".into())
+            .spawn(move || run(&shared, &config, &stopping))
+            .expect("spawn the engine's housekeeping thread");
+        Housekeeper {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Housekeeper {
+    fn drop(&mut self) {
+        *self.stop.0.lock() = true;
+        self.stop.1.notify_all();
+        if let Some(thread) = self.thread.take() {
+            // The engine may be dropped by this very thread, when its round held the last
+            // handle: it then ends on its own once the round returns.
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+fn run(shared: &Weak<Shared>, config: &Housekeeping, stop: &(Mutex<bool>, Condvar)) {
+    let mut last_retention = Instant::now();
+    loop {
+        let tick = {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            let log = Log { shared };
+            round(&log, config, &mut last_retention);
+            log.tick_period().clamp(TICK_MIN, TICK_MAX)
+        };
+        let mut stopped = stop.0.lock();
+        if *stopped {
+            return;
+        }
+        stop.1.wait_for(&mut stopped, tick);
+        if *stopped {
+            return;
+        }
+    }
+}
+
+/// One round: interval fsyncs and group expiry always; retention and producer expiry when
+/// `retention_check` has passed since the last time.
+fn round(log: &Log, config: &Housekeeping, last_retention: &mut Instant) {
+    if let Err(e) = log.flush_interval_topics() {
+        tracing::error!(error = %e, "periodic fsync failed");
+    }
+    log.expire_members();
+    if last_retention.elapsed() < config.retention_check {
+        return;
+    }
+    *last_retention = Instant::now();
+    let now = log.clock().now_ms();
+    match log.apply_retention(now) {
+        Ok(0) => {}
+        Ok(deleted) => tracing::info!(deleted, "retention deleted segments"),
+        Err(e) => tracing::error!(error = %e, "retention failed"),
+    }
+    let expired = log.expire_producers(now);
+    if expired > 0 {
+        tracing::info!(expired, "idle idempotent producers expired");
+    }
+}

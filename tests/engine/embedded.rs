@@ -1,0 +1,196 @@
+//! The embedded engine keeps its promises without the embedder's help: interval fsyncs and
+//! retention happen on the engine's own housekeeping thread; a consumer dropped by a panicking
+//! thread leaves its group at once; dropping the last `Log` handle closes it cleanly; and a
+//! second open of a data directory says who holds it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use logd::{
+    Config, Consumer, ConsumerConfig, Error, Fsync, Housekeeping, Log, ManualClock, SystemClock,
+    TopicConfig, TopicPartition,
+};
+use logd_storage::batch::{BatchBuilder, Compression};
+use logd_storage::{CrashMode, LogConfig, PartitionLog, SimFs};
+
+use super::{open, topic};
+
+fn one_record(ts: i64) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(Compression::None);
+    builder.push(ts, None, Some(&[b'r'; 200]), &[]);
+    builder.build(0).unwrap()
+}
+
+/// Records a power cut at this moment would keep in partition `t`-0 of the engine on `fs`.
+fn durable_records(fs: &SimFs) -> i64 {
+    let image = fs.crash_image(CrashMode::DropUnsynced, 0);
+    PartitionLog::open_with(Arc::new(image), "/data/topics/t/0", LogConfig::default())
+        .map_or(0, |log| log.end_offset().0)
+}
+
+/// An engine on a simulated disk with one `IntervalMs(100)` topic holding one fresh record.
+fn interval_engine(housekeeping: Housekeeping) -> (SimFs, Log) {
+    let fs = SimFs::new();
+    let config = Config {
+        housekeeping,
+        ..Config::default()
+    };
+    let log = Log::open_with(Arc::new(fs.clone()), Arc::new(SystemClock), "/data", config).unwrap();
+    log.create_topic(
+        "t",
+        TopicConfig {
+            fsync: Fsync::IntervalMs(100),
+            ..TopicConfig::default()
+        },
+    )
+    .unwrap();
+    log.append("t", 0, &mut one_record(0)).unwrap();
+    (fs, log)
+}
+
+#[test]
+fn an_interval_topic_is_made_durable_within_its_interval_without_the_embedder() {
+    let (fs, _log) = interval_engine(Housekeeping::default());
+    let started = Instant::now();
+    while durable_records(&fs) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the append never became durable"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The interval (100 ms) plus a housekeeping round's scheduling.
+    assert!(
+        started.elapsed() < Duration::from_millis(600),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // The control: with housekeeping off and nobody flushing, the same append stays in the
+    // page cache, which a power cut loses.
+    let (fs, _log) = interval_engine(Housekeeping {
+        enabled: false,
+        ..Housekeeping::default()
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(durable_records(&fs), 0);
+}
+
+#[test]
+fn retention_runs_without_the_embedder() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        housekeeping: Housekeeping {
+            enabled: true,
+            retention_check: Duration::from_millis(50),
+        },
+        ..Config::default()
+    };
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let log = Log::open_with(Arc::new(logd_storage::RealFs), clock, dir.path(), config).unwrap();
+    log.create_topic(
+        "t",
+        TopicConfig {
+            retention_ms: Some(1000),
+            segment_bytes: 1024,
+            ..TopicConfig::default()
+        },
+    )
+    .unwrap();
+    // Records from long ago fill several small segments.
+    for _ in 0..20 {
+        log.append("t", 0, &mut one_record(1_000)).unwrap();
+    }
+    let partition = log.partition("t", 0).unwrap();
+    let started = Instant::now();
+    while partition.log_start_offset().0 == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "retention never ran"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_member_whose_thread_panics_leaves_its_group_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path());
+    topic(&log, "t", 2);
+    let config = ConsumerConfig {
+        group_id: Some("g".into()),
+        ..ConsumerConfig::default()
+    };
+    let mut survivor = Consumer::new(&log, config.clone());
+    survivor.subscribe(vec!["t".into()]).unwrap();
+    let doomed_log = log.clone();
+    let doomed = std::thread::spawn(move || {
+        let mut consumer = Consumer::new(&doomed_log, config);
+        consumer.subscribe(vec!["t".into()]).unwrap();
+        while consumer.assignment().is_empty() {
+            consumer.poll(Duration::from_millis(50)).unwrap();
+        }
+        panic!("the handler failed while this thread held a member");
+    });
+    // The survivor polls (so the group can settle with one partition each) until the other
+    // member got its partition and its thread died.
+    let started = Instant::now();
+    while !doomed.is_finished() {
+        survivor.poll(Duration::from_millis(50)).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(30), "never settled");
+    }
+    assert!(doomed.join().is_err(), "the member's thread panicked");
+    let started = Instant::now();
+    while survivor.assignment().len() != 2 {
+        survivor.poll(Duration::from_millis(50)).unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the panicked member's partition waited for its session timeout (45 s)"
+        );
+    }
+    let all: Vec<TopicPartition> = vec![TopicPartition::new("t", 0), TopicPartition::new("t", 1)];
+    let mut got = survivor.assignment().to_vec();
+    got.sort_by_key(|tp| tp.partition);
+    assert_eq!(got, all);
+}
+
+#[test]
+fn dropping_the_last_handle_closes_the_engine_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let log = open(dir.path());
+        topic(&log, "t", 1);
+        let clone = log.clone();
+        clone.append("t", 0, &mut one_record(0)).unwrap();
+        drop(log);
+        clone.append("t", 0, &mut one_record(1)).unwrap();
+    }
+    let log = open(dir.path());
+    let partition = log.partition("t", 0).unwrap();
+    assert_eq!(partition.end_offset().0, 2);
+    assert_eq!(
+        partition.recovery_report().scanned_bytes,
+        0,
+        "closed cleanly: nothing to scan"
+    );
+}
+
+#[test]
+fn a_second_open_names_the_directory_and_this_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let _first = open(dir.path());
+    let Err(e) = Log::open(dir.path(), Config::default()) else {
+        panic!("a second open succeeded");
+    };
+    assert!(
+        matches!(&e, Error::Locked { dir: d, holder: Some(pid) }
+            if d == dir.path() && *pid == std::process::id()),
+        "{e:?}"
+    );
+    let message = e.to_string();
+    assert!(
+        message.contains(&dir.path().display().to_string())
+            && message.contains("already open in this process"),
+        "{message}"
+    );
+}
