@@ -26,8 +26,8 @@ impl PartitionLog {
     /// base offsets (and leader epochs, set to 0) are rewritten in `batches`; the CRC does not
     /// cover those bytes. Returns once the records are as durable as the fsync policy promises.
     ///
-    /// Batches with a producer id are checked against that producer's state first (see
-    /// [`crate::producer`]): a retry of a stored batch stores nothing and answers with the
+    /// Batches with a producer id are checked against that producer's state first (Kafka's
+    /// idempotent-producer rules, see [`crate::ProducerInfo`]): a retry of a stored batch stores nothing and answers with the
     /// original offsets ([`AppendInfo::duplicate`]); a sequence gap or a fenced epoch is an
     /// error and stores nothing.
     pub fn append(&self, batches: &mut [u8]) -> Result<AppendInfo> {
