@@ -194,3 +194,30 @@ fn a_second_open_names_the_directory_and_this_process() {
         "{message}"
     );
 }
+
+#[test]
+fn a_seek_past_the_end_is_reset_by_the_policy_at_the_next_poll() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path());
+    topic(&log, "t", 1);
+    for ts in 0..3 {
+        log.append("t", 0, &mut one_record(ts)).unwrap();
+    }
+    let tp = TopicPartition::new("t", 0);
+    let mut consumer = Consumer::new(
+        &log,
+        ConsumerConfig {
+            auto_offset_reset: logd::AutoOffsetReset::Earliest,
+            ..ConsumerConfig::default()
+        },
+    );
+    consumer.assign(vec![tp.clone()]).unwrap();
+    consumer.seek(&tp, 100).unwrap();
+    let offsets: Vec<i64> = consumer
+        .poll(Duration::from_millis(100))
+        .unwrap()
+        .iter()
+        .map(|r| r.offset)
+        .collect();
+    assert_eq!(offsets, [0, 1, 2], "Earliest: read again from the start");
+}

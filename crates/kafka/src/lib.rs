@@ -24,3 +24,9 @@ pub use group_client::{GroupInfo, GroupMember};
 pub use observer::{BrokerObserver, NoObserver};
 pub use retry_transport::Remote;
 pub use versions::SUPPORTED;
+
+/// The README's Rust examples, compiled and run as this crate's doctests (it depends on every
+/// library they use), so they keep working as written.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;

@@ -43,7 +43,9 @@ impl TopicPartition {
     }
 }
 
-/// Where to start when there is no usable committed offset.
+/// Where to start when there is no usable committed offset, and where a position outside the
+/// partition's offsets goes: one below its start (retention deleted it) or past its end (a
+/// `seek` too far) is reset by this policy at the next `poll`, as Kafka's consumers do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AutoOffsetReset {
     /// The first offset still stored.
@@ -359,7 +361,10 @@ impl Consumer {
         Ok(())
     }
 
-    /// Reads `tp` from `offset` next.
+    /// Reads `tp` from `offset` next. An offset past the partition's end (or below its start)
+    /// is out of range: the next `poll` resets it by [`AutoOffsetReset`] (so `Earliest`
+    /// re-reads from the start), as Kafka's consumers do. To wait for new records, use
+    /// [`Consumer::seek_to_end`].
     pub fn seek(&mut self, tp: &TopicPartition, offset: i64) -> Result<()> {
         if !self.assignment.contains(tp) {
             return Err(Error::NotAssigned {
