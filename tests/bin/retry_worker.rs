@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use logd::{Config, Log};
+use logd_retry::Headers;
 use logd_retry::{
     DedupeConfig, DedupeStore, Embedded, Failure, Jitter, Outcome, RetryConfig, RetryPolicy,
     RetryWorker, Transport,
@@ -50,7 +51,7 @@ fn run(data: &str, dedupe_dir: &str, state_dir: Option<&str>) -> logd_retry::Res
     let mut worker = RetryWorker::new(transport, config, Some(dedupe))?;
     let mut handler = |m: &logd_retry::Message, attempt: u32| {
         let task: u32 = m
-            .header("task-id")
+            .header_str("task-id")
             .and_then(|t| t.parse().ok())
             .unwrap_or(0);
         if task.is_multiple_of(17) {

@@ -8,6 +8,7 @@ mod groups;
 mod idempotence;
 mod keys;
 mod power_cut;
+mod rebalance;
 mod replay;
 mod topics;
 

@@ -19,6 +19,7 @@ use logd_retry::{
 use logd_storage::SplitMix64;
 
 use super::{Probe, copies_written_twice, engine, produce_task, read_all};
+use logd_retry::Headers;
 
 const TASKS: u32 = 200;
 const PARTITIONS: u32 = 3;
@@ -67,7 +68,7 @@ fn run(seed: u64, commit_order: CommitOrder, journal: bool) -> (Log, Run, tempfi
         crashes: 0,
     };
     let mut handler = |m: &Message, attempt: u32| {
-        let task: u32 = m.header("task-id").unwrap().parse().unwrap();
+        let task: u32 = m.header_str("task-id").unwrap().parse().unwrap();
         seen.max_attempt = seen.max_attempt.max(attempt);
         match failures_before_success(task) {
             Err(_) => Outcome::Permanent(Failure::new("Poison", format!("task {task}"))),
@@ -136,7 +137,7 @@ fn drive(
 fn lost(log: &Log, run: &Run) -> Vec<u32> {
     let dead: BTreeSet<u32> = read_all(log, "tasks.dlq")
         .iter()
-        .map(|m| m.header("task-id").unwrap().parse().unwrap())
+        .map(|m| m.header_str("task-id").unwrap().parse().unwrap())
         .collect();
     (0..TASKS)
         .filter(|t| !run.succeeded.contains(t) && !dead.contains(t))

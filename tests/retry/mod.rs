@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use logd::{Config, Log, ManualClock, TopicConfig};
+use logd_retry::Headers;
 use logd_retry::{Embedded, Error, Message, Transport};
 use logd_storage::RealFs;
 
@@ -149,11 +150,11 @@ pub(crate) fn copies_written_twice(log: &Log) -> usize {
     for topic in copies {
         for m in read_all(log, &topic) {
             let attempt = m
-                .header(logd_retry::message::ATTEMPT)
-                .or_else(|| m.header(logd_retry::message::DLQ_ATTEMPTS))
+                .header_str(logd_retry::message::ATTEMPT)
+                .or_else(|| m.header_str(logd_retry::message::DLQ_ATTEMPTS))
                 .unwrap()
                 .to_owned();
-            let task = m.header("task-id").unwrap().to_owned();
+            let task = m.header_str("task-id").unwrap().to_owned();
             if !seen.insert((topic.clone(), task, attempt)) {
                 twice += 1;
             }

@@ -10,6 +10,7 @@ use logd_retry::{
 };
 
 use super::{engine, produce_keyed};
+use logd_retry::Headers;
 
 /// Tasks 10, 11, 12 on key "k" and 20 on key "other", in one partition; task 10 fails twice
 /// before it succeeds. Returns the order of successes; the worker is rebuilt (a restart) before
@@ -33,7 +34,7 @@ fn success_order(ordering: Ordering, restart_at: Option<usize>) -> Vec<u32> {
     };
     let mut order = Vec::new();
     let mut handler = |m: &Message, attempt: u32| {
-        let task: u32 = m.header("task-id").unwrap().parse().unwrap();
+        let task: u32 = m.header_str("task-id").unwrap().parse().unwrap();
         if task == 10 && attempt <= 2 {
             return Outcome::Transient(Failure::new("Flaky", "not yet"));
         }

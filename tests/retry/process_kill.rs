@@ -11,6 +11,7 @@ use logd_retry::{DedupeConfig, DedupeStore};
 use logd_storage::SplitMix64;
 
 use super::{copies_written_twice, produce_task, read_all};
+use logd_retry::Headers;
 
 const TASKS: u32 = 300;
 
@@ -66,7 +67,7 @@ fn a_worker_killed_at_random_moments_ends_every_task_processed_or_dead_lettered(
     let log = Log::open(&data, Config::default()).unwrap();
     let dead: BTreeSet<u32> = read_all(&log, "tasks.dlq")
         .iter()
-        .map(|m| m.header("task-id").unwrap().parse().unwrap())
+        .map(|m| m.header_str("task-id").unwrap().parse().unwrap())
         .collect();
     let dedupe =
         DedupeStore::open(&dedupe_dir, DedupeConfig::default(), log.clock().now_ms()).unwrap();

@@ -15,6 +15,7 @@ use logd_retry::{
 };
 
 use super::{engine, produce_task, read_all};
+use logd_retry::Headers;
 
 const START: i64 = 1_800_000_000_000;
 
@@ -46,7 +47,7 @@ fn scenario(task_3_permanent: bool) {
     // task -> (attempt, time) of every call
     let mut calls: BTreeMap<u32, Vec<(u32, i64)>> = BTreeMap::new();
     let mut handler = |m: &Message, attempt: u32| {
-        let task: u32 = m.header("task-id").unwrap().parse().unwrap();
+        let task: u32 = m.header_str("task-id").unwrap().parse().unwrap();
         calls
             .entry(task)
             .or_default()
@@ -84,16 +85,20 @@ fn scenario(task_3_permanent: bool) {
     let letter = &dead[0];
     assert_eq!(letter.value.as_deref(), Some(&b"task-3"[..]));
     assert_eq!(letter.key.as_deref(), Some(&b"3"[..]));
-    assert_eq!(letter.header("task-id"), Some("3"), "original headers kept");
+    assert_eq!(
+        letter.header_str("task-id"),
+        Some("3"),
+        "original headers kept"
+    );
     let source = read_all(&log, "tasks")
         .into_iter()
-        .find(|m| m.header("task-id") == Some("3"))
+        .find(|m| m.header_str("task-id") == Some("3"))
         .unwrap();
     assert_eq!(
         letter.timestamp, source.timestamp,
         "original timestamp kept"
     );
-    assert_eq!(letter.header(DLQ_ORIGINAL_TOPIC), Some("tasks"));
+    assert_eq!(letter.header_str(DLQ_ORIGINAL_TOPIC), Some("tasks"));
     assert_eq!(
         letter.header_i64(DLQ_ORIGINAL_PARTITION),
         Some(source.partition as i64)
@@ -103,7 +108,7 @@ fn scenario(task_3_permanent: bool) {
         letter.header_i64(DLQ_ORIGINAL_TIMESTAMP),
         Some(source.timestamp)
     );
-    assert_eq!(letter.header(DLQ_GROUP), Some("workers"));
+    assert_eq!(letter.header_str(DLQ_GROUP), Some("workers"));
     let attempts = calls[&3].len();
     assert_eq!(letter.header_i64(DLQ_ATTEMPTS), Some(attempts as i64));
     assert_eq!(
@@ -122,16 +127,16 @@ fn scenario(task_3_permanent: bool) {
     );
     if task_3_permanent {
         assert_eq!(attempts, 1, "poison goes straight to the dead-letter topic");
-        assert_eq!(letter.header(DLQ_REASON), Some("permanent"));
-        assert_eq!(letter.header(DLQ_ERROR_CLASS), Some("BadInput"));
+        assert_eq!(letter.header_str(DLQ_REASON), Some("permanent"));
+        assert_eq!(letter.header_str(DLQ_ERROR_CLASS), Some("BadInput"));
         assert_eq!(
-            letter.header(DLQ_ERROR_MESSAGE),
+            letter.header_str(DLQ_ERROR_MESSAGE),
             Some("task 3 is malformed")
         );
     } else {
         assert_eq!(attempts, 3, "max_attempts");
-        assert_eq!(letter.header(DLQ_REASON), Some("max-attempts"));
-        assert_eq!(letter.header(DLQ_ERROR_CLASS), Some("Timeout"));
+        assert_eq!(letter.header_str(DLQ_REASON), Some("max-attempts"));
+        assert_eq!(letter.header_str(DLQ_ERROR_CLASS), Some("Timeout"));
     }
 
     // Every retry waited within the policy's bounds for its retry number.

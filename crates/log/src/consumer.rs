@@ -142,6 +142,33 @@ pub struct Consumer {
     assignment: Vec<TopicPartition>,
     positions: BTreeMap<TopicPartition, i64>,
     next_partition: usize,
+    /// Assigned partitions `poll` skips until resumed.
+    paused: BTreeSet<TopicPartition>,
+    listener: Option<Box<dyn RebalanceListener>>,
+}
+
+/// Told when a subscribed consumer's partitions change (Kafka's `ConsumerRebalanceListener`).
+/// Both calls happen inside [`Consumer::poll`], so the records of earlier polls are processed
+/// by then.
+pub trait RebalanceListener: Send {
+    /// Before the consumer rejoins its rebalancing group (and before it leaves on `close`):
+    /// `revoked` are the partitions it held. Commit here what was processed
+    /// (`consumer.commit()`), and the next owner starts right after it: no record is
+    /// processed twice across the rebalance.
+    fn on_revoked(&mut self, consumer: &mut Consumer, revoked: &[TopicPartition]) {
+        let _ = (consumer, revoked);
+    }
+
+    /// After the group assigned `assigned` to this consumer.
+    fn on_assigned(&mut self, consumer: &mut Consumer, assigned: &[TopicPartition]) {
+        let _ = (consumer, assigned);
+    }
+}
+
+impl std::fmt::Debug for dyn RebalanceListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RebalanceListener")
+    }
 }
 
 impl Consumer {
@@ -156,6 +183,57 @@ impl Consumer {
             assignment: Vec::new(),
             positions: BTreeMap::new(),
             next_partition: 0,
+            paused: BTreeSet::new(),
+            listener: None,
+        }
+    }
+
+    /// Calls `listener` around this consumer's rebalances (for `subscribe`d consumers).
+    pub fn set_rebalance_listener(&mut self, listener: impl RebalanceListener + 'static) {
+        self.listener = Some(Box::new(listener));
+    }
+
+    /// Stops `poll` from reading these assigned partitions (heartbeats go on, so the consumer
+    /// keeps them), as Kafka's `pause`; a rebalance forgets pauses of partitions it moves.
+    pub fn pause(&mut self, partitions: &[TopicPartition]) -> Result<()> {
+        for tp in partitions {
+            self.check_assigned(tp)?;
+            self.paused.insert(tp.clone());
+        }
+        Ok(())
+    }
+
+    /// Lets `poll` read these partitions again.
+    pub fn resume(&mut self, partitions: &[TopicPartition]) {
+        for tp in partitions {
+            self.paused.remove(tp);
+        }
+    }
+
+    /// The paused partitions.
+    pub fn paused(&self) -> Vec<TopicPartition> {
+        self.paused.iter().cloned().collect()
+    }
+
+    /// True when this consumer has read `tp` to its high watermark: the end-of-partition
+    /// signal (Kafka's `enable.partition.eof`). It turns false again when records arrive.
+    pub fn at_end(&mut self, tp: &TopicPartition) -> Result<bool> {
+        let end = self
+            .log
+            .partition(&tp.topic, tp.partition)?
+            .high_watermark()
+            .0;
+        Ok(self.position(tp)? >= end)
+    }
+
+    fn check_assigned(&self, tp: &TopicPartition) -> Result<()> {
+        if self.assignment.contains(tp) {
+            Ok(())
+        } else {
+            Err(Error::NotAssigned {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            })
         }
     }
 
@@ -167,6 +245,7 @@ impl Consumer {
         self.leave_group();
         self.subscription.clear();
         self.positions.retain(|tp, _| partitions.contains(tp));
+        self.paused.retain(|tp| partitions.contains(tp));
         self.assignment = partitions;
         Ok(())
     }
@@ -227,6 +306,9 @@ impl Consumer {
                 break;
             }
             let tp = self.assignment[(self.next_partition + i) % count].clone();
+            if self.paused.contains(&tp) {
+                continue;
+            }
             let log = self.log.partition(&tp.topic, tp.partition)?;
             let mut position = self.position(&tp)?;
             if position < log.log_start_offset().0 || position > log.high_watermark().0 {
@@ -366,12 +448,7 @@ impl Consumer {
     /// re-reads from the start), as Kafka's consumers do. To wait for new records, use
     /// [`Consumer::seek_to_end`].
     pub fn seek(&mut self, tp: &TopicPartition, offset: i64) -> Result<()> {
-        if !self.assignment.contains(tp) {
-            return Err(Error::NotAssigned {
-                topic: tp.topic.clone(),
-                partition: tp.partition,
-            });
-        }
+        self.check_assigned(tp)?;
         self.positions.insert(tp.clone(), offset);
         Ok(())
     }
@@ -426,7 +503,26 @@ impl Consumer {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.join(&group)
+        self.notify_revoked();
+        self.join(&group)?;
+        if let Some(mut listener) = self.listener.take() {
+            let assigned = self.assignment.clone();
+            listener.on_assigned(self, &assigned);
+            self.listener = Some(listener);
+        }
+        Ok(())
+    }
+
+    /// Tells the listener the held partitions go, while the membership can still commit.
+    fn notify_revoked(&mut self) {
+        if self.assignment.is_empty() {
+            return;
+        }
+        if let Some(mut listener) = self.listener.take() {
+            let revoked = self.assignment.clone();
+            listener.on_revoked(self, &revoked);
+            self.listener = Some(listener);
+        }
     }
 
     fn join(&mut self, group: &str) -> Result<()> {
@@ -500,6 +596,7 @@ impl Consumer {
                 .collect();
             // Positions of partitions kept stay; new ones start from the group's commit.
             self.positions.retain(|tp, _| assignment.contains(tp));
+            self.paused.retain(|tp| assignment.contains(tp));
             self.assignment = assignment;
             self.membership = Some(Membership {
                 member_id: joined.member_id,
@@ -552,14 +649,20 @@ impl Consumer {
     /// Leaves the group (its partitions go to the other members at once). Dropping the
     /// consumer does the same.
     pub fn close(mut self) {
+        self.notify_revoked();
         self.leave_group();
     }
 }
 
 impl Drop for Consumer {
     /// Leaves the group, so a consumer dropped by an early return or a panicking thread hands
-    /// its partitions over at the next rebalance instead of after its session timeout.
+    /// its partitions over at the next rebalance instead of after its session timeout. As
+    /// `close`, it tells the rebalance listener first, except while the thread panics (no
+    /// user code runs then; what was processed but not committed is processed again).
     fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.notify_revoked();
+        }
         self.leave_group();
     }
 }

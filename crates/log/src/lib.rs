@@ -32,6 +32,7 @@ mod consumer;
 mod engine;
 mod error;
 pub mod group;
+mod headers;
 mod housekeeping;
 mod producer;
 mod producer_ids;
@@ -39,14 +40,27 @@ mod topic;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use consumer::{
-    AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics, TopicPartition,
+    AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics,
+    RebalanceListener, TopicPartition,
 };
 pub use engine::{
     Config, GroupDescription, GroupPartitionLag, Log, PRODUCER_ID_EXPIRATION_MS,
     PartitionDescription, TopicDescription,
 };
 pub use error::{Error, Result};
+pub use headers::{HeaderVisitor, Headers};
 pub use housekeeping::Housekeeping;
-pub use logd_offsets::{PlannedReset, ResetTarget};
+// Every type of the lower crates that appears in this crate's public signatures, so that a
+// user of `logd` alone can name them.
+pub use logd_offsets::{
+    Committed, Error as OffsetsError, OffsetCommit, OffsetStore, OffsetStoreConfig, PartitionRange,
+    PlannedReset, ResetTarget,
+};
+pub use logd_partition::{Consistent, ConsistentRandom, KeyHash, Partitioner, RoundRobin, Sticky};
+pub use logd_storage::batch::Compression;
+pub use logd_storage::{
+    AppendInfo, Error as StorageError, FsyncPolicy, LogConfig, Offset, PartitionLog, ProducerInfo,
+    RealFs, Storage,
+};
 pub use producer::{Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
 pub use topic::{Fsync, TopicConfig, validate_topic_name};

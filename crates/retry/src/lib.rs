@@ -37,6 +37,7 @@ mod worker;
 pub use appender::IdempotentAppender;
 pub use dedupe::{DedupeConfig, DedupeStore, Processed};
 pub use error::{Error, Result};
+pub use logd::Headers;
 pub use message::{Message, OutRecord};
 pub use policy::{Jitter, RetryPolicy};
 pub use transport::{Embedded, Stamp, Transport, decode_messages, encode_record};

@@ -11,6 +11,7 @@
 //! `logd dlq replay` raises so a record that dies again is visibly a repeat.
 
 use bytes::Bytes;
+use logd::Headers;
 
 /// Attempts so far (handler calls), on a retry record.
 pub const ATTEMPT: &str = "logd.retry.attempt";
@@ -69,18 +70,9 @@ pub struct Message {
 }
 
 impl Message {
-    /// The last value of header `name`, as text.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .and_then(|(_, v)| std::str::from_utf8(v.as_deref()?).ok())
-    }
-
     /// The last value of header `name`, as a decimal number.
     pub fn header_i64(&self, name: &str) -> Option<i64> {
-        self.header(name)?.parse().ok()
+        self.header_str(name)?.parse().ok()
     }
 
     /// This record's headers without logd's retry and dead-letter bookkeeping (the replay
@@ -126,5 +118,21 @@ impl OutRecord {
         self.headers
             .push((name.to_owned(), Some(Bytes::from(value.to_string()))));
         self
+    }
+}
+
+impl logd::Headers for Message {
+    fn each_header(&self, f: &mut logd::HeaderVisitor<'_>) {
+        for (name, value) in &self.headers {
+            f(name.as_bytes(), value.as_deref());
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.as_deref())
     }
 }

@@ -30,6 +30,7 @@ use crate::journal::{Hop, HopJournal};
 use crate::message::*;
 use crate::policy::RetryPolicy;
 use crate::transport::Transport;
+use logd::Headers;
 
 /// Why a handler failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,7 +190,7 @@ impl Origin {
     fn of(message: &Message) -> Origin {
         Origin {
             topic: message
-                .header(RETRY_ORIGINAL_TOPIC)
+                .header_str(RETRY_ORIGINAL_TOPIC)
                 .map_or_else(|| message.topic.clone(), str::to_owned),
             partition: message
                 .header_i64(RETRY_ORIGINAL_PARTITION)
@@ -408,7 +409,7 @@ impl<T: Transport> RetryWorker<T> {
         self.config
             .id_header
             .as_deref()
-            .and_then(|h| message.header(h))
+            .and_then(|h| message.header_str(h))
             .map_or_else(
                 || format!("{}/{}/{}", origin.topic, origin.partition, origin.offset),
                 str::to_owned,

@@ -14,6 +14,7 @@ use logd_retry::{IdempotentAppender, Message, OutRecord, Transport};
 
 use super::Bootstrap;
 use crate::metrics::DLQ_REPLAY_GROUP;
+use logd_retry::Headers;
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct DlqArgs {
@@ -78,11 +79,11 @@ impl ReplayArgs {
         let key = letter.key.as_deref().map(String::from_utf8_lossy);
         self.reason
             .as_deref()
-            .is_none_or(|r| letter.header(DLQ_REASON) == Some(r))
+            .is_none_or(|r| letter.header_str(DLQ_REASON) == Some(r))
             && self
                 .error_class
                 .as_deref()
-                .is_none_or(|c| letter.header(DLQ_ERROR_CLASS) == Some(c))
+                .is_none_or(|c| letter.header_str(DLQ_ERROR_CLASS) == Some(c))
             && self
                 .key
                 .as_deref()
@@ -103,19 +104,19 @@ pub(crate) fn run(args: &DlqArgs) -> anyhow::Result<()> {
             for letter in letters(&mut dlq, topic, !all)? {
                 let origin = format!(
                     "{}/{}/{}",
-                    letter.header(DLQ_ORIGINAL_TOPIC).unwrap_or("?"),
-                    letter.header(DLQ_ORIGINAL_PARTITION).unwrap_or("?"),
-                    letter.header(DLQ_ORIGINAL_OFFSET).unwrap_or("?"),
+                    letter.header_str(DLQ_ORIGINAL_TOPIC).unwrap_or("?"),
+                    letter.header_str(DLQ_ORIGINAL_PARTITION).unwrap_or("?"),
+                    letter.header_str(DLQ_ORIGINAL_OFFSET).unwrap_or("?"),
                 );
                 writeln!(
                     out,
                     "{:>9} {:>8}  {origin:<32} {:>8} {:<13} {:<20} {}",
                     letter.partition,
                     letter.offset,
-                    letter.header(DLQ_ATTEMPTS).unwrap_or("-"),
-                    letter.header(DLQ_REASON).unwrap_or("-"),
-                    letter.header(DLQ_ERROR_CLASS).unwrap_or("-"),
-                    letter.header(DLQ_ERROR_MESSAGE).unwrap_or("-"),
+                    letter.header_str(DLQ_ATTEMPTS).unwrap_or("-"),
+                    letter.header_str(DLQ_REASON).unwrap_or("-"),
+                    letter.header_str(DLQ_ERROR_CLASS).unwrap_or("-"),
+                    letter.header_str(DLQ_ERROR_MESSAGE).unwrap_or("-"),
                 )?;
             }
         }
@@ -178,7 +179,7 @@ fn replay_letters(dlq: &mut Remote, args: &ReplayArgs, out: &mut impl Write) -> 
         let Some(target) = args
             .to
             .clone()
-            .or_else(|| letter.header(DLQ_ORIGINAL_TOPIC).map(str::to_owned))
+            .or_else(|| letter.header_str(DLQ_ORIGINAL_TOPIC).map(str::to_owned))
         else {
             bail!(
                 "{}-{} offset {} has no {DLQ_ORIGINAL_TOPIC} header: give --to",

@@ -16,6 +16,7 @@ use logd_retry::{
 
 use super::metrics::scrape;
 use super::{Daemon, logd};
+use logd_retry::Headers;
 
 const DEPTH: &str = r#"logd_dead_letter_depth{topic="tasks.dlq"}"#;
 
@@ -54,7 +55,7 @@ fn work(
     worker
         .run(
             &mut |m: &Message, attempt| {
-                let task: u32 = m.header("task-id").unwrap().parse().unwrap();
+                let task: u32 = m.header_str("task-id").unwrap().parse().unwrap();
                 calls
                     .entry(task)
                     .or_default()
@@ -134,10 +135,13 @@ fn the_seed_scenario_through_the_kafka_client_then_dead_letters_replayed() {
     }
     let dead = letters(&daemon.addr);
     assert_eq!(dead.len(), 1);
-    assert_eq!(dead[0].header("task-id"), Some("3"));
-    assert_eq!(dead[0].header(DLQ_ORIGINAL_TOPIC), Some("tasks"));
-    assert_eq!(dead[0].header(DLQ_REASON), Some("max-attempts"));
-    assert_eq!(dead[0].header(DLQ_ERROR_MESSAGE), Some("task 3 timed out"));
+    assert_eq!(dead[0].header_str("task-id"), Some("3"));
+    assert_eq!(dead[0].header_str(DLQ_ORIGINAL_TOPIC), Some("tasks"));
+    assert_eq!(dead[0].header_str(DLQ_REASON), Some("max-attempts"));
+    assert_eq!(
+        dead[0].header_str(DLQ_ERROR_MESSAGE),
+        Some("task 3 timed out")
+    );
     assert_eq!(scrape(&metrics)[DEPTH], 1.0);
 
     let dlq = |args: &[&str]| {
@@ -180,10 +184,10 @@ fn the_seed_scenario_through_the_kafka_client_then_dead_letters_replayed() {
     assert_eq!(dead.len(), 2);
     let again = dead
         .iter()
-        .find(|m| m.header(DLQ_REPLAY_COUNT).is_some())
+        .find(|m| m.header_str(DLQ_REPLAY_COUNT).is_some())
         .expect("the second death carries the replay count");
     assert_eq!(
-        again.header(DLQ_REPLAY_COUNT),
+        again.header_str(DLQ_REPLAY_COUNT),
         Some("1"),
         "a repeat is marked"
     );
