@@ -2,6 +2,7 @@
 //! a transient failure), and a long randomized run with the worker crashed at random moments.
 
 mod crash;
+mod dead_letters;
 mod ordering;
 mod process_kill;
 mod seed;

@@ -22,6 +22,18 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// A dead letter to replay names no original topic (`logd.dlq.original.topic`).
+    #[error(
+        "{topic}-{partition} offset {offset} has no logd.dlq.original.topic header: replay it to a topic you name"
+    )]
+    NoOrigin {
+        /// The dead-letter topic.
+        topic: String,
+        /// The letter's partition.
+        partition: u32,
+        /// The letter's offset.
+        offset: i64,
+    },
     /// The configuration cannot work.
     #[error("invalid retry config: {0}")]
     Config(String),

@@ -26,6 +26,7 @@
 //! ```
 
 mod appender;
+mod dead_letters;
 mod dedupe;
 mod error;
 mod journal;
@@ -35,6 +36,9 @@ mod transport;
 mod worker;
 
 pub use appender::IdempotentAppender;
+pub use dead_letters::{
+    DeadLetters, LetterFilter, REPLAY_GROUP, Replay, ReplayOptions, ReplayReport,
+};
 pub use dedupe::{DedupeConfig, DedupeStore, Processed};
 pub use error::{Error, Result};
 pub use logd::Headers;

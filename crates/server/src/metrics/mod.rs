@@ -31,7 +31,7 @@ use prometheus_client::registry::{Registry, Unit};
 /// Topics with this suffix are dead-letter topics.
 pub(crate) const DLQ_SUFFIX: &str = ".dlq";
 /// The group whose commits on a dead-letter topic mark what was replayed.
-pub(crate) const DLQ_REPLAY_GROUP: &str = "logd-dlq-replay";
+pub(crate) const DLQ_REPLAY_GROUP: &str = logd_retry::REPLAY_GROUP;
 
 type Labels = Vec<(&'static str, String)>;
 type SecondsGauge = Gauge<f64, AtomicU64>;

@@ -1,4 +1,4 @@
-//! `logd dlq list|show|replay`: dead letters as `logd-retry` writes them. The dead-letter
+//! `logd dlq list|show|replay`: a printer over `logd_retry::DeadLetters`. The dead-letter
 //! position is the group `logd-dlq-replay`'s commit on the dead-letter topic: `list` shows the
 //! letters after it (all with `--all`), `replay` re-produces them to their original topic (or
 //! `--to`), raising `logd.dlq.replay.count` so a letter that dies again is visibly a repeat,
@@ -6,15 +6,13 @@
 
 use std::io::Write;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Subcommand;
 use logd_kafka::Remote;
 use logd_retry::message::*;
-use logd_retry::{IdempotentAppender, Message, OutRecord, Transport};
+use logd_retry::{DeadLetters, Headers, LetterFilter, ReplayOptions};
 
 use super::Bootstrap;
-use crate::metrics::DLQ_REPLAY_GROUP;
-use logd_retry::Headers;
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct DlqArgs {
@@ -75,24 +73,22 @@ struct ReplayArgs {
 }
 
 impl ReplayArgs {
-    fn matches(&self, letter: &Message) -> bool {
-        let key = letter.key.as_deref().map(String::from_utf8_lossy);
-        self.reason
-            .as_deref()
-            .is_none_or(|r| letter.header_str(DLQ_REASON) == Some(r))
-            && self
-                .error_class
-                .as_deref()
-                .is_none_or(|c| letter.header_str(DLQ_ERROR_CLASS) == Some(c))
-            && self
-                .key
-                .as_deref()
-                .is_none_or(|k| key.as_deref() == Some(k))
+    fn options(&self) -> ReplayOptions {
+        ReplayOptions {
+            to: self.to.clone(),
+            filter: LetterFilter {
+                reason: self.reason.clone(),
+                error_class: self.error_class.clone(),
+                key: self.key.clone(),
+            },
+            from_beginning: self.from_beginning,
+            dry_run: self.dry_run,
+        }
     }
 }
 
 pub(crate) fn run(args: &DlqArgs) -> anyhow::Result<()> {
-    let mut dlq = Remote::new(args.bootstrap.connect()?);
+    let mut remote = Remote::new(args.bootstrap.connect()?);
     let mut out = std::io::stdout().lock();
     match &args.command {
         DlqCommand::List { topic, all } => {
@@ -101,7 +97,7 @@ pub(crate) fn run(args: &DlqArgs) -> anyhow::Result<()> {
                 "{:>9} {:>8}  {:<32} {:>8} {:<13} {:<20} MESSAGE",
                 "PARTITION", "OFFSET", "ORIGIN", "ATTEMPTS", "REASON", "ERROR"
             )?;
-            for letter in letters(&mut dlq, topic, !all)? {
+            for letter in DeadLetters::new(&mut remote, topic).list(!all)? {
                 let origin = format!(
                     "{}/{}/{}",
                     letter.header_str(DLQ_ORIGINAL_TOPIC).unwrap_or("?"),
@@ -125,10 +121,8 @@ pub(crate) fn run(args: &DlqArgs) -> anyhow::Result<()> {
             partition,
             offset,
         } => {
-            let letter = dlq
-                .fetch(topic, *partition, *offset)?
-                .into_iter()
-                .find(|m| m.offset == *offset)
+            let letter = DeadLetters::new(&mut remote, topic)
+                .show(*partition, *offset)?
                 .with_context(|| format!("no record at {topic}-{partition} offset {offset}"))?;
             writeln!(out, "offset: {}", letter.offset)?;
             writeln!(out, "timestamp: {}", letter.timestamp)?;
@@ -142,98 +136,30 @@ pub(crate) fn run(args: &DlqArgs) -> anyhow::Result<()> {
             }
             writeln!(out, "value: {}", text(&letter.value))?;
         }
-        DlqCommand::Replay(replay) => replay_letters(&mut dlq, replay, &mut out)?,
-    }
-    Ok(())
-}
-
-/// The letters of `topic`, from the dead-letter position if `pending_only`, else all.
-fn letters(dlq: &mut Remote, topic: &str, pending_only: bool) -> anyhow::Result<Vec<Message>> {
-    let mut all = Vec::new();
-    for partition in 0..dlq.partition_count(topic)? {
-        let mut at = if pending_only {
-            dlq.committed(DLQ_REPLAY_GROUP, topic, partition)?
-                .unwrap_or(0)
-        } else {
-            0
-        };
-        loop {
-            let batch = dlq.fetch(topic, partition, at)?;
-            let Some(last) = batch.last() else { break };
-            at = last.offset + 1;
-            all.extend(batch);
-        }
-    }
-    Ok(all)
-}
-
-fn replay_letters(dlq: &mut Remote, args: &ReplayArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let scanned = letters(dlq, &args.topic, !args.from_beginning)?;
-    let mut replayed = 0;
-    // Replays go out as one idempotent producer, like the worker's copies.
-    let mut appender = IdempotentAppender::new();
-    for letter in &scanned {
-        if !args.matches(letter) {
-            continue;
-        }
-        let Some(target) = args
-            .to
-            .clone()
-            .or_else(|| letter.header_str(DLQ_ORIGINAL_TOPIC).map(str::to_owned))
-        else {
-            bail!(
-                "{}-{} offset {} has no {DLQ_ORIGINAL_TOPIC} header: give --to",
-                args.topic,
-                letter.partition,
-                letter.offset
-            );
-        };
-        let partitions = dlq.partition_count(&target)?;
-        let partition = letter
-            .header_i64(DLQ_ORIGINAL_PARTITION)
-            .map_or(letter.partition, |p| p as u32)
-            % partitions;
-        let count = letter.header_i64(DLQ_REPLAY_COUNT).unwrap_or(0) + 1;
-        writeln!(
-            out,
-            "{} {}-{} offset {} -> {target}-{partition} (replay {count})",
-            if args.dry_run {
+        DlqCommand::Replay(replay) => {
+            let report = DeadLetters::new(&mut remote, &replay.topic).replay(&replay.options())?;
+            let verb = if replay.dry_run {
                 "would replay"
             } else {
                 "replayed"
-            },
-            args.topic,
-            letter.partition,
-            letter.offset
-        )?;
-        if !args.dry_run {
-            let mut record = OutRecord::copy_of(letter);
-            record.headers.retain(|(k, _)| k != DLQ_REPLAY_COUNT);
-            appender.send(
-                dlq,
-                &target,
-                partition,
-                &record.with(DLQ_REPLAY_COUNT, count),
-            )?;
+            };
+            for r in &report.replays {
+                writeln!(
+                    out,
+                    "{verb} {}-{} offset {} -> {}-{} (replay {})",
+                    replay.topic, r.partition, r.offset, r.target, r.target_partition, r.count
+                )?;
+            }
+            let (done, scanned) = (report.replays.len(), report.scanned);
+            if replay.dry_run {
+                writeln!(
+                    out,
+                    "dry run: {done} of {scanned} letter(s) would be replayed"
+                )?;
+            } else {
+                writeln!(out, "replayed {done} of {scanned} letter(s)")?;
+            }
         }
-        replayed += 1;
     }
-    if args.dry_run {
-        writeln!(
-            out,
-            "dry run: {replayed} of {} letter(s) would be replayed",
-            scanned.len()
-        )?;
-        return Ok(());
-    }
-    // Past everything scanned, per partition: what the filter skipped counts as handled.
-    let mut ends: std::collections::BTreeMap<u32, i64> = std::collections::BTreeMap::new();
-    for letter in &scanned {
-        ends.insert(letter.partition, letter.offset + 1);
-    }
-    for (partition, end) in ends {
-        dlq.commit(DLQ_REPLAY_GROUP, &args.topic, partition, end)?;
-    }
-    writeln!(out, "replayed {replayed} of {} letter(s)", scanned.len())?;
     Ok(())
 }
