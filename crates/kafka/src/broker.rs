@@ -12,10 +12,14 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
+use crate::budget::RequestBudget;
 use crate::codes;
 use crate::error::{Error, Result};
 use crate::observer::{BrokerObserver, NoObserver};
 use crate::versions;
+
+/// Request bodies are read this much at a time, into a buffer that grows as they arrive.
+const READ_CHUNK: usize = 64 << 10;
 
 /// How the broker presents itself and bounds what clients send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +39,8 @@ pub struct BrokerConfig {
     /// Once a frame's size has arrived, its body must arrive within this (a slow client cannot
     /// hold a connection mid-request).
     pub request_timeout: Duration,
+    /// Bytes of request frames all connections may hold at once (see [`RequestBudget`]).
+    pub max_inflight_request_bytes: usize,
 }
 
 impl Default for BrokerConfig {
@@ -47,6 +53,7 @@ impl Default for BrokerConfig {
             max_request_bytes: 100 << 20,
             idle_timeout: Duration::from_secs(600),
             request_timeout: Duration::from_secs(30),
+            max_inflight_request_bytes: 256 << 20,
         }
     }
 }
@@ -56,14 +63,15 @@ impl Default for BrokerConfig {
 pub struct Broker {
     pub(crate) log: logd::Log,
     pub(crate) config: BrokerConfig,
-    /// Producer ids handed out by InitProducerId.
     pub(crate) observer: Arc<dyn BrokerObserver>,
+    budget: Arc<RequestBudget>,
 }
 
 impl Broker {
     /// A broker serving `log`.
     pub fn new(log: logd::Log, config: BrokerConfig) -> Broker {
         Broker {
+            budget: RequestBudget::new(config.max_inflight_request_bytes),
             log,
             config,
             observer: Arc::new(NoObserver),
@@ -79,6 +87,11 @@ impl Broker {
     /// The engine.
     pub fn log(&self) -> &logd::Log {
         &self.log
+    }
+
+    /// The request-intake budget all connections share.
+    pub fn budget(&self) -> Arc<RequestBudget> {
+        self.budget.clone()
     }
 
     /// Serves one connection until the client closes it or breaks the protocol.
@@ -98,21 +111,49 @@ impl Broker {
                 Err(e) => return Err(e.into()),
             }
             let size = i32::from_be_bytes(size);
-            // Checked before allocating: a hostile length must not become a huge buffer.
-            if size < 8 || size as usize > self.config.max_request_bytes {
+            // Checked before anything is reserved or allocated: a hostile length must not
+            // become a huge buffer, and one larger than the whole budget could never be read.
+            let max = self.config.max_request_bytes.min(self.budget.capacity());
+            if size < 8 || size as usize > max {
                 return Err(Error::FrameSize {
                     size: size.into(),
-                    max: self.config.max_request_bytes,
+                    max,
                 });
             }
-            let mut body = vec![0u8; size as usize];
-            stream.set_read_timeout(Some(self.config.request_timeout))?;
-            stream.read_exact(&mut body)?;
+            // Waits for room in the shared budget; meanwhile the socket is not read.
+            let reservation = self.budget.reserve(size as usize);
+            let body = self.read_body(&mut stream, size as usize)?;
             stream.set_read_timeout(Some(self.config.idle_timeout))?;
-            if let Some(response) = self.handle_frame(Bytes::from(body), &client_host)? {
+            let response = self.handle_frame(Bytes::from(body), &client_host)?;
+            drop(reservation);
+            if let Some(response) = response {
                 stream.write_all(&response)?;
             }
         }
+    }
+
+    /// Reads a request body of `size` bytes, which must all arrive within `request_timeout` of
+    /// its size (a client trickling bytes is cut off then, however steadily it sends). The
+    /// buffer grows as bytes arrive, so an announced size that never comes costs nothing.
+    fn read_body(&self, stream: &mut TcpStream, size: usize) -> Result<Vec<u8>> {
+        let deadline = Instant::now() + self.config.request_timeout;
+        let mut body = Vec::new();
+        let mut chunk = vec![0u8; size.min(READ_CHUNK)];
+        while body.len() < size {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
+            }
+            stream.set_read_timeout(Some(left))?;
+            let want = (size - body.len()).min(chunk.len());
+            match stream.read(&mut chunk[..want]) {
+                Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()),
+                Ok(n) => body.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(body)
     }
 
     /// Answers one request frame (without its size prefix) from a client at `client_host`;

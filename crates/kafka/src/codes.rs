@@ -25,7 +25,6 @@ pub(crate) const INVALID_PARTITIONS: i16 = 37;
 pub(crate) const INVALID_REPLICATION_FACTOR: i16 = 38;
 pub(crate) const INVALID_CONFIG: i16 = 40;
 pub(crate) const INVALID_REQUEST: i16 = 42;
-pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
 pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
 pub(crate) const NON_EMPTY_GROUP: i16 = 68;
 pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
@@ -63,7 +62,8 @@ pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {
         logd::Error::Storage(storage) => match storage {
             S::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,
             S::BatchTooLarge { .. } => MESSAGE_TOO_LARGE,
-            S::UnsupportedMagic { .. } => UNSUPPORTED_FOR_MESSAGE_FORMAT,
+            // Kafka answers a batch of another magic as corrupt, not as an unsupported format.
+            S::UnsupportedMagic { .. } => CORRUPT_MESSAGE,
             S::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber.code(),
             S::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch.code(),
             S::InvalidProducerFields { .. } => ResponseError::InvalidRecord.code(),

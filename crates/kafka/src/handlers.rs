@@ -422,6 +422,10 @@ impl Broker {
                         if total == 0 || room > 0 {
                             let limit = (requested.partition_max_bytes.max(0) as usize).min(room);
                             match log.read(Offset(requested.fetch_offset), limit) {
+                                // `read` returns at least one whole batch; past the first
+                                // partition with data that may not exceed the response's
+                                // limit (KIP-74), so it waits for the next fetch.
+                                Ok(bytes) if total > 0 && bytes.len() > room => {}
                                 Ok(bytes) => {
                                     total += bytes.len();
                                     data.records = Some(bytes);

@@ -5,6 +5,7 @@
 
 mod blocking;
 mod broker;
+mod budget;
 mod client;
 mod codes;
 mod error;
@@ -18,6 +19,7 @@ mod versions;
 
 pub use blocking::Client;
 pub use broker::{Broker, BrokerConfig, Decoded, decode_request};
+pub use budget::{RequestBudget, Reservation};
 pub use client::{ActiveProducer, AsyncClient, ClientError, PartitionOffsets, code_name};
 pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};

@@ -87,6 +87,14 @@ struct ServeArgs {
     /// Most simultaneous client connections; more are closed at once.
     #[arg(long, env = "LOGD_MAX_CONNECTIONS", default_value_t = 1024)]
     max_connections: usize,
+    /// Most simultaneous connections from one IP address (Kafka `max.connections.per.ip`;
+    /// unlimited by default, as Kafka); more are closed at once.
+    #[arg(long, env = "LOGD_MAX_CONNECTIONS_PER_IP", default_value_t = usize::MAX)]
+    max_connections_per_ip: usize,
+    /// Bytes of request frames all connections may hold at once: a request that does not fit
+    /// waits (its connection is not read) until earlier ones are answered.
+    #[arg(long, env = "LOGD_MAX_INFLIGHT_REQUEST_BYTES", default_value_t = 256 << 20)]
+    max_inflight_request_bytes: usize,
     /// Largest record batch a producer may send, in bytes (Kafka `message.max.bytes`).
     #[arg(long, env = "LOGD_MAX_MESSAGE_BYTES", default_value_t = (1 << 20) + 12)]
     max_message_bytes: usize,
@@ -289,11 +297,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 advertised_host: advertised.ip().to_string(),
                 advertised_port: advertised.port(),
                 max_request_bytes: args.max_request_bytes,
+                max_inflight_request_bytes: args.max_inflight_request_bytes,
                 ..BrokerConfig::default()
             },
         )
         .with_observer(metrics.clone()),
     );
+    metrics.attach_budget(broker.budget());
     let metrics_listener = match args.metrics_listen {
         Some(addr) => Some(
             TcpListener::bind(addr)
@@ -310,7 +320,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "logd metrics on http://{}/metrics",
             listener.local_addr()?
         );
-        metrics::http::spawn(listener, metrics);
+        metrics::http::spawn(listener, metrics.clone());
     }
     tracing::info!(%local, %advertised, data_dir = %args.data_dir.display(), "serving");
 
@@ -325,6 +335,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .context("cannot install the signal handler")?;
     }
 
+    // Open connections per client address, for --max-connections-per-ip.
+    let per_ip: Arc<parking_lot::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>> =
+        Arc::default();
     for stream in listener.incoming() {
         if stopping.load(Ordering::SeqCst) {
             break;
@@ -338,13 +351,30 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         };
         if connections.fetch_add(1, Ordering::SeqCst) >= args.max_connections {
             connections.fetch_sub(1, Ordering::SeqCst);
+            metrics.connection_refused("max-connections");
             tracing::warn!(
                 max = args.max_connections,
                 "connection limit reached; closing a new connection"
             );
             continue;
         }
-        let (broker, connections) = (broker.clone(), connections.clone());
+        let Some(ip) = stream.peer_addr().ok().map(|a| a.ip()) else {
+            connections.fetch_sub(1, Ordering::SeqCst);
+            continue;
+        };
+        {
+            let mut per_ip = per_ip.lock();
+            let count = per_ip.entry(ip).or_insert(0);
+            if *count >= args.max_connections_per_ip {
+                drop(per_ip);
+                connections.fetch_sub(1, Ordering::SeqCst);
+                metrics.connection_refused("max-connections-per-ip");
+                tracing::warn!(%ip, max = args.max_connections_per_ip, "per-IP connection limit reached; closing a new connection");
+                continue;
+            }
+            *count += 1;
+        }
+        let (broker, connections, per_ip) = (broker.clone(), connections.clone(), per_ip.clone());
         std::thread::spawn(move || {
             let peer = stream
                 .peer_addr()
@@ -353,6 +383,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             if let Err(e) = broker.serve_connection(stream) {
                 tracing::info!(%peer, error = %e, "connection closed");
             }
+            let mut per_ip = per_ip.lock();
+            if let Some(count) = per_ip.get_mut(&ip) {
+                *count -= 1;
+                if *count == 0 {
+                    per_ip.remove(&ip);
+                }
+            }
+            drop(per_ip);
             connections.fetch_sub(1, Ordering::SeqCst);
         });
     }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
 use logd::Log;
-use logd_kafka::BrokerObserver;
+use logd_kafka::{BrokerObserver, RequestBudget};
 use logd_storage::Offset;
 use parking_lot::Mutex;
 use prometheus_client::encoding::text::encode;
@@ -58,7 +58,11 @@ pub(crate) struct Metrics {
     dlq_oldest: Family<Labels, SecondsGauge>,
     producers: Family<Labels, Gauge>,
     duplicates: Family<Labels, Counter>,
+    refused: Family<Labels, Counter>,
+    budget_in_use: Gauge,
+    budget_waiting: Gauge,
     log: OnceLock<Log>,
+    budget: OnceLock<Arc<RequestBudget>>,
     active_connections: Arc<AtomicUsize>,
     /// Scrapes recompute the engine-derived families; one at a time.
     rendering: Mutex<()>,
@@ -82,7 +86,11 @@ impl Metrics {
             dlq_oldest: Family::default(),
             producers: Family::default(),
             duplicates: Family::default(),
+            refused: Family::default(),
+            budget_in_use: Gauge::default(),
+            budget_waiting: Gauge::default(),
             log: OnceLock::new(),
+            budget: OnceLock::new(),
             active_connections,
             rendering: Mutex::new(()),
             registry: Registry::default(),
@@ -150,6 +158,22 @@ impl Metrics {
             m.dlq_oldest.clone(),
         );
         registry.register(
+            "connections_refused",
+            "Connections closed at once, per reason (max-connections, max-connections-per-ip)",
+            m.refused.clone(),
+        );
+        registry.register_with_unit(
+            "request_budget_in_use",
+            "Bytes of request frames reserved now against --max-inflight-request-bytes",
+            Unit::Bytes,
+            m.budget_in_use.clone(),
+        );
+        registry.register(
+            "requests_waiting_for_budget",
+            "Requests whose connection waits for room in the request budget",
+            m.budget_waiting.clone(),
+        );
+        registry.register(
             "idempotent_producers",
             "Idempotent producers with state in the topic's partitions",
             m.producers.clone(),
@@ -175,11 +199,27 @@ impl Metrics {
         let _ = self.log.set(log);
     }
 
+    /// The broker's request budget, reported at each scrape.
+    pub(crate) fn attach_budget(&self, budget: Arc<RequestBudget>) {
+        let _ = self.budget.set(budget);
+    }
+
+    /// Counts a connection closed at once for `reason`.
+    pub(crate) fn connection_refused(&self, reason: &str) {
+        self.refused
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
+    }
+
     /// The exposition text.
     pub(crate) fn render(&self) -> String {
         let _one_at_a_time = self.rendering.lock();
         self.connections
             .set(self.active_connections.load(Ordering::Relaxed) as i64);
+        if let Some(budget) = self.budget.get() {
+            self.budget_in_use.set(budget.in_use() as i64);
+            self.budget_waiting.set(budget.waiting() as i64);
+        }
         if let Some(log) = self.log.get() {
             self.refresh_groups(log);
             self.refresh_dead_letters(log);

@@ -11,6 +11,7 @@ mod idempotence;
 mod librdkafka;
 mod lifecycle;
 mod malformed;
+mod memory;
 mod metrics;
 mod produce_errors;
 mod proxy;
@@ -89,6 +90,11 @@ impl Daemon {
             addr,
             metrics,
         }
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// SIGTERM, then the exit status (0 for a clean shutdown).

@@ -133,7 +133,11 @@ fn refused_batches_get_kafka_error_codes_and_store_nothing() {
     let mut old_magic = batch(&[b"magic 1"]);
     old_magic[16] = 1;
     send(&mut stream, 3, 0, -1, old_magic);
-    assert_eq!(receive(&mut stream).1, 43, "UNSUPPORTED_FOR_MESSAGE_FORMAT");
+    assert_eq!(
+        receive(&mut stream).1,
+        2,
+        "CORRUPT_MESSAGE, as Kafka answers another magic"
+    );
 
     let big = vec![b'x'; 2 << 20];
     send(&mut stream, 4, 0, -1, batch(&[&big]));

@@ -1,0 +1,144 @@
+//! Bounded memory under hostile intake: 40 connections announce 30 MiB request frames and send
+//! half of each, against a 64 MiB request budget. The broker holds at most the budget (plus a
+//! constant) however many such clients come, where reading every announced frame at once took
+//! 40 x 15 MiB; and a well-behaved client produces and consumes throughout. One address cannot
+//! take more than `--max-connections-per-ip` connections, and `/metrics` counts the refusals.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::Daemon;
+use super::librdkafka::{self, Offset};
+use super::metrics::scrape;
+
+const BUDGET: u64 = 64 << 20;
+const ANNOUNCED: usize = 30 << 20;
+
+/// The process's anonymous resident memory (heap and stacks), in bytes.
+fn rss_anon(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib << 10
+}
+
+#[test]
+fn half_sent_huge_requests_hold_at_most_the_budget_and_others_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        dir.path(),
+        &[
+            "--max-inflight-request-bytes",
+            &BUDGET.to_string(),
+            "--max-request-bytes",
+            &(40u64 << 20).to_string(),
+        ],
+    );
+    librdkafka::produce(&daemon.addr, "warm", "none", &["up"]);
+    let idle = rss_anon(daemon.pid());
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let hostile: Vec<_> = (0..40)
+        .map(|_| {
+            let (addr, stop) = (daemon.addr.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect(&addr).unwrap();
+                stream
+                    .set_write_timeout(Some(Duration::from_millis(200)))
+                    .unwrap();
+                let chunk = vec![0u8; 1 << 20];
+                let _ = stream.write_all(&(ANNOUNCED as i32).to_be_bytes());
+                // Half the frame; a connection the budget has not admitted is not read, so its
+                // writes stall once the socket buffers are full.
+                for _ in 0..(ANNOUNCED / 2) >> 20 {
+                    if stop.load(Ordering::Relaxed) || stream.write_all(&chunk).is_err() {
+                        break;
+                    }
+                }
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        })
+        .collect();
+
+    // Meanwhile a well-behaved client is served.
+    let started = Instant::now();
+    let lines: Vec<String> = (0..100).map(|i| format!("k{i}:v{i}")).collect();
+    librdkafka::produce(&daemon.addr, "calm", "none", &lines);
+    assert_eq!(
+        librdkafka::consume(&daemon.addr, "calm", Offset::Beginning).len(),
+        100
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the well-behaved client waited {:?}",
+        started.elapsed()
+    );
+
+    let mut peak = 0;
+    let watch = Instant::now();
+    while watch.elapsed() < Duration::from_secs(2) {
+        peak = peak.max(rss_anon(daemon.pid()));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for thread in hostile {
+        thread.join().unwrap();
+    }
+    let grown = peak.saturating_sub(idle);
+    assert!(
+        grown <= BUDGET + (48 << 20),
+        "anonymous memory grew by {} MiB with a {} MiB budget",
+        grown >> 20,
+        BUDGET >> 20
+    );
+}
+
+#[test]
+fn connections_past_the_per_ip_limit_are_closed_and_counted() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        dir.path(),
+        &[
+            "--max-connections-per-ip",
+            "2",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let metrics = daemon.metrics.clone().unwrap();
+    let held: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(&daemon.addr).unwrap())
+        .collect();
+    super::wait_until(
+        "both connections are counted",
+        Duration::from_secs(10),
+        || scrape(&metrics)["logd_active_connections"] == 2.0,
+    );
+    let mut third = TcpStream::connect(&daemon.addr).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 1];
+    assert!(
+        matches!(third.read(&mut buf), Ok(0) | Err(_)),
+        "the third connection from this address is closed at once"
+    );
+    let counted =
+        scrape(&metrics)[r#"logd_connections_refused_total{reason="max-connections-per-ip"}"#];
+    assert_eq!(counted, 1.0);
+    drop(held);
+    // Slots free again once those clients leave.
+    super::wait_until("the connections are gone", Duration::from_secs(10), || {
+        scrape(&metrics)["logd_active_connections"] == 0.0
+    });
+    librdkafka::produce(&daemon.addr, "after", "none", &["served"]);
+}
