@@ -124,10 +124,17 @@ impl Broker {
             let reservation = self.budget.reserve(size as usize);
             let body = self.read_body(&mut stream, size as usize)?;
             stream.set_read_timeout(Some(self.config.idle_timeout))?;
-            let response = self.handle_frame(Bytes::from(body), &client_host)?;
+            let response = self.respond(Bytes::from(body), &client_host)?;
             drop(reservation);
-            if let Some(response) = response {
-                stream.write_all(&response)?;
+            match response {
+                None => {}
+                Some(Frame::Whole(bytes)) => stream.write_all(&bytes)?,
+                // A fetch: its record bytes go from the mapped segments to the socket.
+                Some(Frame::Pieces(pieces)) => {
+                    for piece in &pieces {
+                        stream.write_all(piece)?;
+                    }
+                }
             }
         }
     }
@@ -157,8 +164,18 @@ impl Broker {
     }
 
     /// Answers one request frame (without its size prefix) from a client at `client_host`;
-    /// `None` when no response is due (Produce with acks = 0).
+    /// `None` when no response is due (Produce with acks = 0). The response comes whole, size
+    /// prefix included (`serve_connection` writes a fetch's record bytes without joining them).
     pub fn handle_frame(&self, frame: Bytes, client_host: &str) -> Result<Option<BytesMut>> {
+        Ok(self
+            .respond(frame, client_host)?
+            .map(|response| match response {
+                Frame::Whole(bytes) => bytes,
+                Frame::Pieces(pieces) => BytesMut::from(&pieces.concat()[..]),
+            }))
+    }
+
+    fn respond(&self, frame: Bytes, client_host: &str) -> Result<Option<Frame>> {
         let arrived = Instant::now();
         match decode_request(frame)? {
             Decoded::Request {
@@ -168,9 +185,16 @@ impl Broker {
                 request,
             } => {
                 let response = self.handle(&header, *request, version, client_host);
+                let id = header.correlation_id;
                 let encoded = match response {
+                    Some(ResponseKind::Fetch(fetch))
+                        if crate::fetch_response::VERSIONS.contains(&version) =>
+                    {
+                        crate::fetch_response::encode(id, version, &fetch)
+                            .map(|pieces| Some(Frame::Pieces(pieces)))
+                    }
                     Some(response) => {
-                        encode(key, version, header.correlation_id, response).map(Some)
+                        encode(key, version, id, response).map(|b| Some(Frame::Whole(b)))
                     }
                     None => Ok(None),
                 };
@@ -187,10 +211,17 @@ impl Broker {
                     correlation_id,
                     ResponseKind::ApiVersions(response),
                 )
-                .map(Some)
+                .map(|b| Some(Frame::Whole(b)))
             }
         }
     }
+}
+
+/// A response frame to write: one buffer, or pieces in order (a fetch's record bytes stay the
+/// mapped segment slices).
+enum Frame {
+    Whole(BytesMut),
+    Pieces(Vec<Bytes>),
 }
 
 /// A request frame, decoded.

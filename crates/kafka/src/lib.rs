@@ -9,6 +9,7 @@ mod budget;
 mod client;
 mod codes;
 mod error;
+mod fetch_response;
 mod group_client;
 mod groups;
 mod handlers;

@@ -203,3 +203,31 @@ fn checked(output: Output, what: &str) -> String {
     );
     String::from_utf8(output.stdout).expect("utf-8 output")
 }
+
+/// Frames `request` behind a header and a size prefix and writes it.
+pub fn write_request(
+    stream: &mut std::net::TcpStream,
+    api_key: kafka_protocol::messages::ApiKey,
+    version: i16,
+    correlation_id: i32,
+    request: &impl kafka_protocol::protocol::Encodable,
+) {
+    use kafka_protocol::protocol::Encodable;
+    use std::io::Write;
+    let mut header = kafka_protocol::messages::RequestHeader::default();
+    header.request_api_key = api_key as i16;
+    header.request_api_version = version;
+    header.correlation_id = correlation_id;
+    header.client_id = Some(kafka_protocol::protocol::StrBytes::from_static_str(
+        "daemon-test",
+    ));
+    let mut body = bytes::BytesMut::new();
+    header
+        .encode(&mut body, api_key.request_header_version(version))
+        .unwrap();
+    request.encode(&mut body, version).unwrap();
+    stream
+        .write_all(&(body.len() as i32).to_be_bytes())
+        .unwrap();
+    stream.write_all(&body).unwrap();
+}

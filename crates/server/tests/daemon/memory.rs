@@ -3,6 +3,8 @@
 //! constant) however many such clients come, where reading every announced frame at once took
 //! 40 x 15 MiB; and a well-behaved client produces and consumes throughout. One address cannot
 //! take more than `--max-connections-per-ip` connections, and `/metrics` counts the refusals.
+//! And 40 consumers asking for 50 MiB fetches and reading nothing cost the broker almost no
+//! memory: fetched records go from the mapped segments to the socket, not through a buffer.
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -141,4 +143,52 @@ fn connections_past_the_per_ip_limit_are_closed_and_counted() {
         scrape(&metrics)["logd_active_connections"] == 0.0
     });
     librdkafka::produce(&daemon.addr, "after", "none", &["served"]);
+}
+
+#[test]
+fn unread_fifty_mib_fetches_cost_the_broker_almost_no_memory() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--fsync", "never"]);
+    // 60 MiB of 48 KiB records.
+    let value = "v".repeat(48 << 10);
+    let lines: Vec<&str> = (0..1280).map(|_| value.as_str()).collect();
+    librdkafka::produce(&daemon.addr, "big", "none", &lines);
+    let idle = rss_anon(daemon.pid());
+
+    let mut request = FetchRequest::default();
+    request.replica_id = BrokerId(-1);
+    request.max_wait_ms = 0;
+    request.min_bytes = 1;
+    request.max_bytes = 50 << 20;
+    let mut partition = FetchPartition::default();
+    partition.partition = 0;
+    partition.fetch_offset = 0;
+    partition.partition_max_bytes = 50 << 20;
+    let mut topic = FetchTopic::default();
+    topic.topic = TopicName(StrBytes::from_static_str("big"));
+    topic.partitions = vec![partition];
+    request.topics = vec![topic];
+    let readers: Vec<TcpStream> = (0..40)
+        .map(|i| {
+            let mut stream = TcpStream::connect(&daemon.addr).unwrap();
+            super::write_request(&mut stream, ApiKey::Fetch, 11, i, &request);
+            stream
+        })
+        .collect();
+    let mut peak = 0;
+    let watch = Instant::now();
+    while watch.elapsed() < Duration::from_secs(2) {
+        peak = peak.max(rss_anon(daemon.pid()));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let grown = peak.saturating_sub(idle);
+    assert!(
+        grown <= 64 << 20,
+        "40 unread 50 MiB fetches grew anonymous memory by {} MiB",
+        grown >> 20
+    );
+    drop(readers);
 }

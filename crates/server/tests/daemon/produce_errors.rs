@@ -2,19 +2,19 @@
 //! connection: a corrupt CRC, an unsupported magic, an oversized batch, invalid acks, an unknown
 //! partition. With acks = 0 no response is sent at all.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
+    ApiKey, ProduceRequest, ProduceResponse, ResponseHeader, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, StrBytes};
 use logd_storage::batch::{BatchBuilder, Compression};
 
-use super::{Daemon, librdkafka};
+use super::{Daemon, librdkafka, write_request};
 
 const VERSION: i16 = 7;
 
@@ -38,30 +38,6 @@ fn send(stream: &mut TcpStream, correlation_id: i32, partition: i32, acks: i16, 
     request.timeout_ms = 5000;
     request.topic_data = vec![topic];
     write_request(stream, ApiKey::Produce, VERSION, correlation_id, &request);
-}
-
-/// Frames `request` behind a header and a size prefix and writes it.
-fn write_request(
-    stream: &mut TcpStream,
-    api_key: ApiKey,
-    version: i16,
-    correlation_id: i32,
-    request: &impl Encodable,
-) {
-    let mut header = RequestHeader::default();
-    header.request_api_key = api_key as i16;
-    header.request_api_version = version;
-    header.correlation_id = correlation_id;
-    header.client_id = Some(StrBytes::from_static_str("produce-errors-test"));
-    let mut body = BytesMut::new();
-    header
-        .encode(&mut body, api_key.request_header_version(version))
-        .unwrap();
-    request.encode(&mut body, version).unwrap();
-    stream
-        .write_all(&(body.len() as i32).to_be_bytes())
-        .unwrap();
-    stream.write_all(&body).unwrap();
 }
 
 /// Reads one size-prefixed response and decodes its header.
