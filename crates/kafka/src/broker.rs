@@ -1,10 +1,7 @@
-//! [`Broker`]: one logd node as Kafka clients see it. Reads size-prefixed request frames from
-//! a connection, decodes header and body, answers each request in order, and closes the
-//! connection on what Kafka closes it for (bad frame size, unknown API or version, a body that
-//! does not parse).
+//! [`Broker`]: one logd node as Kafka clients see it: decodes a request frame's header and
+//! body, answers it, and says when Kafka closes the connection (bad frame size, unknown API or
+//! version, a body that does not parse). `server.rs` runs connections over it.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,9 +14,6 @@ use crate::codes;
 use crate::error::{Error, Result};
 use crate::observer::{BrokerObserver, NoObserver};
 use crate::versions;
-
-/// Request bodies are read this much at a time, into a buffer that grows as they arrive.
-const READ_CHUNK: usize = 64 << 10;
 
 /// How the broker presents itself and bounds what clients send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +58,7 @@ pub struct Broker {
     pub(crate) log: logd::Log,
     pub(crate) config: BrokerConfig,
     pub(crate) observer: Arc<dyn BrokerObserver>,
-    budget: Arc<RequestBudget>,
+    pub(crate) budget: Arc<RequestBudget>,
 }
 
 impl Broker {
@@ -94,78 +88,9 @@ impl Broker {
         self.budget.clone()
     }
 
-    /// Serves one connection until the client closes it or breaks the protocol.
-    pub fn serve_connection(&self, mut stream: TcpStream) -> Result<()> {
-        stream.set_nodelay(true)?;
-        // Kafka shows a member's host as "/ip".
-        let client_host = stream
-            .peer_addr()
-            .map(|a| format!("/{}", a.ip()))
-            .unwrap_or_default();
-        stream.set_read_timeout(Some(self.config.idle_timeout))?;
-        loop {
-            let mut size = [0u8; 4];
-            match stream.read_exact(&mut size) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                Err(e) => return Err(e.into()),
-            }
-            let size = i32::from_be_bytes(size);
-            // Checked before anything is reserved or allocated: a hostile length must not
-            // become a huge buffer, and one larger than the whole budget could never be read.
-            let max = self.config.max_request_bytes.min(self.budget.capacity());
-            if size < 8 || size as usize > max {
-                return Err(Error::FrameSize {
-                    size: size.into(),
-                    max,
-                });
-            }
-            // Waits for room in the shared budget; meanwhile the socket is not read.
-            let reservation = self.budget.reserve(size as usize);
-            let body = self.read_body(&mut stream, size as usize)?;
-            stream.set_read_timeout(Some(self.config.idle_timeout))?;
-            let response = self.respond(Bytes::from(body), &client_host)?;
-            drop(reservation);
-            match response {
-                None => {}
-                Some(Frame::Whole(bytes)) => stream.write_all(&bytes)?,
-                // A fetch: its record bytes go from the mapped segments to the socket.
-                Some(Frame::Pieces(pieces)) => {
-                    for piece in &pieces {
-                        stream.write_all(piece)?;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Reads a request body of `size` bytes, which must all arrive within `request_timeout` of
-    /// its size (a client trickling bytes is cut off then, however steadily it sends). The
-    /// buffer grows as bytes arrive, so an announced size that never comes costs nothing.
-    fn read_body(&self, stream: &mut TcpStream, size: usize) -> Result<Vec<u8>> {
-        let deadline = Instant::now() + self.config.request_timeout;
-        let mut body = Vec::new();
-        let mut chunk = vec![0u8; size.min(READ_CHUNK)];
-        while body.len() < size {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
-            }
-            stream.set_read_timeout(Some(left))?;
-            let want = (size - body.len()).min(chunk.len());
-            match stream.read(&mut chunk[..want]) {
-                Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()),
-                Ok(n) => body.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(body)
-    }
-
     /// Answers one request frame (without its size prefix) from a client at `client_host`;
     /// `None` when no response is due (Produce with acks = 0). The response comes whole, size
-    /// prefix included (`serve_connection` writes a fetch's record bytes without joining them).
+    /// prefix included (`serve` writes a fetch's record bytes without joining them).
     pub fn handle_frame(&self, frame: Bytes, client_host: &str) -> Result<Option<BytesMut>> {
         Ok(self
             .respond(frame, client_host)?
@@ -175,7 +100,8 @@ impl Broker {
             }))
     }
 
-    fn respond(&self, frame: Bytes, client_host: &str) -> Result<Option<Frame>> {
+    /// As [`Broker::handle_frame`], keeping a fetch's record bytes as separate pieces.
+    pub(crate) fn respond(&self, frame: Bytes, client_host: &str) -> Result<Option<Frame>> {
         let arrived = Instant::now();
         match decode_request(frame)? {
             Decoded::Request {
@@ -219,7 +145,7 @@ impl Broker {
 
 /// A response frame to write: one buffer, or pieces in order (a fetch's record bytes stay the
 /// mapped segment slices).
-enum Frame {
+pub(crate) enum Frame {
     Whole(BytesMut),
     Pieces(Vec<Bytes>),
 }

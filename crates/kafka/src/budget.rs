@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
 
 /// How long the oldest waiting request may be passed by later ones that fit.
 pub const PATIENCE: Duration = Duration::from_secs(1);
@@ -28,7 +29,7 @@ pub const PATIENCE: Duration = Duration::from_secs(1);
 pub struct RequestBudget {
     capacity: usize,
     state: Mutex<State>,
-    turn: Condvar,
+    changed: Notify,
 }
 
 #[derive(Debug, Default)]
@@ -57,7 +58,7 @@ impl RequestBudget {
         Arc::new(RequestBudget {
             capacity,
             state: Mutex::new(State::default()),
-            turn: Condvar::new(),
+            changed: Notify::new(),
         })
     }
 
@@ -69,23 +70,40 @@ impl RequestBudget {
     /// Waits until `bytes` fit (and no request that waited past [`PATIENCE`] is ahead), then
     /// reserves them until the returned reservation is dropped. `bytes` must not exceed the
     /// capacity.
-    pub fn reserve(self: &Arc<RequestBudget>, bytes: usize) -> Reservation {
+    /// A connection that closes while it waits leaves the queue (the future is dropped).
+    pub async fn reserve(self: &Arc<RequestBudget>, bytes: usize) -> Reservation {
         assert!(bytes <= self.capacity, "a request larger than the budget");
-        let mut state = self.state.lock();
-        let ticket = state.next_ticket;
-        state.next_ticket += 1;
-        state.waiting.insert(ticket, Instant::now());
-        while !state.admits(ticket, bytes, self.capacity, Instant::now()) {
+        let waiting = {
+            let mut state = self.state.lock();
+            let ticket = state.next_ticket;
+            state.next_ticket += 1;
+            state.waiting.insert(ticket, Instant::now());
+            Waiting {
+                budget: self,
+                ticket,
+            }
+        };
+        loop {
+            // Registered before the check, so a release in between is not missed.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let mut state = self.state.lock();
+                if state.admits(waiting.ticket, bytes, self.capacity, Instant::now()) {
+                    state.waiting.remove(&waiting.ticket);
+                    state.in_use += bytes;
+                    drop(state);
+                    // Others may fit too, or become the oldest.
+                    self.changed.notify_waiters();
+                    return Reservation {
+                        budget: self.clone(),
+                        bytes,
+                    };
+                }
+            }
             // Woken by releases; the timeout re-checks who has waited past its patience.
-            self.turn.wait_for(&mut state, PATIENCE / 4);
-        }
-        state.waiting.remove(&ticket);
-        state.in_use += bytes;
-        // Others may fit too, or become the oldest.
-        self.turn.notify_all();
-        Reservation {
-            budget: self.clone(),
-            bytes,
+            let _ = tokio::time::timeout(PATIENCE / 4, changed).await;
         }
     }
 
@@ -110,77 +128,113 @@ pub struct Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.budget.state.lock().in_use -= self.bytes;
-        self.budget.turn.notify_all();
+        self.budget.changed.notify_waiters();
+    }
+}
+
+/// A place in the queue; dropped with the waiting future, it leaves the queue.
+struct Waiting<'a> {
+    budget: &'a RequestBudget,
+    ticket: u64,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self
+            .budget
+            .state
+            .lock()
+            .waiting
+            .remove(&self.ticket)
+            .is_some()
+        {
+            self.budget.changed.notify_waiters();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::mpsc;
     use std::time::Duration;
 
     use super::*;
 
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    /// Yields to the runtime until `done`.
+    async fn until(done: impl Fn() -> bool) {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     #[test]
     fn a_request_that_does_not_fit_waits_until_room_is_released() {
-        let budget = RequestBudget::new(100);
-        let first = budget.reserve(70);
-        let (tx, rx) = mpsc::channel();
-        let waiter = {
-            let budget = budget.clone();
-            std::thread::spawn(move || {
-                let held = budget.reserve(50);
-                tx.send(()).unwrap();
-                drop(held);
-            })
-        };
-        assert!(
-            rx.recv_timeout(Duration::from_millis(100)).is_err(),
-            "waits"
-        );
-        assert_eq!((budget.in_use(), budget.waiting()), (70, 1));
-        drop(first);
-        rx.recv_timeout(Duration::from_secs(5))
-            .expect("admitted once room was released");
-        waiter.join().unwrap();
-        assert_eq!(budget.in_use(), 0);
+        runtime().block_on(async {
+            let budget = RequestBudget::new(100);
+            let first = budget.reserve(70).await;
+            let waiter = tokio::spawn({
+                let budget = budget.clone();
+                async move { drop(budget.reserve(50).await) }
+            });
+            until(|| budget.waiting() == 1).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert_eq!((budget.in_use(), budget.waiting()), (70, 1), "it waits");
+            drop(first);
+            waiter.await.unwrap();
+            assert_eq!((budget.in_use(), budget.waiting()), (0, 0));
+        });
     }
 
     #[test]
     fn small_requests_pass_a_large_one_until_it_has_waited_its_patience() {
-        let budget = RequestBudget::new(100);
-        let held = budget.reserve(60);
-        let large = {
-            let budget = budget.clone();
-            std::thread::spawn(move || {
-                let started = std::time::Instant::now();
-                let _r = budget.reserve(90);
-                started.elapsed()
-            })
-        };
-        while budget.waiting() == 0 {
-            std::thread::yield_now();
-        }
-        // A small request that fits is not held up by the large one waiting for room.
-        drop(budget.reserve(30));
-        // Once the large one has waited its patience, a small one that fits waits behind it.
-        std::thread::sleep(PATIENCE + Duration::from_millis(100));
-        let (tx, rx) = mpsc::channel();
-        let small = {
-            let budget = budget.clone();
-            std::thread::spawn(move || {
-                let _r = budget.reserve(30);
-                tx.send(()).unwrap();
-            })
-        };
-        assert!(
-            rx.recv_timeout(Duration::from_millis(300)).is_err(),
-            "the large one goes first"
-        );
-        drop(held);
-        rx.recv_timeout(Duration::from_secs(5))
-            .expect("admitted after the large one");
-        assert!(large.join().unwrap() >= PATIENCE);
-        small.join().unwrap();
+        runtime().block_on(async {
+            let budget = RequestBudget::new(100);
+            let held = budget.reserve(60).await;
+            let large = tokio::spawn({
+                let budget = budget.clone();
+                async move {
+                    let started = Instant::now();
+                    let _r = budget.reserve(90).await;
+                    started.elapsed()
+                }
+            });
+            until(|| budget.waiting() == 1).await;
+            // A small request that fits is not held up by the large one waiting for room.
+            drop(budget.reserve(30).await);
+            // Once the large one has waited its patience, a small one waits behind it.
+            tokio::time::sleep(PATIENCE + Duration::from_millis(100)).await;
+            let small = tokio::spawn({
+                let budget = budget.clone();
+                async move { drop(budget.reserve(30).await) }
+            });
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            assert!(!small.is_finished(), "the large one goes first");
+            drop(held);
+            assert!(large.await.unwrap() >= PATIENCE);
+            small.await.unwrap();
+        });
+    }
+
+    #[test]
+    fn a_waiter_that_gives_up_leaves_the_queue() {
+        runtime().block_on(async {
+            let budget = RequestBudget::new(100);
+            let held = budget.reserve(100).await;
+            let gave_up = tokio::time::timeout(Duration::from_millis(20), budget.reserve(10)).await;
+            assert!(gave_up.is_err());
+            assert_eq!(
+                budget.waiting(),
+                0,
+                "its place is gone, nobody waits behind it"
+            );
+            drop(held);
+            drop(budget.reserve(100).await);
+        });
     }
 }

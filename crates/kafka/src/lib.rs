@@ -15,6 +15,7 @@ mod groups;
 mod handlers;
 mod observer;
 mod retry_transport;
+mod server;
 mod shape;
 mod versions;
 
@@ -26,6 +27,7 @@ pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
 pub use observer::{BrokerObserver, NoObserver};
 pub use retry_transport::Remote;
+pub use server::{ConnectionLimits, serve};
 pub use versions::SUPPORTED;
 
 /// The README's Rust examples, compiled and run as this crate's doctests (it depends on every

@@ -18,6 +18,18 @@ pub trait BrokerObserver: Send + Sync + fmt::Debug {
         let _ = (topic, records, bytes);
     }
 
+    /// A client connection was accepted.
+    fn connection_opened(&self) {}
+
+    /// A client connection ended.
+    fn connection_closed(&self) {}
+
+    /// A connection was closed at once, for `reason` (`max-connections`,
+    /// `max-connections-per-ip`).
+    fn connection_refused(&self, reason: &str) {
+        let _ = reason;
+    }
+
     /// A request of `api` was answered `elapsed` after its frame arrived (long-polls and
     /// parked group requests included).
     fn request_served(&self, api: ApiKey, elapsed: Duration) {

@@ -7,22 +7,30 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use logd::{Config, Log};
-use logd_kafka::{AsyncClient, Broker, BrokerConfig};
+use logd_kafka::{AsyncClient, Broker, BrokerConfig, ConnectionLimits};
 use logd_storage::batch::{BatchBuilder, Compression, Record};
 
-/// A broker over a fresh engine on a free port; its address.
+/// A broker over a fresh engine on a free port, served in process by `logd_kafka::serve` on a
+/// runtime of its own; its address.
 fn serve(dir: &std::path::Path) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let broker = Arc::new(Broker::new(
         Log::open(dir, Config::default()).unwrap(),
         BrokerConfig::default(),
     ));
     std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let broker = broker.clone();
-            std::thread::spawn(move || broker.serve_connection(stream.unwrap()));
-        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let forever = std::future::pending::<()>();
+            logd_kafka::serve(broker, listener, ConnectionLimits::default(), forever).await
+        })
     });
     addr
 }

@@ -1,20 +1,20 @@
 //! The `logd` binary: a Kafka-protocol broker over the logd engine. `logd` alone is
 //! `logd serve`: a broker on 127.0.0.1:9092 with data in `./logd-data`, creating topics on
-//! first use. One thread per connection; SIGINT/SIGTERM checkpoint every partition and exit 0.
+//! first use. Connections are tasks on tokio (`logd_kafka::serve`); SIGINT/SIGTERM stop
+//! accepting, checkpoint every partition and exit 0.
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use logd::group::GroupConfig;
 use logd::{Config, Fsync, Log, SystemClock, TopicConfig};
-use logd_kafka::{Broker, BrokerConfig};
+use logd_kafka::{Broker, BrokerConfig, ConnectionLimits};
 use logd_storage::RealFs;
 use metrics::Metrics;
 use metrics::fsync::MeteredFs;
@@ -275,8 +275,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
         ..Config::default()
     };
-    let connections = Arc::new(AtomicUsize::new(0));
-    let metrics = Arc::new(Metrics::new(connections.clone()));
+    let metrics = Arc::new(Metrics::new());
     let storage = MeteredFs::new(Arc::new(RealFs), metrics.fsync_histogram());
     let log = Log::open_with(
         Arc::new(storage),
@@ -324,79 +323,37 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!(%local, %advertised, data_dir = %args.data_dir.display(), "serving");
 
-    let stopping = Arc::new(AtomicBool::new(false));
-    {
-        let stopping = stopping.clone();
-        ctrlc::set_handler(move || {
-            stopping.store(true, Ordering::SeqCst);
-            // Wake the accept loop.
-            let _ = TcpStream::connect(local);
-        })
-        .context("cannot install the signal handler")?;
-    }
-
-    // Open connections per client address, for --max-connections-per-ip.
-    let per_ip: Arc<parking_lot::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>> =
-        Arc::default();
-    for stream in listener.incoming() {
-        if stopping.load(Ordering::SeqCst) {
-            break;
-        }
-        let stream = match stream {
-            Ok(stream) => stream,
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                continue;
-            }
+    // The listener runs on tokio: a task per connection, the engine's blocking calls on the
+    // runtime's blocking pool. SIGINT and SIGTERM end it.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("logd-net")
+        .build()
+        .context("cannot start the network runtime")?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    ctrlc::set_handler(move || {
+        let _ = stop.send(true);
+    })
+    .context("cannot install the signal handler")?;
+    let limits = ConnectionLimits {
+        max_connections: args.max_connections,
+        max_connections_per_ip: args.max_connections_per_ip,
+    };
+    runtime.block_on(async {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let mut stopped = stopped;
+        let shutdown = async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
         };
-        if connections.fetch_add(1, Ordering::SeqCst) >= args.max_connections {
-            connections.fetch_sub(1, Ordering::SeqCst);
-            metrics.connection_refused("max-connections");
-            tracing::warn!(
-                max = args.max_connections,
-                "connection limit reached; closing a new connection"
-            );
-            continue;
-        }
-        let Some(ip) = stream.peer_addr().ok().map(|a| a.ip()) else {
-            connections.fetch_sub(1, Ordering::SeqCst);
-            continue;
-        };
-        {
-            let mut per_ip = per_ip.lock();
-            let count = per_ip.entry(ip).or_insert(0);
-            if *count >= args.max_connections_per_ip {
-                drop(per_ip);
-                connections.fetch_sub(1, Ordering::SeqCst);
-                metrics.connection_refused("max-connections-per-ip");
-                tracing::warn!(%ip, max = args.max_connections_per_ip, "per-IP connection limit reached; closing a new connection");
-                continue;
-            }
-            *count += 1;
-        }
-        let (broker, connections, per_ip) = (broker.clone(), connections.clone(), per_ip.clone());
-        std::thread::spawn(move || {
-            let peer = stream
-                .peer_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_default();
-            if let Err(e) = broker.serve_connection(stream) {
-                tracing::info!(%peer, error = %e, "connection closed");
-            }
-            let mut per_ip = per_ip.lock();
-            if let Some(count) = per_ip.get_mut(&ip) {
-                *count -= 1;
-                if *count == 0 {
-                    per_ip.remove(&ip);
-                }
-            }
-            drop(per_ip);
-            connections.fetch_sub(1, Ordering::SeqCst);
-        });
-    }
+        logd_kafka::serve(broker.clone(), listener, limits, shutdown)
+            .await
+            .context("serving")
+    })?;
+    // Open connections end with the runtime; the checkpoint below makes everything appended so
+    // far durable, and the process exits right after.
+    runtime.shutdown_background();
     tracing::info!("shutting down: checkpointing every partition");
-    // Joining the connection threads is not needed: the checkpoint below makes everything
-    // appended so far durable, and the process exits right after.
     broker
         .log()
         .checkpoint_all()

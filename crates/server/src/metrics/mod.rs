@@ -63,14 +63,14 @@ pub(crate) struct Metrics {
     budget_waiting: Gauge,
     log: OnceLock<Log>,
     budget: OnceLock<Arc<RequestBudget>>,
-    active_connections: Arc<AtomicUsize>,
+    active_connections: AtomicUsize,
     /// Scrapes recompute the engine-derived families; one at a time.
     rendering: Mutex<()>,
 }
 
 impl Metrics {
-    /// Registers every metric; `active_connections` is the listener's live count.
-    pub(crate) fn new(active_connections: Arc<AtomicUsize>) -> Metrics {
+    /// Registers every metric.
+    pub(crate) fn new() -> Metrics {
         let mut registry = Registry::with_prefix("logd");
         let metrics = Metrics {
             records_in: Family::default(),
@@ -91,7 +91,7 @@ impl Metrics {
             budget_waiting: Gauge::default(),
             log: OnceLock::new(),
             budget: OnceLock::new(),
-            active_connections,
+            active_connections: AtomicUsize::new(0),
             rendering: Mutex::new(()),
             registry: Registry::default(),
         };
@@ -202,13 +202,6 @@ impl Metrics {
     /// The broker's request budget, reported at each scrape.
     pub(crate) fn attach_budget(&self, budget: Arc<RequestBudget>) {
         let _ = self.budget.set(budget);
-    }
-
-    /// Counts a connection closed at once for `reason`.
-    pub(crate) fn connection_refused(&self, reason: &str) {
-        self.refused
-            .get_or_create(&vec![("reason", reason.to_owned())])
-            .inc();
     }
 
     /// The exposition text.
@@ -323,6 +316,20 @@ fn topic_labels(topic: &str) -> Labels {
 }
 
 impl BrokerObserver for Metrics {
+    fn connection_opened(&self) {
+        self.active_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn connection_closed(&self) {
+        self.active_connections.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn connection_refused(&self, reason: &str) {
+        self.refused
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
+    }
+
     fn produced(&self, topic: &str, records: u64, bytes: u64) {
         let labels = topic_labels(topic);
         self.records_in.get_or_create(&labels).inc_by(records);

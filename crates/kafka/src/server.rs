@@ -1,0 +1,180 @@
+//! [`serve`]: the broker's listener on tokio, in the `mini-redis` shape: an accept loop, one
+//! task per connection reading frames, and shutdown when a future completes. Connections cost
+//! a task and a small buffer while idle, so thousands of them are cheap; the engine's blocking
+//! calls (fsync waits, long-poll fetches, parked JoinGroup and SyncGroup) run on tokio's
+//! blocking pool, so one slow partition or a parked join never stalls other connections.
+//! Limits: at most `max_connections` at once and `max_connections_per_ip` from one address
+//! (more are closed at once), and the request budget (`RequestBudget`) on intake.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::broker::{Broker, Frame};
+use crate::error::{Error, Result};
+
+/// Request bodies are read this much at a time, into a buffer that grows as they arrive.
+const READ_CHUNK: usize = 64 << 10;
+
+/// How many connections the listener takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Most connections at once; more are closed at once.
+    pub max_connections: usize,
+    /// Most connections from one IP address (Kafka `max.connections.per.ip`).
+    pub max_connections_per_ip: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: 1024,
+            max_connections_per_ip: usize::MAX,
+        }
+    }
+}
+
+/// Open connections, in total and per client address.
+#[derive(Debug, Default)]
+struct Open {
+    total: usize,
+    per_ip: HashMap<IpAddr, usize>,
+}
+
+/// Serves Kafka clients on `listener` until `shutdown` completes; then stops accepting and
+/// returns (open connections end with the runtime).
+pub async fn serve(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    let open: Arc<Mutex<Open>> = Arc::default();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = &mut shutdown => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+        };
+        let ip = peer.ip();
+        let refused = {
+            let mut open = open.lock();
+            if open.total >= limits.max_connections {
+                Some("max-connections")
+            } else if open.per_ip.get(&ip).copied().unwrap_or(0) >= limits.max_connections_per_ip {
+                Some("max-connections-per-ip")
+            } else {
+                open.total += 1;
+                *open.per_ip.entry(ip).or_insert(0) += 1;
+                None
+            }
+        };
+        if let Some(reason) = refused {
+            tracing::warn!(%peer, reason, "connection limit reached; closing a new connection");
+            broker.observer.connection_refused(reason);
+            continue;
+        }
+        broker.observer.connection_opened();
+        let (broker, open) = (broker.clone(), open.clone());
+        tokio::spawn(async move {
+            if let Err(e) = connection(&broker, stream, ip).await {
+                tracing::info!(%peer, error = %e, "connection closed");
+            }
+            let mut open = open.lock();
+            open.total -= 1;
+            if let Some(count) = open.per_ip.get_mut(&ip) {
+                *count -= 1;
+                if *count == 0 {
+                    open.per_ip.remove(&ip);
+                }
+            }
+            drop(open);
+            broker.observer.connection_closed();
+        });
+    }
+}
+
+/// Serves one connection until the client closes it or breaks the protocol.
+async fn connection(broker: &Arc<Broker>, mut stream: TcpStream, ip: IpAddr) -> Result<()> {
+    stream.set_nodelay(true)?;
+    // Kafka shows a member's host as "/ip".
+    let client_host = format!("/{ip}");
+    let config = &broker.config;
+    loop {
+        let mut size = [0u8; 4];
+        match tokio::time::timeout(config.idle_timeout, stream.read_exact(&mut size)).await {
+            Err(_) => return Ok(()), // idle too long
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Ok(Err(e)) => return Err(e.into()),
+            Ok(Ok(_)) => {}
+        }
+        let size = i32::from_be_bytes(size);
+        // Checked before anything is reserved or allocated: a hostile length must not become
+        // a huge buffer, and one larger than the whole budget could never be read.
+        let max = config.max_request_bytes.min(broker.budget.capacity());
+        if size < 8 || size as usize > max {
+            return Err(Error::FrameSize {
+                size: size.into(),
+                max,
+            });
+        }
+        // Waits for room in the shared budget; meanwhile the socket is not read.
+        let reservation = broker.budget.reserve(size as usize).await;
+        let body = read_body(&mut stream, size as usize, config.request_timeout).await?;
+        let response = {
+            let (broker, client_host) = (broker.clone(), client_host.clone());
+            tokio::task::spawn_blocking(move || broker.respond(Bytes::from(body), &client_host))
+                .await
+                .map_err(|e| Error::Io(std::io::Error::other(e)))??
+        };
+        drop(reservation);
+        match response {
+            None => {}
+            Some(Frame::Whole(bytes)) => stream.write_all(&bytes).await?,
+            // A fetch: its record bytes go from the mapped segments to the socket.
+            Some(Frame::Pieces(pieces)) => {
+                for piece in &pieces {
+                    stream.write_all(piece).await?;
+                }
+            }
+        }
+    }
+}
+
+/// Reads a request body of `size` bytes, which must all arrive within `timeout` of its size (a
+/// client trickling bytes is cut off then, however steadily it sends). The buffer grows as
+/// bytes arrive, so an announced size that never comes costs nothing.
+async fn read_body(
+    stream: &mut TcpStream,
+    size: usize,
+    timeout: std::time::Duration,
+) -> Result<Vec<u8>> {
+    let deadline = Instant::now() + timeout;
+    let mut body = Vec::new();
+    let mut chunk = vec![0u8; size.min(READ_CHUNK)];
+    while body.len() < size {
+        let want = (size - body.len()).min(chunk.len());
+        let left = deadline.saturating_duration_since(Instant::now());
+        let read = tokio::time::timeout(left, stream.read(&mut chunk[..want]))
+            .await
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+        if read == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+        body.extend_from_slice(&chunk[..read]);
+    }
+    Ok(body)
+}
