@@ -91,6 +91,10 @@ struct ServeArgs {
     /// unlimited by default, as Kafka); more are closed at once.
     #[arg(long, env = "LOGD_MAX_CONNECTIONS_PER_IP", default_value_t = usize::MAX)]
     max_connections_per_ip: usize,
+    /// Once a request's size has arrived, its whole body must arrive within this many ms, or
+    /// the connection is closed (a client trickling bytes cannot hold it).
+    #[arg(long, env = "LOGD_REQUEST_TIMEOUT_MS", default_value_t = 30_000)]
+    request_timeout_ms: u64,
     /// Bytes of request frames all connections may hold at once: a request that does not fit
     /// waits (its connection is not read) until earlier ones are answered.
     #[arg(long, env = "LOGD_MAX_INFLIGHT_REQUEST_BYTES", default_value_t = 256 << 20)]
@@ -297,6 +301,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 advertised_port: advertised.port(),
                 max_request_bytes: args.max_request_bytes,
                 max_inflight_request_bytes: args.max_inflight_request_bytes,
+                request_timeout: Duration::from_millis(args.request_timeout_ms.max(1)),
                 ..BrokerConfig::default()
             },
         )

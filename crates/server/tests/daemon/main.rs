@@ -180,7 +180,7 @@ pub fn system_kcat() -> Option<PathBuf> {
         "CI installs kcat (.ci/run), yet none is on PATH"
     );
     if found.is_none() {
-        python_env::say(
+        say(
             "logd tests: no kcat on PATH, so the old-librdkafka test covers nothing on this \
              machine (apt-get install kcat adds it); librdkafka is still covered through rdkafka",
         );
@@ -230,4 +230,11 @@ pub fn write_request(
         .write_all(&(body.len() as i32).to_be_bytes())
         .unwrap();
     stream.write_all(&body).unwrap();
+}
+
+/// Writes a line to the test process's stderr, which libtest does not capture (it captures only
+/// the print macros), so the user sees it in the run's output.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

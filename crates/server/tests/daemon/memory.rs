@@ -5,6 +5,9 @@
 //! take more than `--max-connections-per-ip` connections, and `/metrics` counts the refusals.
 //! And 40 consumers asking for 50 MiB fetches and reading nothing cost the broker almost no
 //! memory: fetched records go from the mapped segments to the socket, not through a buffer.
+//! Ten thousand connections, almost all idle, cost little memory and do not slow a healthy
+//! client; neither do a thousand connections trickling a byte at a time, which are closed at
+//! their request timeout.
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -78,10 +81,10 @@ fn half_sent_huge_requests_hold_at_most_the_budget_and_others_are_served() {
         librdkafka::consume(&daemon.addr, "calm", Offset::Beginning).len(),
         100
     );
+    let served = started.elapsed();
     assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "the well-behaved client waited {:?}",
-        started.elapsed()
+        served < Duration::from_secs(10),
+        "the well-behaved client waited {served:?}"
     );
 
     let mut peak = 0;
@@ -95,6 +98,13 @@ fn half_sent_huge_requests_hold_at_most_the_budget_and_others_are_served() {
         thread.join().unwrap();
     }
     let grown = peak.saturating_sub(idle);
+    super::say(&format!(
+        "logd memory: 40 half-sent 30 MiB requests: anonymous memory +{} MiB (budget {} MiB), \
+         a healthy client served in {:?}",
+        grown >> 20,
+        BUDGET >> 20,
+        served
+    ));
     assert!(
         grown <= BUDGET + (48 << 20),
         "anonymous memory grew by {} MiB with a {} MiB budget",
@@ -185,10 +195,156 @@ fn unread_fifty_mib_fetches_cost_the_broker_almost_no_memory() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let grown = peak.saturating_sub(idle);
+    super::say(&format!(
+        "logd memory: 40 unread 50 MiB fetches: anonymous memory +{} MiB",
+        grown >> 20
+    ));
     assert!(
         grown <= 64 << 20,
         "40 unread 50 MiB fetches grew anonymous memory by {} MiB",
         grown >> 20
     );
     drop(readers);
+}
+
+/// The 99th percentile of `samples`.
+fn p99(mut samples: Vec<Duration>) -> Duration {
+    samples.sort_unstable();
+    samples[samples.len() * 99 / 100]
+}
+
+/// A healthy client's produce and fetch latencies (200 of each, one record per produce).
+fn healthy_client_p99(addr: &str, topic: &str) -> (Duration, Duration) {
+    use logd_storage::batch::{BatchBuilder, Compression};
+    let mut client = logd_kafka::Client::connect(addr).unwrap();
+    client.create_topic(topic, 1, &[]).unwrap();
+    let (mut produces, mut fetches) = (Vec::new(), Vec::new());
+    for i in 0..200 {
+        let mut builder = BatchBuilder::new(Compression::None);
+        builder.push(i, None, Some(b"healthy"), &[]);
+        let started = Instant::now();
+        let offset = client.produce(topic, 0, builder.build(0).unwrap()).unwrap();
+        produces.push(started.elapsed());
+        let started = Instant::now();
+        let (bytes, _) = client.fetch(topic, 0, offset, 0).unwrap();
+        fetches.push(started.elapsed());
+        assert!(!bytes.is_empty());
+    }
+    (p99(produces), p99(fetches))
+}
+
+#[test]
+fn ten_thousand_connections_cost_little_memory_and_do_not_slow_a_healthy_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        dir.path(),
+        &[
+            "--max-connections",
+            "12000",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let metrics = daemon.metrics.clone().unwrap();
+    let idle = rss_anon(daemon.pid());
+    // Opened from a few threads: connecting is slow on this sandbox's loopback.
+    let openers: Vec<_> = (0..9)
+        .map(|_| {
+            let addr = daemon.addr.clone();
+            std::thread::spawn(move || {
+                (0..1_110)
+                    .map(|_| TcpStream::connect(&addr).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let connections: Vec<TcpStream> = openers
+        .into_iter()
+        .flat_map(|opener| opener.join().unwrap())
+        .collect();
+    super::wait_until(
+        "every connection is served",
+        Duration::from_secs(30),
+        || scrape(&metrics)["logd_active_connections"] >= 9_990.0,
+    );
+    let (produce, fetch) = healthy_client_p99(&daemon.addr, "healthy");
+    let held = rss_anon(daemon.pid());
+    super::say(&format!(
+        "logd memory: 10,000 connections: anonymous memory {} MiB ({} MiB idle); \
+         healthy client p99 produce {produce:?}, fetch {fetch:?}",
+        held >> 20,
+        idle >> 20
+    ));
+    assert!(
+        produce < Duration::from_millis(100) && fetch < Duration::from_millis(100),
+        "p99 produce {produce:?}, fetch {fetch:?} with 10,000 connections open"
+    );
+    assert!(
+        held < 256 << 20,
+        "10,000 connections: {} MiB of anonymous memory ({} MiB idle)",
+        held >> 20,
+        idle >> 20
+    );
+    assert_eq!(
+        scrape(&metrics)
+            .get(r#"logd_connections_refused_total{reason="max-connections"}"#)
+            .copied()
+            .unwrap_or(0.0),
+        0.0,
+        "nothing refused"
+    );
+    drop(connections);
+}
+
+#[test]
+fn a_thousand_slowloris_connections_are_cut_off_and_do_not_slow_others() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--request-timeout-ms", "1000"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickling: Vec<_> = (0..1000)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&daemon.addr).unwrap();
+            // A 100-byte request, of which one byte comes at a time.
+            stream.write_all(&100i32.to_be_bytes()).unwrap();
+            stream
+        })
+        .collect();
+    let trickle = {
+        let mut streams: Vec<TcpStream> =
+            trickling.iter().map(|s| s.try_clone().unwrap()).collect();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                for stream in &mut streams {
+                    let _ = stream.write_all(&[0]);
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    let (produce, fetch) = healthy_client_p99(&daemon.addr, "healthy");
+    super::say(&format!(
+        "logd memory: 1,000 slowloris connections: healthy client p99 produce {produce:?}, \
+         fetch {fetch:?}"
+    ));
+    assert!(
+        produce < Duration::from_millis(100) && fetch < Duration::from_millis(100),
+        "p99 produce {produce:?}, fetch {fetch:?} beside 1,000 slow connections"
+    );
+    // Every trickling connection is closed once its request timeout passed.
+    let started = Instant::now();
+    for mut stream in trickling {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut buf = [0u8; 1];
+        assert!(
+            matches!(stream.read(&mut buf), Ok(0) | Err(_)),
+            "a trickling connection was still open"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
+    stop.store(true, Ordering::Relaxed);
+    trickle.join().unwrap();
 }

@@ -3,7 +3,6 @@
 //! `target/` by the first test that needs them; later tests, test binaries and runs reuse it.
 
 use std::fs::{self, File};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -38,7 +37,7 @@ fn provision() -> PathBuf {
     if fs::read_to_string(&stamp).ok().as_deref() == Some(REQUIREMENTS) {
         return python;
     }
-    say(&format!(
+    super::say(&format!(
         "logd tests: installing the pinned Python Kafka clients into {} (first run only)",
         venv.display()
     ));
@@ -90,10 +89,4 @@ fn require(output: Output, what: &str) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-/// Writes a line to the test process's stderr, which libtest does not capture (it captures only
-/// the print macros), so the user sees it in the run's output.
-pub fn say(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
 }
