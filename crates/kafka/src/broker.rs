@@ -13,6 +13,7 @@ use crate::budget::RequestBudget;
 use crate::codes;
 use crate::error::{Error, Result};
 use crate::observer::{BrokerObserver, NoObserver};
+use crate::server::ConnectionStats;
 use crate::versions;
 
 /// How the broker presents itself and bounds what clients send.
@@ -59,6 +60,7 @@ pub struct Broker {
     pub(crate) config: BrokerConfig,
     pub(crate) observer: Arc<dyn BrokerObserver>,
     pub(crate) budget: Arc<RequestBudget>,
+    pub(crate) stats: Arc<ConnectionStats>,
 }
 
 impl Broker {
@@ -66,6 +68,7 @@ impl Broker {
     pub fn new(log: logd::Log, config: BrokerConfig) -> Broker {
         Broker {
             budget: RequestBudget::new(config.max_inflight_request_bytes),
+            stats: Arc::default(),
             log,
             config,
             observer: Arc::new(NoObserver),
@@ -81,6 +84,11 @@ impl Broker {
     /// The engine.
     pub fn log(&self) -> &logd::Log {
         &self.log
+    }
+
+    /// What the connections `serve` runs are doing now.
+    pub fn connection_stats(&self) -> Arc<ConnectionStats> {
+        self.stats.clone()
     }
 
     /// The request-intake budget all connections share.

@@ -27,7 +27,7 @@ pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
 pub use observer::{BrokerObserver, NoObserver};
 pub use retry_transport::Remote;
-pub use server::{ConnectionLimits, serve};
+pub use server::{ConnectionLimits, ConnectionStats, serve};
 pub use versions::SUPPORTED;
 
 /// The README's Rust examples, compiled and run as this crate's doctests (it depends on every

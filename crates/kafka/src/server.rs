@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -38,6 +39,37 @@ impl Default for ConnectionLimits {
             max_connections: 1024,
             max_connections_per_ip: usize::MAX,
         }
+    }
+}
+
+/// What the open connections are doing now, for monitoring: each is in one state.
+#[derive(Debug, Default)]
+pub struct ConnectionStats {
+    /// Waiting for a request to begin.
+    pub idle: AtomicUsize,
+    /// Waiting for room in the request budget, or reading a request's body.
+    pub reading: AtomicUsize,
+    /// Having a request handled (long-polls and parked group joins included).
+    pub handling: AtomicUsize,
+    /// Writing a response.
+    pub writing: AtomicUsize,
+    /// Bytes of responses being written to clients now.
+    pub sending_bytes: AtomicU64,
+}
+
+/// The state a connection is in; leaving it (by drop) counts it out.
+struct InState<'a>(&'a AtomicUsize);
+
+impl<'a> InState<'a> {
+    fn enter(counter: &'a AtomicUsize) -> InState<'a> {
+        counter.fetch_add(1, Ordering::Relaxed);
+        InState(counter)
+    }
+}
+
+impl Drop for InState<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -113,9 +145,13 @@ async fn connection(broker: &Arc<Broker>, mut stream: TcpStream, ip: IpAddr) -> 
     // Kafka shows a member's host as "/ip".
     let client_host = format!("/{ip}");
     let config = &broker.config;
+    let stats = &broker.stats;
     loop {
+        let idle = InState::enter(&stats.idle);
         let mut size = [0u8; 4];
-        match tokio::time::timeout(config.idle_timeout, stream.read_exact(&mut size)).await {
+        let read = tokio::time::timeout(config.idle_timeout, stream.read_exact(&mut size)).await;
+        drop(idle);
+        match read {
             Err(_) => return Ok(()), // idle too long
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
             Ok(Err(e)) => return Err(e.into()),
@@ -131,9 +167,12 @@ async fn connection(broker: &Arc<Broker>, mut stream: TcpStream, ip: IpAddr) -> 
                 max,
             });
         }
+        let reading = InState::enter(&stats.reading);
         // Waits for room in the shared budget; meanwhile the socket is not read.
         let reservation = broker.budget.reserve(size as usize).await;
         let body = read_body(&mut stream, size as usize, config.request_timeout).await?;
+        drop(reading);
+        let handling = InState::enter(&stats.handling);
         let response = {
             let (broker, client_host) = (broker.clone(), client_host.clone());
             tokio::task::spawn_blocking(move || broker.respond(Bytes::from(body), &client_host))
@@ -141,15 +180,20 @@ async fn connection(broker: &Arc<Broker>, mut stream: TcpStream, ip: IpAddr) -> 
                 .map_err(|e| Error::Io(std::io::Error::other(e)))??
         };
         drop(reservation);
-        match response {
-            None => {}
-            Some(Frame::Whole(bytes)) => stream.write_all(&bytes).await?,
+        drop(handling);
+        let pieces = match response {
+            None => continue,
+            Some(Frame::Whole(bytes)) => vec![bytes.freeze()],
             // A fetch: its record bytes go from the mapped segments to the socket.
-            Some(Frame::Pieces(pieces)) => {
-                for piece in &pieces {
-                    stream.write_all(piece).await?;
-                }
-            }
+            Some(Frame::Pieces(pieces)) => pieces,
+        };
+        let _writing = InState::enter(&stats.writing);
+        for piece in &pieces {
+            let len = piece.len() as u64;
+            stats.sending_bytes.fetch_add(len, Ordering::Relaxed);
+            let written = stream.write_all(piece).await;
+            stats.sending_bytes.fetch_sub(len, Ordering::Relaxed);
+            written?;
         }
     }
 }

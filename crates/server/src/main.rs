@@ -307,7 +307,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         )
         .with_observer(metrics.clone()),
     );
-    metrics.attach_budget(broker.budget());
+    metrics.attach_broker(broker.budget(), broker.connection_stats());
     let metrics_listener = match args.metrics_listen {
         Some(addr) => Some(
             TcpListener::bind(addr)

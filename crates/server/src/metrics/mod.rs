@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
 use logd::Log;
-use logd_kafka::{BrokerObserver, RequestBudget};
+use logd_kafka::{BrokerObserver, ConnectionStats, RequestBudget};
 use logd_storage::Offset;
 use parking_lot::Mutex;
 use prometheus_client::encoding::text::encode;
@@ -61,8 +61,11 @@ pub(crate) struct Metrics {
     refused: Family<Labels, Counter>,
     budget_in_use: Gauge,
     budget_waiting: Gauge,
+    connection_states: Family<Labels, Gauge>,
+    sending: Gauge,
     log: OnceLock<Log>,
     budget: OnceLock<Arc<RequestBudget>>,
+    connections_now: OnceLock<Arc<ConnectionStats>>,
     active_connections: AtomicUsize,
     /// Scrapes recompute the engine-derived families; one at a time.
     rendering: Mutex<()>,
@@ -89,8 +92,11 @@ impl Metrics {
             refused: Family::default(),
             budget_in_use: Gauge::default(),
             budget_waiting: Gauge::default(),
+            connection_states: Family::default(),
+            sending: Gauge::default(),
             log: OnceLock::new(),
             budget: OnceLock::new(),
+            connections_now: OnceLock::new(),
             active_connections: AtomicUsize::new(0),
             rendering: Mutex::new(()),
             registry: Registry::default(),
@@ -169,6 +175,18 @@ impl Metrics {
             m.budget_in_use.clone(),
         );
         registry.register(
+            "connections",
+            "Client connections per state: idle, reading (a request, or waiting for budget), \
+             handling, writing",
+            m.connection_states.clone(),
+        );
+        registry.register_with_unit(
+            "response_bytes_in_flight",
+            "Bytes of responses being written to clients now",
+            Unit::Bytes,
+            m.sending.clone(),
+        );
+        registry.register(
             "requests_waiting_for_budget",
             "Requests whose connection waits for room in the request budget",
             m.budget_waiting.clone(),
@@ -199,9 +217,10 @@ impl Metrics {
         let _ = self.log.set(log);
     }
 
-    /// The broker's request budget, reported at each scrape.
-    pub(crate) fn attach_budget(&self, budget: Arc<RequestBudget>) {
+    /// The broker's request budget and connection states, reported at each scrape.
+    pub(crate) fn attach_broker(&self, budget: Arc<RequestBudget>, stats: Arc<ConnectionStats>) {
         let _ = self.budget.set(budget);
+        let _ = self.connections_now.set(stats);
     }
 
     /// The exposition text.
@@ -212,6 +231,20 @@ impl Metrics {
         if let Some(budget) = self.budget.get() {
             self.budget_in_use.set(budget.in_use() as i64);
             self.budget_waiting.set(budget.waiting() as i64);
+        }
+        if let Some(stats) = self.connections_now.get() {
+            for (state, count) in [
+                ("idle", &stats.idle),
+                ("reading", &stats.reading),
+                ("handling", &stats.handling),
+                ("writing", &stats.writing),
+            ] {
+                self.connection_states
+                    .get_or_create(&vec![("state", state.to_owned())])
+                    .set(count.load(Ordering::Relaxed) as i64);
+            }
+            self.sending
+                .set(stats.sending_bytes.load(Ordering::Relaxed) as i64);
         }
         if let Some(log) = self.log.get() {
             self.refresh_groups(log);

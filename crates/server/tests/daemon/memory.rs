@@ -161,7 +161,10 @@ fn unread_fifty_mib_fetches_cost_the_broker_almost_no_memory() {
     use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, TopicName};
     use kafka_protocol::protocol::StrBytes;
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path(), &["--fsync", "never"]);
+    let daemon = Daemon::start(
+        dir.path(),
+        &["--fsync", "never", "--metrics-listen", "127.0.0.1:0"],
+    );
     // 60 MiB of 48 KiB records.
     let value = "v".repeat(48 << 10);
     let lines: Vec<&str> = (0..1280).map(|_| value.as_str()).collect();
@@ -199,6 +202,10 @@ fn unread_fifty_mib_fetches_cost_the_broker_almost_no_memory() {
         "logd memory: 40 unread 50 MiB fetches: anonymous memory +{} MiB",
         grown >> 20
     ));
+    // /metrics shows the stalled responses: 40 connections writing, about 2 GB on their way.
+    let scraped = scrape(daemon.metrics.as_deref().unwrap());
+    assert_eq!(scraped[r#"logd_connections{state="writing"}"#], 40.0);
+    assert!(scraped["logd_response_bytes_in_flight_bytes"] > f64::from(40u32 << 20));
     assert!(
         grown <= 64 << 20,
         "40 unread 50 MiB fetches grew anonymous memory by {} MiB",
