@@ -7,11 +7,13 @@
 # through the embedded engine; kcat's produce as an idempotent producer against the plain one.
 # Needs kcat and python3 with confluent-kafka (after one `cargo test --workspace`,
 # PATH=$PWD/target/test-clients/python/bin:$PATH provides it).
-# Usage: benches/e2e.sh [N]   (default 1000000)
+# Usage: benches/e2e.sh [N]   (default 1000000); LOGD=path/to/logd measures another build of
+# the daemon (an older commit's, to compare) with the same clients.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
 cargo build --quiet --release --bin logd -p logd-server
+LOGD=${LOGD:-target/release/logd}
 cargo build --quiet --release -p logd --example throughput
 work=$(mktemp -d)
 trap 'rm -rf "$work"; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; [ -n "${mock:-}" ] && kill "$mock" 2>/dev/null || true' EXIT
@@ -19,6 +21,9 @@ python3 -c "import sys; sys.stdout.write(('x' * 100 + '\n') * $N)" > "$work/inpu
 producer_opts=(-X linger.ms=5 -X batch.num.messages=10000 -X queue.buffering.max.messages=1000000)
 
 seconds() { python3 -c "import time; print(time.time())"; }
+# CPU time of process $1 in ns: utime + stime from /proc/PID/stat, which (unlike the threads'
+# schedstat) keeps the time of threads that have exited, at the clock tick's resolution.
+cpu_ns() { awk -v hz="$(getconf CLK_TCK)" '{printf "%d\n", ($14 + $15) * 1e9 / hz}' "/proc/$1/stat"; }
 rate() { python3 -c "print(f'{$N / ($2 - $1):,.0f} records/s  {$N * 100 / ($2 - $1) / 1e6:,.1f} MB/s')"; }
 
 echo "== kcat's produce ceiling (librdkafka mock cluster, same kcat, same input)"
@@ -55,7 +60,7 @@ python3 -c "print(f'consume ceiling: {$ceiling:,.0f} records/s')"
 for fsync in interval always; do
   echo "== logd, fsync $fsync"
   rm -rf "$work/data"
-  target/release/logd serve --listen 127.0.0.1:0 --data-dir "$work/data" --fsync "$fsync" > "$work/addr" 2>/dev/null &
+  "$LOGD" serve --listen 127.0.0.1:0 --data-dir "$work/data" --fsync "$fsync" > "$work/addr" 2>/dev/null &
   pid=$!
   while ! grep -q listening "$work/addr" 2>/dev/null; do sleep 0.05; done
   addr=$(awk '{print $4}' "$work/addr")
@@ -82,10 +87,13 @@ for fsync in interval always; do
   head -n "$SAME" "$work/input" | kcat -P -t same -b "$addr" -X acks=all "${producer_opts[@]}"
   same=$(best_rate "$addr" same)
   python3 -c "print(f'consume (kcat, same layout as the ceiling): {$same:,.0f} records/s = {$same / $ceiling:.2f} x ceiling')"
+  cpu0=$(cpu_ns "$pid")
   t0=$(seconds)
   kcat -C -t bench -b "$addr" -o beginning -e -q "${consumer_opts[@]}" > /dev/null
   t1=$(seconds)
+  cpu1=$(cpu_ns "$pid")
   echo "consume (kcat, all N, large queue): $(rate "$t0" "$t1")"
+  python3 -c "print(f'logd CPU time per 1M consumed records: {($cpu1 - $cpu0) / 1e6 * 1e6 / $N:.1f} ms')"
   echo "peak RSS: $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' /proc/$pid/status)"
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 done

@@ -274,7 +274,26 @@ fn ten_thousand_connections_cost_little_memory_and_do_not_slow_a_healthy_client(
         Duration::from_secs(30),
         || scrape(&metrics)["logd_active_connections"] >= 9_990.0,
     );
+    // Ten librdkafka clients produce and consume meanwhile, each on a topic of its own.
+    let busy: Vec<_> = (0..10)
+        .map(|i| {
+            let addr = daemon.addr.clone();
+            std::thread::spawn(move || {
+                let topic = format!("busy{i}");
+                let lines: Vec<String> = (0..200).map(|r| format!("k{r}:v{r}")).collect();
+                librdkafka::produce(&addr, &topic, "none", &lines);
+                librdkafka::consume(&addr, &topic, Offset::Beginning).len()
+            })
+        })
+        .collect();
     let (produce, fetch) = healthy_client_p99(&daemon.addr, "healthy");
+    for client in busy {
+        assert_eq!(
+            client.join().unwrap(),
+            200,
+            "each busy client read back what it wrote"
+        );
+    }
     let held = rss_anon(daemon.pid());
     super::say(&format!(
         "logd memory: 10,000 connections: anonymous memory {} MiB ({} MiB idle); \
