@@ -67,10 +67,10 @@ impl RequestBudget {
         self.capacity
     }
 
-    /// Waits until `bytes` fit (and no request that waited past [`PATIENCE`] is ahead), then
-    /// reserves them until the returned reservation is dropped. `bytes` must not exceed the
-    /// capacity.
-    /// A connection that closes while it waits leaves the queue (the future is dropped).
+    /// Waits until `bytes` fit (and no request that has waited past its patience, a second, is
+    /// ahead), then reserves them until the returned reservation is dropped. `bytes` must not
+    /// exceed the capacity. A connection that closes while it waits leaves the queue (the
+    /// future is dropped).
     pub async fn reserve(self: &Arc<RequestBudget>, bytes: usize) -> Reservation {
         assert!(bytes <= self.capacity, "a request larger than the budget");
         let waiting = {
