@@ -590,8 +590,8 @@ impl Log {
     }
 
     /// Makes every appended record durable now in the partitions of topics with
-    /// `Fsync::IntervalMs`: housekeeping calls this so their data does not wait for the next append
-    /// to find the last fsync old. `Always` topics are durable already; `Never` ones are left
+    /// `Fsync::IntervalMs`: housekeeping calls this so their data does not wait for the next
+    /// append to find the last fsync old. `Always` topics are durable already; `Never` ones are left
     /// to checkpoints and the kernel, as their policy says.
     pub fn flush_interval_topics(&self) -> Result<()> {
         let topics: Vec<Arc<Topic>> = self.shared.topics.read().values().cloned().collect();

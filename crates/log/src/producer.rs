@@ -16,6 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use logd_partition::{KeyHash, Partitioner, Sticky};
+use logd_storage::advance_sequence;
 use logd_storage::batch::{BatchBuilder, Compression};
 use parking_lot::{Condvar, Mutex};
 
@@ -417,8 +418,7 @@ impl Shared {
                 .and_then(|t| t.batches.get_mut(partition as usize))
                 .and_then(|b| b.ready.pop_front());
             let Some(batch) = next else { return };
-            // A failure reaches the batch's deliveries and the next `flush`.
-            let _ = self.append(batch, &mut appender);
+            self.append(batch, &mut appender);
         }
     }
 
@@ -451,12 +451,8 @@ impl Shared {
     }
 
     /// Appends one batch (with the partition's next sequence when idempotent) and resolves its
-    /// deliveries.
-    fn append(
-        &self,
-        batch: Pending,
-        appender: &mut Appender,
-    ) -> std::result::Result<(), Arc<Error>> {
+    /// deliveries; a failure reaches them and the next `flush`.
+    fn append(&self, batch: Pending, appender: &mut Appender) {
         let (topic, partition) = (&batch.slot.topic, batch.slot.partition);
         let records = batch.builder.len() as i32;
         let result = self.identity().and_then(|identity| {
@@ -474,7 +470,7 @@ impl Shared {
             self.log.append(topic, partition, &mut bytes)
         });
         match &result {
-            Ok(_) => appender.next_sequence = following_sequence(appender.next_sequence, records),
+            Ok(_) => appender.next_sequence = advance_sequence(appender.next_sequence, records),
             Err(_) => self.bump_epoch(),
         }
         self.partitioner.batch_complete(
@@ -485,16 +481,9 @@ impl Shared {
         if let Err(e) = &outcome {
             self.failed.lock().get_or_insert_with(|| e.clone());
         }
-        *batch.slot.outcome.lock() = Some(outcome.clone());
+        *batch.slot.outcome.lock() = Some(outcome);
         batch.slot.done.notify_all();
-        outcome.map(|_| ())
     }
-}
-
-/// The sequence after a batch of `records` starting at `sequence`, wrapping past `i32::MAX`
-/// to 0 as Kafka's sequences do.
-fn following_sequence(sequence: i32, records: i32) -> i32 {
-    ((i64::from(sequence) + i64::from(records)) % (i64::from(i32::MAX) + 1)) as i32
 }
 
 /// Appends batches older than `linger` until the producer is dropped.

@@ -82,8 +82,8 @@ impl IdempotentAppender {
                     .sequences
                     .entry((topic.to_owned(), partition))
                     .or_insert(0);
-                // One record per batch; sequences wrap past i32::MAX to 0, as Kafka's.
-                *next = if *next == i32::MAX { 0 } else { *next + 1 };
+                // One record per batch.
+                *next = logd_storage::advance_sequence(*next, 1);
                 Ok(offset)
             }
             Err(e) => {

@@ -299,10 +299,7 @@ impl<T: Transport> RetryWorker<T> {
         if committed <= hop.source_offset {
             self.transport
                 .append(&hop.target_topic, hop.target_partition, hop.batch)?;
-            let next = hop.source_offset + 1;
-            self.transport
-                .commit(&self.config.group, &source.0, source.1, next)?;
-            self.positions.insert(source, next);
+            self.commit_next(&source.0, source.1, hop.source_offset + 1)?;
         }
         self.appender = IdempotentAppender::resume_after(header.producer_id, header.producer_epoch);
         Ok(())
@@ -607,11 +604,14 @@ impl<T: Transport> RetryWorker<T> {
     }
 
     fn commit(&mut self, message: &Message) -> Result<()> {
-        let next = message.offset + 1;
+        self.commit_next(&message.topic, message.partition, message.offset + 1)
+    }
+
+    /// Commits `next` as the offset to read next in `topic`/`partition`, and reads on from it.
+    fn commit_next(&mut self, topic: &str, partition: u32, next: i64) -> Result<()> {
         self.transport
-            .commit(&self.config.group, &message.topic, message.partition, next)?;
-        self.positions
-            .insert((message.topic.clone(), message.partition), next);
+            .commit(&self.config.group, topic, partition, next)?;
+        self.positions.insert((topic.to_owned(), partition), next);
         Ok(())
     }
 }

@@ -51,7 +51,7 @@ pub use io::{
 };
 pub use log::PartitionLog;
 pub use offset::Offset;
-pub use producer::{BATCHES_RETAINED, BatchMetadata, ProducerInfo};
+pub use producer::{BATCHES_RETAINED, BatchMetadata, ProducerInfo, advance_sequence};
 
 /// Where an append put its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

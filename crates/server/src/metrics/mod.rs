@@ -12,7 +12,7 @@
 pub(crate) mod fsync;
 pub(crate) mod http;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -66,7 +66,6 @@ pub(crate) struct Metrics {
     log: OnceLock<Log>,
     budget: OnceLock<Arc<RequestBudget>>,
     connections_now: OnceLock<Arc<ConnectionStats>>,
-    active_connections: AtomicUsize,
     /// Scrapes recompute the engine-derived families; one at a time.
     rendering: Mutex<()>,
 }
@@ -97,7 +96,6 @@ impl Metrics {
             log: OnceLock::new(),
             budget: OnceLock::new(),
             connections_now: OnceLock::new(),
-            active_connections: AtomicUsize::new(0),
             rendering: Mutex::new(()),
             registry: Registry::default(),
         };
@@ -226,8 +224,6 @@ impl Metrics {
     /// The exposition text.
     pub(crate) fn render(&self) -> String {
         let _one_at_a_time = self.rendering.lock();
-        self.connections
-            .set(self.active_connections.load(Ordering::Relaxed) as i64);
         if let Some(budget) = self.budget.get() {
             self.budget_in_use.set(budget.in_use() as i64);
             self.budget_waiting.set(budget.waiting() as i64);
@@ -350,11 +346,11 @@ fn topic_labels(topic: &str) -> Labels {
 
 impl BrokerObserver for Metrics {
     fn connection_opened(&self) {
-        self.active_connections.fetch_add(1, Ordering::Relaxed);
+        self.connections.inc();
     }
 
     fn connection_closed(&self) {
-        self.active_connections.fetch_sub(1, Ordering::Relaxed);
+        self.connections.dec();
     }
 
     fn connection_refused(&self, reason: &str) {

@@ -27,9 +27,9 @@ impl PartitionLog {
     /// cover those bytes. Returns once the records are as durable as the fsync policy promises.
     ///
     /// Batches with a producer id are checked against that producer's state first (Kafka's
-    /// idempotent-producer rules, see [`crate::ProducerInfo`]): a retry of a stored batch stores nothing and answers with the
-    /// original offsets ([`AppendInfo::duplicate`]); a sequence gap or a fenced epoch is an
-    /// error and stores nothing.
+    /// idempotent-producer rules, see [`crate::ProducerInfo`]): a retry of a stored batch
+    /// stores nothing and answers with the original offsets ([`AppendInfo::duplicate`]); a
+    /// sequence gap or a fenced epoch is an error and stores nothing.
     pub fn append(&self, batches: &mut [u8]) -> Result<AppendInfo> {
         let mut headers = validate_input(batches, &self.config)?;
         let (first, next) = {

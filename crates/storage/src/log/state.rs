@@ -8,7 +8,7 @@ use crate::checkpoint::Checkpoint;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::io::Storage;
-use crate::producer::{Producers, Snapshot, snapshot};
+use crate::producer::{Producers, snapshot};
 use crate::segment::Segment;
 use crate::{Offset, RetentionReport};
 
@@ -100,11 +100,7 @@ impl LogState {
         if self.snapshots.last() == Some(&self.end_offset) && !self.producers_changed {
             return Ok(());
         }
-        let snapshot = Snapshot {
-            offset: self.end_offset,
-            producers: self.producers.clone(),
-        };
-        snapshot::write(disk.storage, disk.dir, &snapshot)?;
+        snapshot::write(disk.storage, disk.dir, self.end_offset, &self.producers)?;
         if self.snapshots.last() != Some(&self.end_offset) {
             self.snapshots.push(self.end_offset);
         }

@@ -22,8 +22,6 @@ use std::collections::{HashMap, VecDeque};
 use crate::batch::BatchHeader;
 use crate::error::{Error, Result};
 
-pub(crate) use snapshot::Snapshot;
-
 /// Batches remembered per producer: clients keep at most five requests in flight for this
 /// reason (`max.in.flight.requests.per.connection`), so every retry they can send is found.
 pub const BATCHES_RETAINED: usize = 5;
@@ -87,20 +85,12 @@ pub(crate) struct Producers {
     entries: HashMap<i64, ProducerEntry>,
 }
 
-/// The sequence of a batch's last record: `first + last_offset_delta`, wrapping past
-/// `i32::MAX` to 0 as Kafka's `DefaultRecordBatch.incrementSequence` does.
-pub(crate) fn last_sequence(first: i32, last_offset_delta: i32) -> i32 {
-    let sum = i64::from(first) + i64::from(last_offset_delta);
-    if sum > i64::from(i32::MAX) {
-        (sum - i64::from(i32::MAX) - 1) as i32
-    } else {
-        sum as i32
-    }
-}
-
-/// The sequence that must follow `last`.
-fn next_sequence(last: i32) -> i32 {
-    if last == i32::MAX { 0 } else { last + 1 }
+/// `sequence` advanced by `n`, wrapping past `i32::MAX` to 0 as Kafka's sequences do
+/// (`DefaultRecordBatch.incrementSequence`): a batch starting at `first` with
+/// `last_offset_delta` ends at `advance_sequence(first, last_offset_delta)`, and the next batch
+/// must start at `advance_sequence(last, 1)`.
+pub fn advance_sequence(sequence: i32, n: i32) -> i32 {
+    ((i64::from(sequence) + i64::from(n)) % (i64::from(i32::MAX) + 1)) as i32
 }
 
 impl Producers {
@@ -219,7 +209,7 @@ fn verdict(
         return Ok(Verdict::Append);
     };
     let first = header.base_sequence;
-    let last = last_sequence(first, header.last_offset_delta);
+    let last = advance_sequence(first, header.last_offset_delta);
     let out_of_order = |expected| Error::OutOfOrderSequence {
         producer_id: header.producer_id,
         epoch: header.producer_epoch,
@@ -246,7 +236,7 @@ fn verdict(
     {
         return Ok(Verdict::Duplicate(*original));
     }
-    let expected = next_sequence(entry.last().last_sequence);
+    let expected = advance_sequence(entry.last().last_sequence, 1);
     if first == expected {
         Ok(Verdict::Append)
     } else {
@@ -258,7 +248,7 @@ fn verdict(
 fn applied(current: Option<&ProducerEntry>, header: &BatchHeader) -> ProducerEntry {
     let batch = BatchMetadata {
         first_sequence: header.base_sequence,
-        last_sequence: last_sequence(header.base_sequence, header.last_offset_delta),
+        last_sequence: advance_sequence(header.base_sequence, header.last_offset_delta),
         first_offset: header.base_offset,
         last_offset: header.base_offset + i64::from(header.last_offset_delta),
         max_timestamp: header.max_timestamp,

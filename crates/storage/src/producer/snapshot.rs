@@ -55,37 +55,38 @@ pub(crate) struct Snapshot {
     pub producers: Producers,
 }
 
-impl Snapshot {
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        let entries = self.producers.entries();
-        let mut out = Vec::with_capacity(
-            HEADER_LEN + entries.len() * (PRODUCER_LEN + BATCHES_RETAINED * BATCH_LEN) + CRC_LEN,
-        );
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&VERSION.to_be_bytes());
-        out.extend_from_slice(&0u16.to_be_bytes());
-        out.extend_from_slice(&self.offset.to_be_bytes());
-        out.extend_from_slice(&(entries.len() as u32).to_be_bytes());
-        let mut ids: Vec<&i64> = entries.keys().collect();
-        ids.sort_unstable();
-        for id in ids {
-            let entry = &entries[id];
-            out.extend_from_slice(&id.to_be_bytes());
-            out.extend_from_slice(&entry.epoch.to_be_bytes());
-            out.push(entry.batches.len() as u8);
-            for b in &entry.batches {
-                out.extend_from_slice(&b.first_sequence.to_be_bytes());
-                out.extend_from_slice(&b.last_sequence.to_be_bytes());
-                out.extend_from_slice(&b.first_offset.to_be_bytes());
-                out.extend_from_slice(&b.last_offset.to_be_bytes());
-                out.extend_from_slice(&b.max_timestamp.to_be_bytes());
-            }
+/// The snapshot of `producers` as of `offset`, encoded.
+pub(crate) fn encode(offset: i64, producers: &Producers) -> Vec<u8> {
+    let entries = producers.entries();
+    let mut out = Vec::with_capacity(
+        HEADER_LEN + entries.len() * (PRODUCER_LEN + BATCHES_RETAINED * BATCH_LEN) + CRC_LEN,
+    );
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_be_bytes());
+    out.extend_from_slice(&0u16.to_be_bytes());
+    out.extend_from_slice(&offset.to_be_bytes());
+    out.extend_from_slice(&(entries.len() as u32).to_be_bytes());
+    let mut ids: Vec<&i64> = entries.keys().collect();
+    ids.sort_unstable();
+    for id in ids {
+        let entry = &entries[id];
+        out.extend_from_slice(&id.to_be_bytes());
+        out.extend_from_slice(&entry.epoch.to_be_bytes());
+        out.push(entry.batches.len() as u8);
+        for b in &entry.batches {
+            out.extend_from_slice(&b.first_sequence.to_be_bytes());
+            out.extend_from_slice(&b.last_sequence.to_be_bytes());
+            out.extend_from_slice(&b.first_offset.to_be_bytes());
+            out.extend_from_slice(&b.last_offset.to_be_bytes());
+            out.extend_from_slice(&b.max_timestamp.to_be_bytes());
         }
-        let crc = crate::crc::crc32c(&out);
-        out.extend_from_slice(&crc.to_be_bytes());
-        out
     }
+    let crc = crate::crc::crc32c(&out);
+    out.extend_from_slice(&crc.to_be_bytes());
+    out
+}
 
+impl Snapshot {
     /// Decodes a snapshot, checking every count against the bytes present before using it.
     pub(crate) fn decode(buf: &[u8], path: &Path) -> Result<Snapshot> {
         let corrupt = |reason| Error::CorruptFile {
@@ -226,14 +227,19 @@ pub(crate) fn list(storage: &dyn Storage, dir: &Path) -> Result<Vec<i64>> {
     Ok(offsets)
 }
 
-/// Writes the snapshot atomically; its directory entry becomes durable with the next directory
-/// fsync (the checkpoint's).
-pub(crate) fn write(storage: &dyn Storage, dir: &Path, snapshot: &Snapshot) -> Result<()> {
+/// Writes the snapshot of `producers` as of `offset` atomically; its directory entry becomes
+/// durable with the next directory fsync (the checkpoint's).
+pub(crate) fn write(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: i64,
+    producers: &Producers,
+) -> Result<()> {
     crate::io::replace_file(
         storage,
         dir,
-        &file_name(snapshot.offset),
-        &snapshot.encode(),
+        &file_name(offset),
+        &encode(offset, producers),
         false,
     )
 }

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 
+use super::snapshot::Snapshot;
 use super::*;
 use crate::batch::BatchHeader;
 
@@ -167,9 +168,9 @@ fn a_producer_id_without_epoch_or_sequence_is_invalid() {
 
 #[test]
 fn sequences_wrap_from_i32_max_to_zero() {
-    assert_eq!(last_sequence(i32::MAX, 0), i32::MAX);
-    assert_eq!(last_sequence(i32::MAX, 1), 0);
-    assert_eq!(last_sequence(i32::MAX - 1, 4), 2);
+    assert_eq!(advance_sequence(i32::MAX, 0), i32::MAX);
+    assert_eq!(advance_sequence(i32::MAX, 1), 0);
+    assert_eq!(advance_sequence(i32::MAX - 1, 4), 2);
     let mut p = Producers::default();
     offer(&mut p, header(1, 0, i32::MAX - 2, 2, 0)).unwrap();
     // A batch spanning the wrap: MAX, 0, 1.
@@ -317,7 +318,7 @@ proptest! {
                     .into_iter()
                     .map(|(first, count, at)| BatchMetadata {
                         first_sequence: first,
-                        last_sequence: last_sequence(first, count - 1),
+                        last_sequence: advance_sequence(first, count - 1),
                         first_offset: at,
                         last_offset: at + i64::from(count) - 1,
                         max_timestamp: at * 3,
@@ -327,7 +328,7 @@ proptest! {
             })
             .collect();
         let snapshot = Snapshot { offset: 1 << 41, producers: Producers::from_entries(entries) };
-        let bytes = snapshot.encode();
+        let bytes = snapshot::encode(snapshot.offset, &snapshot.producers);
         prop_assert_eq!(Snapshot::decode(&bytes, Path::new("s")).unwrap(), snapshot);
     }
 
@@ -342,11 +343,7 @@ fn every_damaged_byte_of_a_snapshot_is_caught() {
     let mut p = Producers::default();
     offer(&mut p, header(5, 1, 0, 4, 0)).unwrap();
     offer(&mut p, header(6, 0, 9, 1, 4)).unwrap();
-    let good = Snapshot {
-        offset: 5,
-        producers: p,
-    }
-    .encode();
+    let good = snapshot::encode(5, &p);
     // Golden layout: header, two producers of one batch each, CRC.
     assert_eq!(good.len(), 24 + 2 * (11 + 32) + 4);
     assert_eq!(&good[0..8], b"LOGDPSNP");
@@ -372,11 +369,7 @@ fn every_damaged_byte_of_a_snapshot_is_caught() {
 
 #[test]
 fn a_snapshot_whose_count_lies_is_refused_without_allocating() {
-    let mut bytes = Snapshot {
-        offset: 0,
-        producers: Producers::default(),
-    }
-    .encode();
+    let mut bytes = snapshot::encode(0, &Producers::default());
     bytes.truncate(bytes.len() - 4);
     bytes[20..24].copy_from_slice(&u32::MAX.to_be_bytes());
     let crc = crate::crc::crc32c(&bytes);
