@@ -9,9 +9,12 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
+use crate::auth::Peer;
+use crate::auth::credentials::CredentialStore;
 use crate::budget::RequestBudget;
 use crate::codes;
 use crate::error::{Error, Result};
+use crate::listener::ListenerConfig;
 use crate::observer::{BrokerObserver, NoObserver};
 use crate::server::ConnectionStats;
 use crate::versions;
@@ -61,18 +64,38 @@ pub struct Broker {
     pub(crate) observer: Arc<dyn BrokerObserver>,
     pub(crate) budget: Arc<RequestBudget>,
     pub(crate) stats: Arc<ConnectionStats>,
+    pub(crate) credentials: Arc<CredentialStore>,
+    /// Who `handle_frame`'s callers are: the advertised address, no authentication.
+    default_listener: Arc<ListenerConfig>,
 }
 
 impl Broker {
-    /// A broker serving `log`.
+    /// A broker serving `log`. SASL logins check the users in the data directory's
+    /// credentials file (read at the first login; [`Broker::with_credentials`] checks it now).
     pub fn new(log: logd::Log, config: BrokerConfig) -> Broker {
         Broker {
             budget: RequestBudget::new(config.max_inflight_request_bytes),
             stats: Arc::default(),
+            credentials: Arc::new(CredentialStore::unloaded(log.dir())),
+            default_listener: Arc::new(ListenerConfig::plaintext(
+                config.advertised_host.clone(),
+                config.advertised_port,
+            )),
             log,
             config,
             observer: Arc::new(NoObserver),
         }
+    }
+
+    /// The same broker, logging users in against `credentials`.
+    pub fn with_credentials(mut self, credentials: Arc<CredentialStore>) -> Broker {
+        self.credentials = credentials;
+        self
+    }
+
+    /// The users' credentials.
+    pub fn credentials(&self) -> &Arc<CredentialStore> {
+        &self.credentials
     }
 
     /// The same broker, reporting its traffic to `observer`.
@@ -100,16 +123,19 @@ impl Broker {
     /// `None` when no response is due (Produce with acks = 0). The response comes whole, size
     /// prefix included (`serve` writes a fetch's record bytes without joining them).
     pub fn handle_frame(&self, frame: Bytes, client_host: &str) -> Result<Option<BytesMut>> {
-        Ok(self
-            .respond(frame, client_host)?
-            .map(|response| match response {
-                Frame::Whole(bytes) => bytes,
-                Frame::Pieces(pieces) => BytesMut::from(&pieces.concat()[..]),
-            }))
+        let peer = Peer {
+            host: client_host.to_owned(),
+            listener: self.default_listener.clone(),
+            principal: "User:ANONYMOUS".into(),
+        };
+        Ok(self.respond(frame, &peer)?.map(|response| match response {
+            Frame::Whole(bytes) => bytes,
+            Frame::Pieces(pieces) => BytesMut::from(&pieces.concat()[..]),
+        }))
     }
 
     /// As [`Broker::handle_frame`], keeping a fetch's record bytes as separate pieces.
-    pub(crate) fn respond(&self, frame: Bytes, client_host: &str) -> Result<Option<Frame>> {
+    pub(crate) fn respond(&self, frame: Bytes, peer: &Peer) -> Result<Option<Frame>> {
         let arrived = Instant::now();
         match decode_request(frame)? {
             Decoded::Request {
@@ -118,7 +144,7 @@ impl Broker {
                 header,
                 request,
             } => {
-                let response = self.handle(&header, *request, version, client_host);
+                let response = self.handle(&header, *request, version, peer);
                 let id = header.correlation_id;
                 let encoded = match response {
                     Some(ResponseKind::Fetch(fetch))
@@ -240,7 +266,7 @@ pub(crate) fn malformed<E: std::fmt::Display>(api_key: i16, version: i16) -> imp
     }
 }
 
-fn encode(
+pub(crate) fn encode(
     key: ApiKey,
     version: i16,
     correlation_id: i32,

@@ -27,6 +27,28 @@ pub enum Error {
         /// The request's version.
         version: i16,
     },
+    /// The users' credentials file cannot be read or written, or is damaged.
+    #[error("credentials file {}: {reason}", path.display())]
+    Credentials {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A user name that is empty, longer than 256 bytes, or holds control characters.
+    #[error("invalid user name {0:?}: 1 to 256 bytes without control characters")]
+    InvalidUserName(String),
+    /// A TLS certificate, key or CA file cannot be used.
+    #[error("TLS file {}: {reason}", path.display())]
+    Tls {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A client's TLS handshake failed or stalled.
+    #[error("TLS handshake failed: {0}")]
+    TlsHandshake(String),
     /// A request that does not parse.
     #[error("malformed request (api key {api_key} version {version}): {reason}")]
     Malformed {

@@ -34,6 +34,7 @@ use logd_offsets::OffsetCommit;
 
 use crate::broker::Broker;
 use crate::codes;
+use crate::listener::ListenerConfig;
 use logd::group::decode_subscription;
 
 /// A parked JoinGroup or SyncGroup gives up this long after the rebalance timeout (the group
@@ -67,12 +68,13 @@ impl Broker {
     pub(crate) fn find_coordinator(
         &self,
         request: FindCoordinatorRequest,
+        listener: &ListenerConfig,
     ) -> FindCoordinatorResponse {
         tracing::debug!(key = &*request.key, "find coordinator");
         let mut response = FindCoordinatorResponse::default();
         response.node_id = BrokerId(self.config.node_id);
-        response.host = str_bytes(self.config.advertised_host.clone());
-        response.port = i32::from(self.config.advertised_port);
+        response.host = str_bytes(listener.advertised_host.clone());
+        response.port = i32::from(listener.advertised_port);
         response
     }
 

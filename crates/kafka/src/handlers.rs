@@ -39,8 +39,10 @@ use logd::TopicConfig;
 use logd_storage::Offset;
 use logd_storage::batch::BatchHeader;
 
+use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
+use crate::listener::ListenerConfig;
 use crate::versions::SUPPORTED;
 
 /// The ApiVersions answer: every API logd serves with its version range.
@@ -70,7 +72,7 @@ impl Broker {
         header: &RequestHeader,
         request: RequestKind,
         version: i16,
-        client_host: &str,
+        peer: &Peer,
     ) -> Option<ResponseKind> {
         let client_id = header.client_id.as_deref().unwrap_or("");
         Some(match request {
@@ -86,7 +88,7 @@ impl Broker {
                 ResponseKind::ApiVersions(api_versions())
             }
             RequestKind::Metadata(request) => {
-                ResponseKind::Metadata(self.metadata(request, version))
+                ResponseKind::Metadata(self.metadata(request, version, &peer.listener))
             }
             RequestKind::CreateTopics(request) => {
                 ResponseKind::CreateTopics(self.create_topics(request, version))
@@ -112,10 +114,10 @@ impl Broker {
                 ResponseKind::DescribeLogDirs(self.describe_log_dirs(request))
             }
             RequestKind::FindCoordinator(request) => {
-                ResponseKind::FindCoordinator(self.find_coordinator(request))
+                ResponseKind::FindCoordinator(self.find_coordinator(request, &peer.listener))
             }
             RequestKind::JoinGroup(request) => {
-                ResponseKind::JoinGroup(self.join_group(request, version, client_id, client_host))
+                ResponseKind::JoinGroup(self.join_group(request, version, client_id, &peer.host))
             }
             RequestKind::SyncGroup(request) => ResponseKind::SyncGroup(self.sync_group(request)),
             RequestKind::Heartbeat(request) => ResponseKind::Heartbeat(self.heartbeat(request)),
@@ -146,7 +148,12 @@ impl Broker {
         })
     }
 
-    fn metadata(&self, request: MetadataRequest, version: i16) -> MetadataResponse {
+    fn metadata(
+        &self,
+        request: MetadataRequest,
+        version: i16,
+        listener: &ListenerConfig,
+    ) -> MetadataResponse {
         let names: Vec<String> = match request.topics {
             None => self.log.list_topics(),
             // In v0 an empty list means every topic.
@@ -161,8 +168,8 @@ impl Broker {
         let node = BrokerId(self.config.node_id);
         let mut broker = MetadataResponseBroker::default();
         broker.node_id = node;
-        broker.host = StrBytes::from_string(self.config.advertised_host.clone());
-        broker.port = i32::from(self.config.advertised_port);
+        broker.host = StrBytes::from_string(listener.advertised_host.clone());
+        broker.port = i32::from(listener.advertised_port);
         let mut response = MetadataResponse::default();
         response.brokers = vec![broker];
         if version >= 1 {

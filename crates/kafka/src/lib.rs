@@ -3,6 +3,7 @@
 //! bounded before anything is allocated), the versions logd advertises, and one handler per
 //! API that translates into engine calls; every rule lives in the engine.
 
+pub mod auth;
 mod blocking;
 mod broker;
 mod budget;
@@ -13,6 +14,7 @@ mod fetch_response;
 mod group_client;
 mod groups;
 mod handlers;
+mod listener;
 mod observer;
 mod retry_transport;
 mod server;
@@ -25,6 +27,7 @@ pub use budget::{RequestBudget, Reservation};
 pub use client::{ActiveProducer, AsyncClient, ClientError, PartitionOffsets, code_name};
 pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
+pub use listener::{Listener, ListenerConfig, SecurityProtocol};
 pub use observer::{BrokerObserver, NoObserver};
 pub use retry_transport::Remote;
 pub use server::{ConnectionLimits, ConnectionStats, serve};

@@ -30,6 +30,12 @@ pub trait BrokerObserver: Send + Sync + fmt::Debug {
         let _ = reason;
     }
 
+    /// A client on listener `listener` failed to authenticate with `mechanism` (a SASL
+    /// mechanism, or `TLS` for a failed handshake).
+    fn authentication_failed(&self, listener: &str, mechanism: &str) {
+        let _ = (listener, mechanism);
+    }
+
     /// A request of `api` was answered `elapsed` after its frame arrived (long-polls and
     /// parked group requests included).
     fn request_served(&self, api: ApiKey, elapsed: Duration) {

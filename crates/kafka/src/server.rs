@@ -1,8 +1,9 @@
-//! [`serve`]: the broker's listener on tokio, in the `mini-redis` shape: an accept loop, one
+//! [`serve`]: the broker's listeners on tokio, in the `mini-redis` shape: an accept loop, one
 //! task per connection reading frames, and shutdown when a future completes. Connections cost
 //! a task and a small buffer while idle, so thousands of them are cheap; the engine's blocking
 //! calls (fsync waits, long-poll fetches, parked JoinGroup and SyncGroup) run on tokio's
-//! blocking pool, so one slow partition or a parked join never stalls other connections.
+//! blocking pool, so one slow partition or a parked join never stalls other connections. TLS
+//! handshakes and SASL logins happen here too, before a connection's requests are served.
 //! Limits: at most `max_connections` at once and `max_connections_per_ip` from one address
 //! (more are closed at once), and the request budget (`RequestBudget`) on intake.
 
@@ -13,13 +14,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
 
+use crate::auth::sasl::SaslOutcome;
+use crate::auth::tls::certificate_principal;
+use crate::auth::{Gate, Session};
 use crate::broker::{Broker, Frame};
 use crate::error::{Error, Result};
+use crate::listener::{Listener, ListenerConfig};
+
+/// How long a failed login waits before its connection is closed (Kafka's
+/// `connection.failed.authentication.delay.ms`).
+const FAILED_LOGIN_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Request bodies are read this much at a time, into a buffer that grows as they arrive.
 const READ_CHUNK: usize = 64 << 10;
@@ -80,26 +89,39 @@ struct Open {
     per_ip: HashMap<IpAddr, usize>,
 }
 
-/// Serves Kafka clients on `listener` until `shutdown` completes; then stops accepting and
-/// returns (open connections end with the runtime).
+/// Serves Kafka clients on every listener until `shutdown` completes; then stops accepting and
+/// returns (open connections end with the runtime). The connection limits count all
+/// listeners together.
 pub async fn serve(
     broker: Arc<Broker>,
-    listener: TcpListener,
+    listeners: Vec<Listener>,
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()>,
-) -> Result<()> {
+) {
     let open: Arc<Mutex<Open>> = Arc::default();
-    tokio::pin!(shutdown);
+    let mut accepting = tokio::task::JoinSet::new();
+    for listener in listeners {
+        accepting.spawn(accept(broker.clone(), listener, limits, open.clone()));
+    }
+    shutdown.await;
+    accepting.abort_all();
+}
+
+/// One listener's accept loop.
+async fn accept(
+    broker: Arc<Broker>,
+    listener: Listener,
+    limits: ConnectionLimits,
+    open: Arc<Mutex<Open>>,
+) {
+    let config = Arc::new(listener.config);
     loop {
-        let (stream, peer) = tokio::select! {
-            () = &mut shutdown => return Ok(()),
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    continue;
-                }
-            },
+        let (stream, peer) = match listener.socket.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                continue;
+            }
         };
         let ip = peer.ip();
         let refused = {
@@ -120,10 +142,10 @@ pub async fn serve(
             continue;
         }
         broker.observer.connection_opened();
-        let (broker, open) = (broker.clone(), open.clone());
+        let (broker, open, config) = (broker.clone(), open.clone(), config.clone());
         tokio::spawn(async move {
-            if let Err(e) = connection(&broker, stream, ip).await {
-                tracing::info!(%peer, error = %e, "connection closed");
+            if let Err(e) = secure(&broker, stream, ip, config.clone()).await {
+                tracing::info!(%peer, listener = %config.name, error = %e, "connection closed");
             }
             let mut open = open.lock();
             open.total -= 1;
@@ -139,11 +161,50 @@ pub async fn serve(
     }
 }
 
-/// Serves one connection until the client closes it or breaks the protocol.
-async fn connection(broker: &Arc<Broker>, mut stream: TcpStream, ip: IpAddr) -> Result<()> {
+/// Runs a new connection's TLS handshake if its listener has TLS (within the request timeout,
+/// so a stalled handshake holds nothing for long), then serves it.
+async fn secure(
+    broker: &Arc<Broker>,
+    stream: TcpStream,
+    ip: IpAddr,
+    listener: Arc<ListenerConfig>,
+) -> Result<()> {
     stream.set_nodelay(true)?;
     // Kafka shows a member's host as "/ip".
-    let client_host = format!("/{ip}");
+    let host = format!("/{ip}");
+    let Some(tls) = listener.tls.clone() else {
+        return connection(broker, stream, Session::new(host, listener, None)).await;
+    };
+    let handshake =
+        tokio::time::timeout(broker.config.request_timeout, tls.acceptor().accept(stream));
+    let stream = match handshake.await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            broker.observer.authentication_failed(&listener.name, "TLS");
+            return Err(Error::TlsHandshake(e.to_string()));
+        }
+        Err(_) => {
+            broker.observer.authentication_failed(&listener.name, "TLS");
+            return Err(Error::TlsHandshake("timed out".into()));
+        }
+    };
+    let principal = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(certificate_principal);
+    if let Some(principal) = &principal {
+        tracing::info!(%ip, listener = %listener.name, principal, "client certificate accepted");
+    }
+    connection(broker, stream, Session::new(host, listener, principal)).await
+}
+
+/// Serves one connection until the client closes it or breaks the protocol.
+async fn connection<S>(broker: &Arc<Broker>, mut stream: S, mut session: Session) -> Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let config = &broker.config;
     let stats = &broker.stats;
     loop {
@@ -160,8 +221,10 @@ async fn connection(broker: &Arc<Broker>, mut stream: TcpStream, ip: IpAddr) -> 
         let size = i32::from_be_bytes(size);
         // Checked before anything is reserved or allocated: a hostile length must not become
         // a huge buffer, and one larger than the whole budget could never be read.
-        let max = config.max_request_bytes.min(broker.budget.capacity());
-        if size < 8 || size as usize > max {
+        let max = session.max_frame(config.max_request_bytes.min(broker.budget.capacity()));
+        // A raw SASL token (v0 handshakes) may be shorter than a request header.
+        let min = if session.expects_raw_token() { 0 } else { 8 };
+        if size < min || size as usize > max {
             return Err(Error::FrameSize {
                 size: size.into(),
                 max,
@@ -173,11 +236,60 @@ async fn connection(broker: &Arc<Broker>, mut stream: TcpStream, ip: IpAddr) -> 
         let body = read_body(&mut stream, size as usize, config.request_timeout).await?;
         drop(reading);
         let handling = InState::enter(&stats.handling);
-        let response = {
-            let (broker, client_host) = (broker.clone(), client_host.clone());
-            tokio::task::spawn_blocking(move || broker.respond(Bytes::from(body), &client_host))
+        let response = match session.gate(&body) {
+            Gate::Close => {
+                tracing::info!(
+                    host = %session.peer.host,
+                    listener = %session.peer.listener.name,
+                    "request before authentication (ILLEGAL_SASL_STATE); closing"
+                );
+                return Ok(());
+            }
+            Gate::Sasl => {
+                // The mechanism is gone from the session once a login fails; the log and the
+                // failure count name it.
+                let mechanism = session.mechanism();
+                let store = broker.credentials.clone();
+                let (returned, outcome) = tokio::task::spawn_blocking(move || {
+                    let outcome = session.sasl(Bytes::from(body), &store);
+                    (session, outcome)
+                })
                 .await
-                .map_err(|e| Error::Io(std::io::Error::other(e)))??
+                .map_err(|e| Error::Io(std::io::Error::other(e)))?;
+                session = returned;
+                match outcome? {
+                    SaslOutcome::Continue(response) => Some(Frame::Whole(response)),
+                    SaslOutcome::Authenticated { response, .. } => {
+                        tracing::info!(
+                            host = %session.peer.host,
+                            listener = %session.peer.listener.name,
+                            principal = %session.peer.principal,
+                            "authenticated"
+                        );
+                        Some(Frame::Whole(response))
+                    }
+                    SaslOutcome::Close {
+                        response,
+                        failed_login,
+                        reason,
+                    } => {
+                        drop((reservation, handling));
+                        let refusal = Refusal {
+                            response,
+                            failed_login,
+                            mechanism,
+                            reason,
+                        };
+                        return refuse(broker, &mut stream, &session, refusal).await;
+                    }
+                }
+            }
+            Gate::Serve => {
+                let (broker, peer) = (broker.clone(), session.peer.clone());
+                tokio::task::spawn_blocking(move || broker.respond(Bytes::from(body), &peer))
+                    .await
+                    .map_err(|e| Error::Io(std::io::Error::other(e)))??
+            }
         };
         drop(reservation);
         drop(handling);
@@ -196,9 +308,61 @@ async fn connection(broker: &Arc<Broker>, mut stream: TcpStream, ip: IpAddr) -> 
     }
 }
 
+/// A SASL step's refusal, with the mechanism that was in use.
+struct Refusal {
+    response: Option<BytesMut>,
+    failed_login: bool,
+    mechanism: Option<&'static str>,
+    reason: String,
+}
+
+/// Ends a connection the SASL exchange refused: the answer (if any) goes out, and after a
+/// failed login Kafka's delay passes first, so a password guesser gets one try per 100 ms
+/// per connection.
+async fn refuse<S>(
+    broker: &Broker,
+    stream: &mut S,
+    session: &Session,
+    refusal: Refusal,
+) -> Result<()>
+where
+    S: AsyncWrite + Unpin,
+{
+    let Refusal {
+        response,
+        failed_login,
+        mechanism,
+        reason,
+    } = refusal;
+    if failed_login {
+        let mechanism = mechanism.unwrap_or("SASL");
+        broker
+            .observer
+            .authentication_failed(&session.peer.listener.name, mechanism);
+        tracing::warn!(
+            host = %session.peer.host,
+            listener = %session.peer.listener.name,
+            mechanism,
+            reason,
+            "authentication failed"
+        );
+        tokio::time::sleep(FAILED_LOGIN_DELAY).await;
+    } else {
+        tracing::info!(host = %session.peer.host, listener = %session.peer.listener.name, reason, "SASL request refused; closing");
+    }
+    if let Some(response) = response {
+        stream.write_all(&response).await?;
+        stream.flush().await?;
+    }
+    Ok(())
+}
+
 /// Writes `pieces` in order with vectored writes: the small header pieces and the mapped record
 /// slices leave in as few system calls (and packets) as the socket takes.
-async fn write_pieces(stream: &mut TcpStream, mut pieces: Vec<Bytes>) -> std::io::Result<()> {
+async fn write_pieces<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    mut pieces: Vec<Bytes>,
+) -> std::io::Result<()> {
     use bytes::Buf;
     let mut first = 0;
     while first < pieces.len() {
@@ -230,8 +394,8 @@ async fn write_pieces(stream: &mut TcpStream, mut pieces: Vec<Bytes>) -> std::io
 /// Reads a request body of `size` bytes, which must all arrive within `timeout` of its size (a
 /// client trickling bytes is cut off then, however steadily it sends). The buffer grows as
 /// bytes arrive, so an announced size that never comes costs nothing.
-async fn read_body(
-    stream: &mut TcpStream,
+async fn read_body<S: AsyncRead + Unpin>(
+    stream: &mut S,
     size: usize,
     timeout: std::time::Duration,
 ) -> Result<Vec<u8>> {

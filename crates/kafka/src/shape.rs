@@ -175,6 +175,11 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             fields
         }
         ApiKey::DeleteGroups => vec![Array(vec![Str])],
+        ApiKey::SaslHandshake => vec![Str],
+        ApiKey::SaslAuthenticate => match v {
+            0 | 1 => vec![Bytes],
+            _ => vec![CompactStr, Tags],
+        },
         ApiKey::DescribeLogDirs => vec![Array(vec![Str, Array(vec![I32])])],
         _ => return None,
     })

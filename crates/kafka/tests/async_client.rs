@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use logd::{Config, Log};
-use logd_kafka::{AsyncClient, Broker, BrokerConfig, ConnectionLimits};
+use logd_kafka::{AsyncClient, Broker, BrokerConfig, ConnectionLimits, Listener, ListenerConfig};
 use logd_storage::batch::{BatchBuilder, Compression, Record};
 
 /// A broker over a fresh engine on a free port, served in process by `logd_kafka::serve` on a
@@ -27,9 +27,13 @@ fn serve(dir: &std::path::Path) -> String {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let listener = Listener {
+                socket: tokio::net::TcpListener::from_std(listener).unwrap(),
+                config: ListenerConfig::plaintext("127.0.0.1", port),
+            };
             let forever = std::future::pending::<()>();
-            logd_kafka::serve(broker, listener, ConnectionLimits::default(), forever).await
+            logd_kafka::serve(broker, vec![listener], ConnectionLimits::default(), forever).await
         })
     });
     addr

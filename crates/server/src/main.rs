@@ -14,12 +14,15 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use logd::group::GroupConfig;
 use logd::{Config, Fsync, Log, SystemClock, TopicConfig};
-use logd_kafka::{Broker, BrokerConfig, ConnectionLimits};
+use logd_kafka::auth::credentials::CredentialStore;
+use logd_kafka::auth::tls::TlsServer;
+use logd_kafka::{Broker, BrokerConfig, ConnectionLimits, Listener, SecurityProtocol};
 use logd_storage::RealFs;
 use metrics::Metrics;
 use metrics::fsync::MeteredFs;
 
 mod dump;
+mod listeners;
 mod metrics;
 mod tools;
 
@@ -39,7 +42,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the broker (the default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Create, list, describe or delete topics on a running broker.
     Topics(tools::topics::TopicsArgs),
     /// List, describe, delete consumer groups or reset their offsets on a running broker.
@@ -52,6 +55,8 @@ enum Command {
     Consume(tools::consume::ConsumeArgs),
     /// Re-read a range of a topic to stdout or into another topic.
     Replay(tools::consume::ReplayArgs),
+    /// Create, list or delete users (SCRAM credentials) in a data directory.
+    Users(tools::users::UsersArgs),
     /// Read a segment file offline, verifying every batch's CRC (like kafka-dump-log); exits 1
     /// if a batch is corrupt.
     Dump(dump::DumpArgs),
@@ -63,12 +68,51 @@ struct ServeArgs {
     /// flags win over `LOGD_*` variables, which win over the file.
     #[arg(long, env = "LOGD_CONFIG")]
     config: Option<PathBuf>,
-    /// Address to listen on; port 0 picks a free one (printed on stdout).
-    #[arg(long, env = "LOGD_LISTEN", default_value = "127.0.0.1:9092")]
-    listen: SocketAddr,
-    /// Address clients are told to connect to; defaults to the listening address.
+    /// Address of a PLAINTEXT listener (short for `--listener PLAINTEXT=PLAINTEXT://ADDR`);
+    /// port 0 picks a free one (printed on stdout). Without any listener: 127.0.0.1:9092.
+    #[arg(long, env = "LOGD_LISTEN")]
+    listen: Option<SocketAddr>,
+    /// Address clients of `--listen` are told to connect to; defaults to the listening address.
     #[arg(long, env = "LOGD_ADVERTISED")]
     advertised: Option<SocketAddr>,
+    /// A listener, Kafka style: `NAME=PROTOCOL://HOST:PORT` with PROTOCOL one of PLAINTEXT,
+    /// SSL, SASL_PLAINTEXT, SASL_SSL (repeatable; comma-separated in LOGD_LISTENERS).
+    #[arg(long = "listener", env = "LOGD_LISTENERS", value_delimiter = ',')]
+    listeners: Vec<String>,
+    /// Where clients of listener NAME are told to connect: `NAME=HOST:PORT` (repeatable).
+    #[arg(
+        long = "advertised-listener",
+        env = "LOGD_ADVERTISED_LISTENERS",
+        value_delimiter = ','
+    )]
+    advertised_listeners: Vec<String>,
+    /// PEM certificate chain of SSL and SASL_SSL listeners (re-read on SIGHUP).
+    #[arg(long, env = "LOGD_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of the certificate (re-read on SIGHUP).
+    #[arg(long, env = "LOGD_TLS_KEY")]
+    tls_key: Option<PathBuf>,
+    /// PEM CA certificates that client certificates must chain to.
+    #[arg(long, env = "LOGD_TLS_CA")]
+    tls_ca: Option<PathBuf>,
+    /// Whether TLS clients must present a certificate; its subject becomes the principal.
+    #[arg(long, env = "LOGD_TLS_CLIENT_AUTH", value_enum, default_value_t = ClientAuthArg::None)]
+    tls_client_auth: ClientAuthArg,
+    /// SASL mechanisms SASL listeners offer: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN.
+    #[arg(
+        long,
+        env = "LOGD_SASL_MECHANISMS",
+        value_delimiter = ',',
+        default_value = "SCRAM-SHA-256,SCRAM-SHA-512"
+    )]
+    sasl_mechanisms: Vec<String>,
+    /// Offer PLAIN on SASL_PLAINTEXT listeners too (it sends the password in clear text).
+    #[arg(long, env = "LOGD_ALLOW_PLAIN_WITHOUT_TLS", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    allow_plain_without_tls: bool,
+    /// Let a listener on a non-loopback address serve clients that do not authenticate
+    /// (protected mode refuses to start otherwise).
+    #[arg(long, env = "LOGD_ALLOW_UNAUTHENTICATED", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    allow_unauthenticated: bool,
     /// Data directory.
     #[arg(long, env = "LOGD_DATA_DIR", default_value = "./logd-data")]
     data_dir: PathBuf,
@@ -151,6 +195,14 @@ struct ServeArgs {
     producer_id_expiration_ms: i64,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ClientAuthArg {
+    /// No client certificates asked for.
+    None,
+    /// Clients must present a certificate signed by `--tls-ca`.
+    Required,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum FsyncArg {
     /// fdatasync before every acknowledgement (group commit).
@@ -167,6 +219,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = match parse_with_config_file() {
         Ok(cli) => cli,
@@ -177,13 +230,14 @@ fn main() -> ExitCode {
     };
     let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
-        Some(Command::Serve(args)) => done(serve(args)),
+        Some(Command::Serve(args)) => done(serve(*args)),
         Some(Command::Topics(args)) => done(tools::topics::run(&args)),
         Some(Command::Groups(args)) => done(tools::groups::run(&args)),
         Some(Command::Dlq(args)) => done(tools::dlq::run(&args)),
         Some(Command::Produce(args)) => done(tools::produce::run(&args)),
         Some(Command::Consume(args)) => done(tools::consume::consume(&args)),
         Some(Command::Replay(args)) => done(tools::consume::replay(&args)),
+        Some(Command::Users(args)) => done(tools::users::run(&args)),
         Some(Command::Dump(args)) => dump::run(&args),
         None => done(serve(cli.serve)),
     };
@@ -195,6 +249,89 @@ fn main() -> ExitCode {
         eprintln!("logd: {e:#}");
         ExitCode::FAILURE
     })
+}
+
+/// The name `--listen`'s listener goes by.
+const LISTEN_NAME: &str = "PLAINTEXT";
+
+/// The listeners the flags ask for, bound: `--listen` (if given, or if nothing else is) and
+/// every `--listener`.
+fn bind_listeners(
+    args: &ServeArgs,
+) -> anyhow::Result<(Vec<listeners::Bound>, Vec<Arc<TlsServer>>)> {
+    let mut specs = Vec::new();
+    let mut advertised = Vec::new();
+    if args.listen.is_some() || args.listeners.is_empty() {
+        let addr = args
+            .listen
+            .unwrap_or_else(|| "127.0.0.1:9092".parse().expect("valid address"));
+        specs.push(listeners::ListenerSpec {
+            name: LISTEN_NAME.into(),
+            protocol: SecurityProtocol::Plaintext,
+            addr,
+        });
+        if let Some(a) = args.advertised {
+            advertised.push((LISTEN_NAME.to_owned(), a.ip().to_string(), a.port()));
+        }
+    }
+    for spec in &args.listeners {
+        specs.push(listeners::parse_listener(spec)?);
+    }
+    for spec in &args.advertised_listeners {
+        advertised.push(listeners::parse_advertised(spec)?);
+    }
+    let security = listeners::Security {
+        tls: listeners::tls_settings(
+            args.tls_cert.clone(),
+            args.tls_key.clone(),
+            args.tls_ca.clone(),
+            args.tls_client_auth == ClientAuthArg::Required,
+        )?,
+        sasl_mechanisms: listeners::parse_mechanisms(&args.sasl_mechanisms)?,
+        allow_plain_without_tls: args.allow_plain_without_tls,
+        allow_unauthenticated: args.allow_unauthenticated,
+    };
+    listeners::bind(&specs, &advertised, &security)
+}
+
+/// Completes at the first SIGINT or SIGTERM.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt =
+        signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+    let mut terminate =
+        signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
+}
+
+/// Re-reads the TLS certificate and key on every SIGHUP; new connections get them, open ones
+/// keep theirs, and a bad file leaves the old ones in force. Without TLS, SIGHUP is only
+/// logged (it no longer ends the daemon, so a closed terminal does not stop it).
+fn reload_tls_on_sighup(tls: Vec<Arc<TlsServer>>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = signal(SignalKind::hangup()).context("cannot install the SIGHUP handler")?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            if tls.is_empty() {
+                tracing::info!("SIGHUP: no TLS listener, nothing to reload");
+            }
+            for server in &tls {
+                match server.reload() {
+                    Ok(()) => tracing::info!("SIGHUP: TLS certificate and key reloaded"),
+                    Err(e) => tracing::error!(
+                        error = %e,
+                        "SIGHUP: TLS reload failed; the old certificate stays"
+                    ),
+                }
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Parses the command line; with `--config FILE`, every option the file sets and neither a flag
@@ -233,18 +370,26 @@ fn parse_with_config_file() -> anyhow::Result<Cli> {
         if source != Some(ValueSource::DefaultValue) {
             continue;
         }
-        let value = match value {
-            toml::Value::String(s) => s,
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Boolean(b) => b.to_string(),
-            other => anyhow::bail!(
-                "config file {}: `{key}` must be a string, integer or boolean, not {}",
-                path.display(),
-                other.type_str()
-            ),
+        // An array (`listener = [...]`) gives the flag once per element.
+        let values = match value {
+            toml::Value::Array(values) => values,
+            value => vec![value],
         };
-        argv.push(format!("--{}", key.replace('_', "-")).into());
-        argv.push(value.into());
+        for value in values {
+            let value = match value {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                other => anyhow::bail!(
+                    "config file {}: `{key}` must be a string, integer, boolean or an array of \
+                     them, not {}",
+                    path.display(),
+                    other.type_str()
+                ),
+            };
+            argv.push(format!("--{}", key.replace('_', "-")).into());
+            argv.push(value.into());
+        }
     }
     Ok(Cli::try_parse_from(argv)?)
 }
@@ -289,23 +434,22 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     )
     .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
     metrics.attach(log.clone());
-    let listener = TcpListener::bind(args.listen)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let local = listener.local_addr()?;
-    let advertised = args.advertised.unwrap_or(local);
+    let credentials = CredentialStore::open(&args.data_dir).context("cannot read the users")?;
+    let (listeners, tls) = bind_listeners(&args)?;
     let broker = Arc::new(
         Broker::new(
             log,
             BrokerConfig {
-                advertised_host: advertised.ip().to_string(),
-                advertised_port: advertised.port(),
+                advertised_host: listeners[0].config.advertised_host.clone(),
+                advertised_port: listeners[0].config.advertised_port,
                 max_request_bytes: args.max_request_bytes,
                 max_inflight_request_bytes: args.max_inflight_request_bytes,
                 request_timeout: Duration::from_millis(args.request_timeout_ms.max(1)),
                 ..BrokerConfig::default()
             },
         )
-        .with_observer(metrics.clone()),
+        .with_observer(metrics.clone())
+        .with_credentials(Arc::new(credentials)),
     );
     metrics.attach_broker(broker.budget(), broker.connection_stats());
     let metrics_listener = match args.metrics_listen {
@@ -315,9 +459,24 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    // Scripts and tests read the bound address from this line (a closed stdout is no reason
-    // not to serve).
-    let _ = writeln!(std::io::stdout(), "logd listening on {local}");
+    // Scripts and tests read the bound addresses from these lines (a closed stdout is no
+    // reason not to serve): `logd listening on ADDR` for `--listen`, with `NAME=PROTOCOL://`
+    // before ADDR for the others.
+    for listener in &listeners {
+        let local = listener.socket.local_addr()?;
+        let config = &listener.config;
+        let line = if config.name == LISTEN_NAME && config.protocol == SecurityProtocol::Plaintext {
+            format!("logd listening on {local}")
+        } else {
+            format!(
+                "logd listening on {}={}://{local}",
+                config.name, config.protocol
+            )
+        };
+        let _ = writeln!(std::io::stdout(), "{line}");
+        tracing::info!(listener = %config.name, protocol = %config.protocol, %local,
+            advertised = %format!("{}:{}", config.advertised_host, config.advertised_port), "listening");
+    }
     if let Some(listener) = metrics_listener {
         let _ = writeln!(
             std::io::stdout(),
@@ -326,34 +485,32 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
         metrics::http::spawn(listener, metrics.clone());
     }
-    tracing::info!(%local, %advertised, data_dir = %args.data_dir.display(), "serving");
+    tracing::info!(data_dir = %args.data_dir.display(), "serving");
 
     // The listener runs on tokio: a task per connection, the engine's blocking calls on the
-    // runtime's blocking pool. SIGINT and SIGTERM end it.
+    // runtime's blocking pool. SIGINT and SIGTERM end it; SIGHUP reloads TLS certificates.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("logd-net")
         .build()
         .context("cannot start the network runtime")?;
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    ctrlc::set_handler(move || {
-        let _ = stop.send(true);
-    })
-    .context("cannot install the signal handler")?;
     let limits = ConnectionLimits {
         max_connections: args.max_connections,
         max_connections_per_ip: args.max_connections_per_ip,
     };
     runtime.block_on(async {
-        listener.set_nonblocking(true)?;
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        let mut stopped = stopped;
-        let shutdown = async move {
-            let _ = stopped.wait_for(|stop| *stop).await;
-        };
-        logd_kafka::serve(broker.clone(), listener, limits, shutdown)
-            .await
-            .context("serving")
+        let mut serving = Vec::new();
+        for listener in listeners {
+            listener.socket.set_nonblocking(true)?;
+            serving.push(Listener {
+                socket: tokio::net::TcpListener::from_std(listener.socket)?,
+                config: listener.config,
+            });
+        }
+        reload_tls_on_sighup(tls)?;
+        let shutdown = shutdown_signal()?;
+        logd_kafka::serve(broker.clone(), serving, limits, shutdown).await;
+        anyhow::Ok(())
     })?;
     // Open connections end with the runtime; the checkpoint below makes everything appended so
     // far durable, and the process exits right after.

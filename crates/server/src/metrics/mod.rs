@@ -59,6 +59,7 @@ pub(crate) struct Metrics {
     producers: Family<Labels, Gauge>,
     duplicates: Family<Labels, Counter>,
     refused: Family<Labels, Counter>,
+    authentication_failures: Family<Labels, Counter>,
     budget_in_use: Gauge,
     budget_waiting: Gauge,
     connection_states: Family<Labels, Gauge>,
@@ -89,6 +90,7 @@ impl Metrics {
             producers: Family::default(),
             duplicates: Family::default(),
             refused: Family::default(),
+            authentication_failures: Family::default(),
             budget_in_use: Gauge::default(),
             budget_waiting: Gauge::default(),
             connection_states: Family::default(),
@@ -165,6 +167,12 @@ impl Metrics {
             "connections_refused",
             "Connections closed at once, per reason (max-connections, max-connections-per-ip)",
             m.refused.clone(),
+        );
+        registry.register(
+            "authentication_failures",
+            "Failed logins per listener and mechanism (a SASL mechanism, or TLS for a failed \
+             handshake)",
+            m.authentication_failures.clone(),
         );
         registry.register_with_unit(
             "request_budget_in_use",
@@ -356,6 +364,15 @@ impl BrokerObserver for Metrics {
     fn connection_refused(&self, reason: &str) {
         self.refused
             .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
+    }
+
+    fn authentication_failed(&self, listener: &str, mechanism: &str) {
+        self.authentication_failures
+            .get_or_create(&vec![
+                ("listener", listener.to_owned()),
+                ("mechanism", mechanism.to_owned()),
+            ])
             .inc();
     }
 

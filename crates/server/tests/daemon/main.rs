@@ -17,6 +17,7 @@ mod produce_errors;
 mod proxy;
 mod python_env;
 mod retry;
+mod security;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -39,6 +40,8 @@ pub struct Daemon {
     pub addr: String,
     /// `host:port` of its metrics endpoint, when started with `--metrics-listen`.
     pub metrics: Option<String>,
+    /// `(name, host:port)` of each `--listener`, in the order given.
+    pub listeners: Vec<(String, String)>,
 }
 
 impl Daemon {
@@ -57,19 +60,56 @@ impl Daemon {
         Daemon::spawn(data_dir, "127.0.0.1:0", extra, env)
     }
 
+    /// As [`Daemon::start`], its log (at `info`) going to `log`.
+    pub fn start_logging_to(data_dir: &Path, extra: &[&str], log: &Path) -> Daemon {
+        let log = std::fs::File::create(log).expect("log file");
+        Daemon::spawn_with(
+            data_dir,
+            "127.0.0.1:0",
+            extra,
+            &[("RUST_LOG", "info")],
+            log.into(),
+        )
+    }
+
     fn spawn(data_dir: &Path, listen: &str, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
+        Daemon::spawn_with(data_dir, listen, extra, env, Stdio::inherit())
+    }
+
+    fn spawn_with(
+        data_dir: &Path,
+        listen: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Daemon {
         let mut child = Command::new(env!("CARGO_BIN_EXE_logd"))
             .args(["serve", "--listen", listen, "--data-dir"])
             .arg(data_dir)
             .args(extra)
-            .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
+            .stderr(stderr)
             .spawn()
             .expect("start logd");
         let mut line = String::new();
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
         stdout.read_line(&mut line).expect("address line");
+        // One more line per `--listener`: `logd listening on NAME=PROTOCOL://ADDR`.
+        let listeners = (0..extra.iter().filter(|a| **a == "--listener").count())
+            .map(|_| {
+                let mut line = String::new();
+                stdout.read_line(&mut line).expect("listener line");
+                let (name, rest) = line
+                    .trim()
+                    .strip_prefix("logd listening on ")
+                    .and_then(|l| l.split_once('='))
+                    .unwrap_or_else(|| panic!("unexpected listener line {line:?}"));
+                let addr = rest.split_once("://").expect("PROTOCOL://ADDR").1;
+                (name.to_owned(), addr.to_owned())
+            })
+            .collect();
         let metrics = extra.contains(&"--metrics-listen").then(|| {
             let mut metrics_line = String::new();
             stdout.read_line(&mut metrics_line).expect("metrics line");
@@ -89,6 +129,7 @@ impl Daemon {
             child,
             addr,
             metrics,
+            listeners,
         }
     }
 
@@ -124,7 +165,12 @@ impl Drop for Daemon {
 /// Runs `program ARGS`, feeding it `stdin`, and collects its output.
 fn run_with_stdin(program: &Path, args: &[&str], stdin: &str) -> Output {
     use std::io::Write;
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    // Cargo puts the build's native library directories on LD_LIBRARY_PATH for tests, and
+    // rdkafka-sys's holds a librdkafka.so.1 of its own (2.12, no OpenSSL): without this the
+    // system kcat would load that instead of the system's librdkafka 2.0.2.
+    command.env_remove("LD_LIBRARY_PATH");
+    let mut child = command
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -1,0 +1,105 @@
+//! [`Listener`]: one of the broker's listening sockets, Kafka style: a name, a security
+//! protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), the address clients are told to use,
+//! and the SASL mechanisms and TLS configuration it authenticates with. Metadata answers each
+//! client with the address of the listener it came in on.
+
+use std::sync::Arc;
+
+use crate::auth::SaslMechanism;
+use crate::auth::tls::TlsServer;
+
+/// How a listener secures its connections (Kafka `listener.security.protocol.map`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecurityProtocol {
+    /// Clear text, no authentication.
+    Plaintext,
+    /// TLS; authenticated only with client certificates.
+    Ssl,
+    /// SASL in clear text.
+    SaslPlaintext,
+    /// SASL over TLS.
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    /// Kafka's name for it (`SASL_SSL`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SecurityProtocol::Plaintext => "PLAINTEXT",
+            SecurityProtocol::Ssl => "SSL",
+            SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
+            SecurityProtocol::SaslSsl => "SASL_SSL",
+        }
+    }
+
+    /// The protocol called `name` (case-insensitive).
+    pub fn from_name(name: &str) -> Option<SecurityProtocol> {
+        [
+            SecurityProtocol::Plaintext,
+            SecurityProtocol::Ssl,
+            SecurityProtocol::SaslPlaintext,
+            SecurityProtocol::SaslSsl,
+        ]
+        .into_iter()
+        .find(|p| p.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Whether connections are TLS.
+    pub fn uses_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
+    }
+
+    /// Whether clients log in with SASL.
+    pub fn uses_sasl(self) -> bool {
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
+    }
+}
+
+impl std::fmt::Display for SecurityProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a listener is, apart from its socket.
+#[derive(Debug, Clone)]
+pub struct ListenerConfig {
+    /// Its name (`PLAINTEXT`, `EXTERNAL`, ...), in log lines and metrics.
+    pub name: String,
+    /// How it secures connections.
+    pub protocol: SecurityProtocol,
+    /// Host clients that came in here are told to connect to.
+    pub advertised_host: String,
+    /// Port clients that came in here are told to connect to.
+    pub advertised_port: u16,
+    /// Mechanisms offered in SaslHandshake (SASL protocols only).
+    pub sasl_mechanisms: Vec<SaslMechanism>,
+    /// TLS configuration (TLS protocols only).
+    pub tls: Option<Arc<TlsServer>>,
+}
+
+impl ListenerConfig {
+    /// A PLAINTEXT listener advertising `host:port`.
+    pub fn plaintext(host: impl Into<String>, port: u16) -> ListenerConfig {
+        ListenerConfig {
+            name: "PLAINTEXT".into(),
+            protocol: SecurityProtocol::Plaintext,
+            advertised_host: host.into(),
+            advertised_port: port,
+            sasl_mechanisms: Vec::new(),
+            tls: None,
+        }
+    }
+}
+
+/// A bound socket and what it serves.
+#[derive(Debug)]
+pub struct Listener {
+    /// The socket.
+    pub socket: tokio::net::TcpListener,
+    /// Its configuration.
+    pub config: ListenerConfig,
+}
