@@ -7,6 +7,7 @@ use kafka_protocol::messages::MetadataResponse;
 use tokio::runtime::Runtime;
 
 use crate::client::{ActiveProducer, AsyncClient, ClientError, PartitionOffsets};
+use crate::client_security::ClientSecurity;
 use crate::error::Result;
 use crate::group_client::GroupInfo;
 
@@ -18,13 +19,18 @@ pub struct Client {
 }
 
 impl Client {
-    /// Connects to `addr` (e.g. `127.0.0.1:9092`).
+    /// Connects to `addr` (e.g. `127.0.0.1:9092`) in clear text, without logging in.
     pub fn connect(addr: &str) -> Result<Client> {
+        Client::connect_with(addr, &ClientSecurity::default())
+    }
+
+    /// Connects to `addr` over TLS and logs in, as `security` says.
+    pub fn connect_with(addr: &str, security: &ClientSecurity) -> Result<Client> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
             .build()?;
-        let inner = runtime.block_on(AsyncClient::connect(addr))?;
+        let inner = runtime.block_on(AsyncClient::connect_with(addr, security))?;
         Ok(Client { runtime, inner })
     }
 

@@ -1,11 +1,12 @@
 //! [`AsyncClient`]: a small async Kafka client (tokio): one connection to one broker, one
 //! request at a time, at versions every Kafka 4.x broker (and logd) serves. It speaks what
 //! logd's tools need: topics, produce, fetch and offsets (and, in `group_client`, consumer
-//! groups). `blocking::Client` runs it for synchronous callers (the command-line tools).
+//! groups). `blocking::Client` runs it for synchronous callers (the command-line tools). It
+//! connects over TLS and logs in with SASL when its `ClientSecurity` says so.
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use bytes::{Bytes, BytesMut};
@@ -25,8 +26,14 @@ use kafka_protocol::messages::{
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
+use kafka_protocol::messages::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
+use crate::auth::SaslMechanism;
+use crate::auth::scram::ScramClient;
+use crate::client_security::{ClientSecurity, SaslLogin, server_name};
 use crate::codes;
 use crate::error::{Error, Result};
 
@@ -67,6 +74,16 @@ pub fn code_name(code: i16) -> String {
     }
 }
 
+/// The name of a Kafka error code a login can end with.
+fn sasl_code_name(code: i16) -> String {
+    match code {
+        codes::UNSUPPORTED_SASL_MECHANISM => "UNSUPPORTED_SASL_MECHANISM".into(),
+        codes::ILLEGAL_SASL_STATE => "ILLEGAL_SASL_STATE".into(),
+        codes::SASL_AUTHENTICATION_FAILED => "SASL_AUTHENTICATION_FAILED".into(),
+        other => format!("Kafka error {other}"),
+    }
+}
+
 /// One partition's offsets as ListOffsets reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartitionOffsets {
@@ -91,11 +108,23 @@ pub struct ActiveProducer {
     pub last_timestamp: i64,
 }
 
+/// What a client talks through: a TCP stream, or TLS over one.
+trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Transport for T {}
+
 /// A connection to one broker.
-#[derive(Debug)]
 pub struct AsyncClient {
-    stream: TcpStream,
+    stream: Box<dyn Transport>,
     correlation_id: i32,
+}
+
+impl std::fmt::Debug for AsyncClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncClient")
+            .field("correlation_id", &self.correlation_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Connecting gives up after this long.
@@ -125,16 +154,86 @@ fn name(topic: &str) -> TopicName {
 }
 
 impl AsyncClient {
-    /// Connects to `addr` (e.g. `127.0.0.1:9092`).
+    /// Connects to `addr` (e.g. `127.0.0.1:9092`) in clear text, without logging in.
     pub async fn connect(addr: &str) -> Result<AsyncClient> {
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+        AsyncClient::connect_with(addr, &ClientSecurity::default()).await
+    }
+
+    /// Connects to `addr` as `security` says: TLS (checking the broker's certificate against
+    /// the configured CA and the host in `addr`), then a SASL login.
+    pub async fn connect_with(addr: &str, security: &ClientSecurity) -> Result<AsyncClient> {
+        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
             .await
             .map_err(|_| timed_out("connecting"))??;
-        stream.set_nodelay(true)?;
-        Ok(AsyncClient {
+        tcp.set_nodelay(true)?;
+        let stream: Box<dyn Transport> = if security.protocol.uses_tls() {
+            let connector = tokio_rustls::TlsConnector::from(security.tls_config()?);
+            let handshake = connector.connect(server_name(addr)?, tcp);
+            let tls = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
+                .await
+                .map_err(|_| timed_out("TLS handshake"))?
+                .map_err(|e| Error::TlsHandshake(e.to_string()))?;
+            Box::new(tls)
+        } else {
+            Box::new(tcp)
+        };
+        let mut client = AsyncClient {
             stream,
             correlation_id: 0,
-        })
+        };
+        if let Some(login) = &security.sasl {
+            client.login(login).await?;
+        }
+        Ok(client)
+    }
+
+    /// Logs in with SaslHandshake v1 and SaslAuthenticate; a SCRAM server must prove it
+    /// knows the password too.
+    async fn login(&mut self, login: &SaslLogin) -> Result<()> {
+        let mut handshake = SaslHandshakeRequest::default();
+        handshake.mechanism = StrBytes::from_static_str(login.mechanism.name());
+        let response: SaslHandshakeResponse =
+            self.call(ApiKey::SaslHandshake, 1, &handshake).await?;
+        if response.error_code != 0 {
+            let offered: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
+            return Err(Error::Login(format!(
+                "{} not offered ({}); the broker offers {}",
+                login.mechanism,
+                sasl_code_name(response.error_code),
+                offered.join(", ")
+            )));
+        }
+        let refused = |e: crate::auth::scram::Refused| Error::Login(e.to_string());
+        match login.mechanism {
+            SaslMechanism::Plain => {
+                let token = format!("\0{}\0{}", login.username, login.password);
+                self.authenticate(token.as_bytes()).await?;
+            }
+            SaslMechanism::Scram(m) => {
+                let (mut scram, first) =
+                    ScramClient::start(m, &login.username, login.password.as_bytes());
+                let server_first = self.authenticate(&first).await?;
+                let last = scram.finish(&server_first).map_err(refused)?;
+                let server_final = self.authenticate(&last).await?;
+                scram.verify(&server_final).map_err(refused)?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn authenticate(&mut self, token: &[u8]) -> Result<Bytes> {
+        let mut request = SaslAuthenticateRequest::default();
+        request.auth_bytes = Bytes::copy_from_slice(token);
+        let response: SaslAuthenticateResponse =
+            self.call(ApiKey::SaslAuthenticate, 2, &request).await?;
+        if response.error_code != 0 {
+            return Err(Error::Login(format!(
+                "{}: {}",
+                sasl_code_name(response.error_code),
+                response.error_message.as_deref().unwrap_or("")
+            )));
+        }
+        Ok(response.auth_bytes)
     }
 
     /// Sends `request` and reads its answer.

@@ -46,6 +46,12 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// Client settings that cannot work (an unknown protocol, a SASL login without a user).
+    #[error("client settings: {0}")]
+    ClientConfig(String),
+    /// The broker refused this client's login.
+    #[error("login refused: {0}")]
+    Login(String),
     /// A client's TLS handshake failed or stalled.
     #[error("TLS handshake failed: {0}")]
     TlsHandshake(String),

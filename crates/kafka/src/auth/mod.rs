@@ -1,7 +1,7 @@
 //! Authentication: who a connection is. SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) over Kafka's
 //! SaslHandshake and SaslAuthenticate, the users' stored credentials, and TLS with optional
 //! client certificates. A connection's principal (`User:NAME`, or a certificate's subject)
-//! comes from here; `server.rs` holds each connection's [`Session`].
+//! comes from here; `server.rs` holds each connection's `Session`.
 
 pub mod credentials;
 pub mod plain;

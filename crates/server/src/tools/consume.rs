@@ -270,9 +270,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
             n
         }
         Some(target) => {
-            let mut writer = Client::connect(&args.bootstrap.bootstrap).map_err(|e| {
-                anyhow::anyhow!("cannot connect to {}: {e}", args.bootstrap.bootstrap)
-            })?;
+            let mut writer = args.bootstrap.connect()?;
             let partitions = writer.partition_count(target, true)?;
             let partitioner = KeyHash::new(Sticky::default());
             let mut pending: BTreeMap<i32, BatchBuilder> = BTreeMap::new();

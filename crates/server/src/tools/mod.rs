@@ -9,8 +9,10 @@ pub(crate) mod produce;
 pub(crate) mod topics;
 pub(crate) mod users;
 
+use std::path::PathBuf;
+
 use anyhow::Context;
-use logd_kafka::Client;
+use logd_kafka::{Client, ClientSecurity, PROPERTY_KEYS};
 
 /// Where the broker is; shared by every client subcommand.
 #[derive(Debug, Clone, clap::Args)]
@@ -24,12 +26,37 @@ pub(crate) struct Bootstrap {
         default_value = "127.0.0.1:9092"
     )]
     pub bootstrap: String,
+    /// Kafka client properties for a secured broker (`security.protocol`, `sasl.mechanism`,
+    /// `sasl.username`, `sasl.password`, `ssl.ca.location`, `ssl.certificate.location`,
+    /// `ssl.key.location`), as Kafka's tools read them; each key is also `LOGD_` + the key in
+    /// upper case with `_` for `.` (`LOGD_SASL_PASSWORD`), which wins over the file.
+    #[arg(long, global = true, env = "LOGD_COMMAND_CONFIG")]
+    pub command_config: Option<PathBuf>,
 }
 
 impl Bootstrap {
     pub(crate) fn connect(&self) -> anyhow::Result<Client> {
-        Client::connect(&self.bootstrap)
+        let security = self.security()?;
+        Client::connect_with(&self.bootstrap, &security)
             .with_context(|| format!("cannot connect to {}", self.bootstrap))
+    }
+
+    /// The security settings from `--command-config` and the environment.
+    fn security(&self) -> anyhow::Result<ClientSecurity> {
+        let mut properties = match &self.command_config {
+            Some(path) => ClientSecurity::parse_properties(
+                &std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?,
+            ),
+            None => Default::default(),
+        };
+        for key in PROPERTY_KEYS {
+            let variable = format!("LOGD_{}", key.to_uppercase().replace('.', "_"));
+            if let Ok(value) = std::env::var(&variable) {
+                properties.insert((*key).to_owned(), value);
+            }
+        }
+        Ok(ClientSecurity::from_properties(&properties)?)
     }
 }
 

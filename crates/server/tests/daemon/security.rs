@@ -727,3 +727,108 @@ fn protected_mode_refuses_an_open_listener_on_the_network() {
     );
     assert_eq!(daemon.listeners[0].0, "SASL_PLAINTEXT");
 }
+
+/// Runs `logd ARGS` with `stdin` and extra environment variables.
+fn logd_with_env(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> (bool, String, String) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_logd"))
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn logds_own_tools_log_in_from_a_command_config_or_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::create(dir.path());
+    create_alice(&dir.path().join("data"));
+    let daemon = secure_daemon(dir.path(), &pki);
+    let sasl = listener(&daemon, "EXTERNAL").to_owned();
+    let certs = listener(&daemon, "CERTS").to_owned();
+    let ca = pki.path("ca.pem");
+    let properties = dir.path().join("client.properties");
+    std::fs::write(
+        &properties,
+        format!(
+            "# as for Kafka's scripts\nsecurity.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n\
+             sasl.username=alice\nsasl.password={PASSWORD}\nssl.ca.location={ca}\n"
+        ),
+    )
+    .unwrap();
+    let properties = properties.display().to_string();
+    let with_file = |args: &[&str], stdin: &str| {
+        let mut all = args.to_vec();
+        all.extend(["--bootstrap", &sasl, "--command-config", &properties]);
+        let (ok, out, err) = logd(&all, stdin);
+        assert!(ok, "{args:?}: {out}{err}");
+        out
+    };
+    with_file(&["topics", "create", "cli-tls", "--partitions", "1"], "");
+    with_file(&["produce", "-t", "cli-tls"], "first\nsecond\n");
+    // The same settings from the environment, with PLAIN this time.
+    let env = [
+        ("LOGD_SECURITY_PROTOCOL", "SASL_SSL"),
+        ("LOGD_SASL_MECHANISM", "PLAIN"),
+        ("LOGD_SASL_USERNAME", "alice"),
+        ("LOGD_SASL_PASSWORD", PASSWORD),
+        ("LOGD_SSL_CA_LOCATION", &ca),
+    ];
+    let (ok, out, err) = logd_with_env(
+        &[
+            "consume",
+            "-t",
+            "cli-tls",
+            "-o",
+            "beginning",
+            "--bootstrap",
+            &sasl,
+        ],
+        "",
+        &env,
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, "first\nsecond\n");
+    // A client certificate on the SSL listener.
+    let cert_env = [
+        ("LOGD_SECURITY_PROTOCOL", "SSL"),
+        ("LOGD_SSL_CA_LOCATION", ca.as_str()),
+        ("LOGD_SSL_CERTIFICATE_LOCATION", &pki.path("client.pem")),
+        ("LOGD_SSL_KEY_LOCATION", &pki.path("client.key")),
+    ];
+    let (ok, out, err) = logd_with_env(&["topics", "list", "--bootstrap", &certs], "", &cert_env);
+    assert!(ok && out.contains("cli-tls"), "{out}{err}");
+
+    // Refusals, each with a message that says why.
+    let mut wrong = env.to_vec();
+    wrong[3] = ("LOGD_SASL_PASSWORD", WRONG);
+    let (ok, _, err) = logd_with_env(&["topics", "list", "--bootstrap", &sasl], "", &wrong);
+    assert!(
+        !ok && err.contains("login refused") && err.contains("SASL_AUTHENTICATION_FAILED"),
+        "{err}"
+    );
+    let mut other_ca = env.to_vec();
+    let other = pki.path("other-ca.pem");
+    other_ca[4] = ("LOGD_SSL_CA_LOCATION", &other);
+    let (ok, _, err) = logd_with_env(&["topics", "list", "--bootstrap", &sasl], "", &other_ca);
+    assert!(!ok && err.contains("TLS handshake failed"), "{err}");
+    let (ok, _, err) = logd(&["topics", "list", "--bootstrap", &certs], "");
+    assert!(!ok, "a plaintext client on a TLS listener: {err}");
+    assert!(!err.contains(PASSWORD) && !err.contains(WRONG));
+}
