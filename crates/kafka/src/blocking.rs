@@ -6,10 +6,12 @@ use bytes::Bytes;
 use kafka_protocol::messages::MetadataResponse;
 use tokio::runtime::Runtime;
 
+use crate::auth::scram::ScramMechanism;
 use crate::client::{ActiveProducer, AsyncClient, ClientError, PartitionOffsets};
 use crate::client_security::ClientSecurity;
 use crate::error::Result;
 use crate::group_client::GroupInfo;
+use crate::user_client::UserCredentials;
 
 /// A blocking connection to one broker.
 #[derive(Debug)]
@@ -126,6 +128,35 @@ impl Client {
     ) -> Result<(Bytes, i64), ClientError> {
         self.runtime
             .block_on(self.inner.fetch(topic, partition, offset, max_wait_ms))
+    }
+
+    /// Every user with a credential, and each one's SCRAM mechanisms and iterations.
+    pub fn describe_users(&mut self) -> Result<Vec<UserCredentials>, ClientError> {
+        self.runtime.block_on(self.inner.describe_users())
+    }
+
+    /// Sets `user`'s `mechanism` credential to `password` (salted here, never sent).
+    pub fn upsert_user(
+        &mut self,
+        user: &str,
+        mechanism: ScramMechanism,
+        password: &[u8],
+        iterations: u32,
+    ) -> Result<(), ClientError> {
+        self.runtime.block_on(
+            self.inner
+                .upsert_user(user, mechanism, password, iterations),
+        )
+    }
+
+    /// Deletes `user`'s `mechanism` credential.
+    pub fn delete_user(
+        &mut self,
+        user: &str,
+        mechanism: ScramMechanism,
+    ) -> Result<(), ClientError> {
+        self.runtime
+            .block_on(self.inner.delete_user(user, mechanism))
     }
 
     /// Every group's id.

@@ -39,6 +39,8 @@ pub struct BrokerConfig {
     pub request_timeout: Duration,
     /// Bytes of request frames all connections may hold at once (see [`RequestBudget`]).
     pub max_inflight_request_bytes: usize,
+    /// Principals (`User:admin`) allowed to manage users over the wire (Kafka `super.users`).
+    pub super_users: Vec<String>,
 }
 
 impl Default for BrokerConfig {
@@ -52,6 +54,7 @@ impl Default for BrokerConfig {
             idle_timeout: Duration::from_secs(600),
             request_timeout: Duration::from_secs(30),
             max_inflight_request_bytes: 256 << 20,
+            super_users: Vec::new(),
         }
     }
 }

@@ -70,6 +70,15 @@ pub fn code_name(code: i16) -> String {
         codes::GROUP_ID_NOT_FOUND => "does not exist".into(),
         codes::UNKNOWN_MEMBER_ID => "was refused: the group has active members".into(),
         codes::OFFSET_METADATA_TOO_LARGE => "has commit metadata that is too large".into(),
+        codes::CLUSTER_AUTHORIZATION_FAILED => {
+            "was refused: CLUSTER_AUTHORIZATION_FAILED (the broker's --super-users may)".into()
+        }
+        codes::RESOURCE_NOT_FOUND => "does not exist".into(),
+        codes::UNACCEPTABLE_CREDENTIAL => {
+            "was refused: UNACCEPTABLE_CREDENTIAL (iterations 4096 to 16384)".into()
+        }
+        codes::UNSUPPORTED_SASL_MECHANISM => "names an unknown SCRAM mechanism".into(),
+        codes::DUPLICATE_RESOURCE => "is named twice in one request".into(),
         other => format!("failed with Kafka error {other}"),
     }
 }

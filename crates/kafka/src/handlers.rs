@@ -140,6 +140,16 @@ impl Broker {
             RequestKind::OffsetDelete(request) => {
                 ResponseKind::OffsetDelete(self.offset_delete(request))
             }
+            RequestKind::DescribeUserScramCredentials(request) => {
+                ResponseKind::DescribeUserScramCredentials(
+                    self.describe_user_scram_credentials(request, peer),
+                )
+            }
+            RequestKind::AlterUserScramCredentials(request) => {
+                ResponseKind::AlterUserScramCredentials(
+                    self.alter_user_scram_credentials(request, peer),
+                )
+            }
             other => {
                 // The version table admits only the APIs above.
                 tracing::error!(api = ?std::mem::discriminant(&other), "request for an API logd does not serve");

@@ -20,6 +20,8 @@ mod observer;
 mod retry_transport;
 mod server;
 mod shape;
+mod user_client;
+mod users;
 mod versions;
 
 pub use blocking::Client;
@@ -33,6 +35,7 @@ pub use listener::{Listener, ListenerConfig, SecurityProtocol};
 pub use observer::{BrokerObserver, NoObserver};
 pub use retry_transport::Remote;
 pub use server::{ConnectionLimits, ConnectionStats, serve};
+pub use user_client::UserCredentials;
 pub use versions::SUPPORTED;
 
 /// The README's Rust examples, compiled and run as this crate's doctests (it depends on every

@@ -176,6 +176,14 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
         }
         ApiKey::DeleteGroups => vec![Array(vec![Str])],
         ApiKey::SaslHandshake => vec![Str],
+        ApiKey::DescribeUserScramCredentials => {
+            vec![CompactArray(vec![CompactStr, Tags]), Tags]
+        }
+        ApiKey::AlterUserScramCredentials => vec![
+            CompactArray(vec![CompactStr, I8, Tags]),
+            CompactArray(vec![CompactStr, I8, I32, CompactStr, CompactStr, Tags]),
+            Tags,
+        ],
         ApiKey::SaslAuthenticate => match v {
             0 | 1 => vec![Bytes],
             _ => vec![CompactStr, Tags],

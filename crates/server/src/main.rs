@@ -109,6 +109,10 @@ struct ServeArgs {
     /// Offer PLAIN on SASL_PLAINTEXT listeners too (it sends the password in clear text).
     #[arg(long, env = "LOGD_ALLOW_PLAIN_WITHOUT_TLS", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
     allow_plain_without_tls: bool,
+    /// Principals allowed to manage users over the wire (AlterUserScramCredentials), Kafka
+    /// `super.users` style: `User:admin;User:CN=ops,O=acme`.
+    #[arg(long, env = "LOGD_SUPER_USERS", value_delimiter = ';')]
+    super_users: Vec<String>,
     /// Let a listener on a non-loopback address serve clients that do not authenticate
     /// (protected mode refuses to start otherwise).
     #[arg(long, env = "LOGD_ALLOW_UNAUTHENTICATED", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
@@ -445,6 +449,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 max_request_bytes: args.max_request_bytes,
                 max_inflight_request_bytes: args.max_inflight_request_bytes,
                 request_timeout: Duration::from_millis(args.request_timeout_ms.max(1)),
+                super_users: args.super_users.clone(),
                 ..BrokerConfig::default()
             },
         )

@@ -1,14 +1,17 @@
-//! `logd users`: SCRAM users in a data directory's credentials file, managed offline (before
-//! the first start, or beside a running broker, which sees the change at the next login). The
-//! password comes from one line of stdin, never from the command line, where any process
-//! listing would show it.
+//! `logd users`: SCRAM users, managed offline in a data directory's credentials file (before
+//! the first start, or beside a running broker, which sees the change at the next login) or,
+//! with `--bootstrap`, online through Kafka's AlterUserScramCredentials and
+//! DescribeUserScramCredentials (as a super user; works against Kafka too). The password comes
+//! from one line of stdin, never from the command line, where any process listing would show
+//! it.
 
 use std::io::BufRead;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
-use logd_kafka::auth::credentials::CredentialStore;
+use logd_kafka::UserCredentials;
+use logd_kafka::auth::credentials::{CREDENTIALS_FILE, CredentialStore};
 use logd_kafka::auth::scram::{
     DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism,
 };
@@ -17,7 +20,7 @@ use logd_kafka::auth::scram::{
 pub(crate) struct UsersArgs {
     #[command(subcommand)]
     command: UsersCommand,
-    /// The broker's data directory.
+    /// The broker's data directory (offline management).
     #[arg(
         long,
         global = true,
@@ -25,6 +28,12 @@ pub(crate) struct UsersArgs {
         default_value = "./logd-data"
     )]
     data_dir: PathBuf,
+    /// Manage the users of this running broker (logd or Kafka) instead of a data directory.
+    #[arg(long, global = true, alias = "bootstrap-server")]
+    bootstrap: Option<String>,
+    /// Kafka client properties to log in with (see `logd topics --help`).
+    #[arg(long, global = true, env = "LOGD_COMMAND_CONFIG")]
+    command_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -66,10 +75,91 @@ fn mechanisms(name: Option<&str>) -> anyhow::Result<Vec<ScramMechanism>> {
     }
 }
 
+/// Where the users are: a data directory, or a broker.
+enum Users {
+    Offline(CredentialStore),
+    Online(logd_kafka::Client),
+}
+
+impl Users {
+    fn upsert(
+        &mut self,
+        name: &str,
+        m: ScramMechanism,
+        password: &str,
+        iterations: u32,
+    ) -> anyhow::Result<()> {
+        match self {
+            Users::Offline(store) => store.upsert(
+                name,
+                m,
+                ScramCredential::new(m, password.as_bytes(), iterations),
+            )?,
+            Users::Online(client) => {
+                client.upsert_user(name, m, password.as_bytes(), iterations)?
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the credentials; false when there were none.
+    fn delete(&mut self, name: &str, mechanisms: &[ScramMechanism]) -> anyhow::Result<bool> {
+        match self {
+            Users::Offline(store) if mechanisms.len() == ScramMechanism::ALL.len() => {
+                Ok(store.delete(name, None)?)
+            }
+            Users::Offline(store) => Ok(store.delete(name, Some(mechanisms[0]))?),
+            Users::Online(client) => {
+                let existing = client
+                    .describe_users()?
+                    .into_iter()
+                    .find(|(user, _)| user == name)
+                    .map(|(_, held)| held)
+                    .unwrap_or_default();
+                let mut removed = false;
+                for (m, _) in existing.iter().filter(|(m, _)| mechanisms.contains(m)) {
+                    client.delete_user(name, *m)?;
+                    removed = true;
+                }
+                Ok(removed)
+            }
+        }
+    }
+
+    fn list(&mut self) -> anyhow::Result<Vec<UserCredentials>> {
+        Ok(match self {
+            Users::Offline(store) => store
+                .current()
+                .list()
+                .into_iter()
+                .map(|(name, held)| {
+                    let held = held
+                        .into_iter()
+                        .map(|(m, i)| (m, i32::try_from(i).unwrap_or(i32::MAX)))
+                        .collect();
+                    (name, held)
+                })
+                .collect(),
+            Users::Online(client) => client.describe_users()?,
+        })
+    }
+}
+
 pub(crate) fn run(args: &UsersArgs) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
-    let store = CredentialStore::open(&args.data_dir)?;
+    let mut users = match &args.bootstrap {
+        Some(bootstrap) => Users::Online(
+            super::Bootstrap {
+                bootstrap: bootstrap.clone(),
+                command_config: args.command_config.clone(),
+            }
+            .connect()?,
+        ),
+        None => Users::Offline(open_store(args)?),
+    };
+    let place = match &args.bootstrap {
+        Some(bootstrap) => format!("the broker at {bootstrap}"),
+        None => args.data_dir.join(CREDENTIALS_FILE).display().to_string(),
+    };
     match &args.command {
         UsersCommand::Create {
             name,
@@ -93,16 +183,12 @@ pub(crate) fn run(args: &UsersArgs) -> anyhow::Result<()> {
                 bail!("empty password on stdin");
             }
             for m in mechanisms(mechanism.as_deref())? {
-                let credential = ScramCredential::new(m, password.as_bytes(), *iterations);
-                store.upsert(name, m, credential)?;
+                users.upsert(name, m, password, *iterations)?;
             }
-            println!(
-                "user {name}: credentials stored in {}",
-                store.path().display()
-            );
+            println!("user {name}: credentials stored in {place}");
         }
         UsersCommand::List => {
-            for (name, mechanisms) in store.current().list() {
+            for (name, mechanisms) in users.list()? {
                 let mechanisms: Vec<String> = mechanisms
                     .iter()
                     .map(|(m, iterations)| format!("{}({iterations})", m.name()))
@@ -111,18 +197,17 @@ pub(crate) fn run(args: &UsersArgs) -> anyhow::Result<()> {
             }
         }
         UsersCommand::Delete { name, mechanism } => {
-            let removed = match mechanism {
-                None => store.delete(name, None)?,
-                Some(_) => {
-                    let m = mechanisms(mechanism.as_deref())?[0];
-                    store.delete(name, Some(m))?
-                }
-            };
-            if !removed {
+            if !users.delete(name, &mechanisms(mechanism.as_deref())?)? {
                 bail!("no such user or credential: {name}");
             }
             println!("user {name}: deleted");
         }
     }
     Ok(())
+}
+
+fn open_store(args: &UsersArgs) -> anyhow::Result<CredentialStore> {
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
+    Ok(CredentialStore::open(&args.data_dir)?)
 }

@@ -102,27 +102,35 @@ fn create_alice(data: &Path) {
 /// A daemon with a SASL_SSL listener (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN) and an SSL
 /// listener requiring client certificates; its log goes to `dir/logd.log`.
 fn secure_daemon(dir: &Path, pki: &Pki) -> Daemon {
+    secure_daemon_with(dir, pki, &[])
+}
+
+/// As [`secure_daemon`], with more flags.
+fn secure_daemon_with(dir: &Path, pki: &Pki, extra: &[&str]) -> Daemon {
     let data = dir.join("data");
-    Daemon::start_logging_to(
-        &data,
-        &[
-            "--listener",
-            "EXTERNAL=SASL_SSL://127.0.0.1:0",
-            "--listener",
-            "CERTS=SSL://127.0.0.1:0",
-            "--tls-cert",
-            &pki.path("server.pem"),
-            "--tls-key",
-            &pki.path("server.key"),
-            "--tls-ca",
-            &pki.path("ca.pem"),
-            "--tls-client-auth",
-            "required",
-            "--sasl-mechanisms",
-            "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
-        ],
-        &dir.join("logd.log"),
-    )
+    let (cert, key, ca) = (
+        pki.path("server.pem"),
+        pki.path("server.key"),
+        pki.path("ca.pem"),
+    );
+    let mut args = vec![
+        "--listener",
+        "EXTERNAL=SASL_SSL://127.0.0.1:0",
+        "--listener",
+        "CERTS=SSL://127.0.0.1:0",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--tls-ca",
+        &ca,
+        "--tls-client-auth",
+        "required",
+        "--sasl-mechanisms",
+        "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+    ];
+    args.extend_from_slice(extra);
+    Daemon::start_logging_to(&data, &args, &dir.join("logd.log"))
 }
 
 fn listener<'a>(daemon: &'a Daemon, name: &str) -> &'a str {
@@ -145,7 +153,7 @@ errors = []
 conf["error_cb"] = lambda e: errors.append(e.str())
 if mode == "refused":
     try:
-        AdminClient(conf).list_topics(timeout=6)
+        AdminClient(conf).list_topics(timeout=3)
         print("ACCEPTED")
     except KafkaException as e:
         print("REFUSED", e, "|", " | ".join(errors))
@@ -428,7 +436,7 @@ fn wrong_password_unknown_user_and_wrong_ca_are_refused_with_each_clients_error(
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::create(dir.path());
     create_alice(&dir.path().join("data"));
-    let daemon = secure_daemon(dir.path(), &pki);
+    let daemon = secure_daemon_with(dir.path(), &pki, &["--metrics-listen", "127.0.0.1:0"]);
     let sasl = listener(&daemon, "EXTERNAL");
     let refusals = [
         (
@@ -491,6 +499,22 @@ fn wrong_password_unknown_user_and_wrong_ca_are_refused_with_each_clients_error(
             let out = run(PURE_PYTHON, &[&conf, "never", "refused", client]);
             assert!(out.starts_with("REFUSED"), "{client}, {what}: {out}");
         }
+    }
+    // Counted per listener and mechanism (librdkafka retries, so at least once each).
+    let metrics = super::metrics::scrape(daemon.metrics.as_deref().unwrap());
+    for (mechanism, listener) in [
+        ("SCRAM-SHA-256", "EXTERNAL"),
+        ("PLAIN", "EXTERNAL"),
+        ("SCRAM-SHA-512", "EXTERNAL"),
+        ("TLS", "CERTS"),
+    ] {
+        let key = format!(
+            r#"logd_authentication_failures_total{{listener="{listener}",mechanism="{mechanism}"}}"#
+        );
+        assert!(
+            metrics.get(&key).is_some_and(|n| *n >= 1.0),
+            "{key}: {metrics:?}"
+        );
     }
     let log = std::fs::read_to_string(dir.path().join("logd.log")).unwrap();
     assert!(log.contains("authentication failed"), "{log}");
@@ -831,4 +855,94 @@ fn logds_own_tools_log_in_from_a_command_config_or_the_environment() {
     let (ok, _, err) = logd(&["topics", "list", "--bootstrap", &certs], "");
     assert!(!ok, "a plaintext client on a TLS listener: {err}");
     assert!(!err.contains(PASSWORD) && !err.contains(WRONG));
+}
+
+/// confluent-kafka's admin client managing users: upsert carol, describe, delete.
+const CONFLUENT_USERS: &str = r#"
+import sys, json
+from confluent_kafka.admin import (AdminClient, UserScramCredentialUpsertion,
+    UserScramCredentialDeletion, ScramCredentialInfo, ScramMechanism)
+conf = json.loads(sys.argv[1])
+a = AdminClient(conf)
+info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+for user, f in a.alter_user_scram_credentials([UserScramCredentialUpsertion("carol", info, b"carol-pw")]).items():
+    f.result()
+    print("UPSERTED", user)
+for user, f in a.describe_user_scram_credentials(["carol"]).items():
+    d = f.result()
+    print("DESCRIBED", user, [(str(i.mechanism), i.iterations) for i in d.scram_credential_infos])
+for user, f in a.alter_user_scram_credentials([UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)]).items():
+    f.result()
+    print("DELETED", user)
+"#;
+
+#[test]
+fn users_are_managed_online_by_super_users_with_logd_and_kafkas_admin_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::create(dir.path());
+    create_alice(&dir.path().join("data"));
+    let daemon = secure_daemon_with(dir.path(), &pki, &["--super-users", "User:alice"]);
+    let sasl = listener(&daemon, "EXTERNAL").to_owned();
+    let ca = pki.path("ca.pem");
+    let as_user = |user: &str, password: &str| {
+        let file = dir.path().join(format!("{user}.properties"));
+        std::fs::write(
+            &file,
+            format!(
+                "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nsasl.username={user}\n\
+                 sasl.password={password}\nssl.ca.location={ca}\n"
+            ),
+        )
+        .unwrap();
+        file.display().to_string()
+    };
+    let alice = as_user("alice", PASSWORD);
+    let users = |config: &str, args: &[&str], stdin: &str| {
+        let mut all = vec!["users"];
+        all.extend_from_slice(args);
+        all.extend(["--bootstrap", &sasl, "--command-config", config]);
+        logd(&all, stdin)
+    };
+    let (ok, out, err) = users(&alice, &["create", "bob", "--password-stdin"], "bob-pw\n");
+    assert!(ok, "{out}{err}");
+    assert!(logs_in(&sasl, &pki, "bob", "bob-pw"));
+    let (ok, out, err) = users(&alice, &["list"], "");
+    assert!(ok, "{err}");
+    assert_eq!(
+        out,
+        "alice\tSCRAM-SHA-256(8192),SCRAM-SHA-512(8192)\nbob\tSCRAM-SHA-256(8192),SCRAM-SHA-512(8192)\n"
+    );
+    // bob is no super user: he may neither list nor create users.
+    let bob = as_user("bob", "bob-pw");
+    let (ok, _, err) = users(&bob, &["create", "mallory", "--password-stdin"], "x\n");
+    assert!(!ok && err.contains("CLUSTER_AUTHORIZATION_FAILED"), "{err}");
+    let (ok, _, err) = users(&bob, &["list"], "");
+    assert!(!ok && err.contains("CLUSTER_AUTHORIZATION_FAILED"), "{err}");
+    assert!(!logs_in(&sasl, &pki, "mallory", "x"));
+    // Kafka's admin client (confluent-kafka) against the same APIs.
+    let conf = librdkafka_conf(
+        &sasl,
+        Way::Sasl {
+            mechanism: "SCRAM-SHA-512",
+            user: "alice",
+            password: PASSWORD,
+            ca: "ca.pem",
+        },
+        &pki,
+    )
+    .to_string();
+    let out = run(CONFLUENT_USERS, &[&conf]);
+    assert!(out.contains("UPSERTED carol"), "{out}");
+    assert!(
+        out.contains("DESCRIBED carol [('ScramMechanism.SCRAM_SHA_256', 4096)]"),
+        "{out}"
+    );
+    assert!(out.contains("DELETED carol"), "{out}");
+    assert!(!logs_in(&sasl, &pki, "carol", "carol-pw"));
+    // Deleting online; the change is in the file, so it survives a restart.
+    let (ok, _, err) = users(&alice, &["delete", "bob"], "");
+    assert!(ok, "{err}");
+    assert!(!logs_in(&sasl, &pki, "bob", "bob-pw"));
+    let (ok, _, err) = users(&alice, &["delete", "bob"], "");
+    assert!(!ok && err.contains("no such user"), "{err}");
 }
