@@ -4,7 +4,8 @@
 # ceiling, and its consume ceiling, measured in the same run against librdkafka's mock cluster
 # (benches/mock_cluster.py, needs confluent-kafka); the same
 # consume through logd's own client (is the server the bottleneck?); and the same workload
-# through the embedded engine; kcat's produce as an idempotent producer against the plain one.
+# through the embedded engine; kcat's produce as an idempotent producer against the plain one;
+# kcat over SASL_SSL (SCRAM-SHA-512) against PLAINTEXT on one daemon (needs openssl).
 # Needs kcat and python3 with confluent-kafka (after one `cargo test --workspace`,
 # PATH=$PWD/target/test-clients/python/bin:$PATH provides it).
 # Usage: benches/e2e.sh [N]   (default 1000000); LOGD=path/to/logd measures another build of
@@ -97,6 +98,43 @@ for fsync in interval always; do
   echo "peak RSS: $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' /proc/$pid/status)"
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 done
+
+echo "== logd over SASL_SSL (SCRAM-SHA-512, TLS 1.3) against PLAINTEXT, same daemon, fsync interval"
+# A throwaway CA and server certificate (openssl), one user, and a daemon with both listeners;
+# kcat produces and consumes N records through each, alternately.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=bench-ca \
+  -keyout "$work/ca.key" -out "$work/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+  -addext subjectAltName=IP:127.0.0.1 -keyout "$work/server.key" -out "$work/server.csr" 2>/dev/null
+openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -days 1 \
+  -copy_extensions copy -out "$work/server.pem" 2>/dev/null
+rm -rf "$work/data"
+echo bench-password | "$LOGD" users create bench --data-dir "$work/data" --password-stdin > /dev/null
+"$LOGD" serve --listen 127.0.0.1:0 --listener SECURE=SASL_SSL://127.0.0.1:0 --data-dir "$work/data" \
+  --fsync interval --tls-cert "$work/server.pem" --tls-key "$work/server.key" > "$work/addr" 2>/dev/null &
+pid=$!
+while [ "$(grep -c listening "$work/addr" 2>/dev/null)" -lt 2 ]; do sleep 0.05; done
+plain=$(awk 'NR==1 {print $4}' "$work/addr")
+secure=$(awk 'NR==2 {print $4}' "$work/addr" | sed 's|.*://||')
+sasl_ssl=(-X security.protocol=SASL_SSL -X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=bench
+  -X sasl.password=bench-password -X "ssl.ca.location=$work/ca.pem")
+for round in 1 2; do
+  for way in plain secure; do
+    if [ "$way" = plain ]; then addr=$plain; extra=(); else addr=$secure; extra=("${sasl_ssl[@]}"); fi
+    topic="tls-$way-$round"
+    t0=$(seconds)
+    kcat -P -t "$topic" -b "$addr" "${extra[@]}" -X acks=all "${producer_opts[@]}" < "$work/input"
+    t1=$(seconds)
+    kcat -C -t "$topic" -b "$addr" "${extra[@]}" -o beginning -e -q "${consumer_opts[@]}" > /dev/null
+    t2=$(seconds)
+    echo "round $round, $way: produce $(rate "$t0" "$t1"); consume $(rate "$t1" "$t2")"
+    produced=$(python3 -c "print($N / ($t1 - $t0))")
+    consumed=$(python3 -c "print($N / ($t2 - $t1))")
+    if [ "$way" = plain ]; then plain_rates=("$produced" "$consumed"); else secure_rates=("$produced" "$consumed"); fi
+  done
+  python3 -c "print(f'round $round, SASL_SSL / PLAINTEXT: produce {${secure_rates[0]} / ${plain_rates[0]}:.2f}, consume {${secure_rates[1]} / ${plain_rates[1]}:.2f}')"
+done
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 
 echo "== embedded engine (same N, fsync always)"
 target/release/examples/throughput "$N" always

@@ -946,3 +946,121 @@ fn users_are_managed_online_by_super_users_with_logd_and_kafkas_admin_client() {
     let (ok, _, err) = users(&alice, &["delete", "bob"], "");
     assert!(!ok && err.contains("no such user"), "{err}");
 }
+
+/// The 99th percentile of `samples`.
+fn p99(mut samples: Vec<std::time::Duration>) -> std::time::Duration {
+    samples.sort_unstable();
+    samples[samples.len() * 99 / 100]
+}
+
+#[test]
+fn two_hundred_scram_logins_at_once_leave_a_connected_producer_alone() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::create(dir.path());
+    let data = dir.path().join("data");
+    let data_arg = data.display().to_string();
+    // The fewest iterations Kafka allows: the clients' own PBKDF2 runs on this machine's two
+    // cores too, and it is the server's cost of a login that is measured here.
+    let (ok, _, err) = logd(
+        &[
+            "users",
+            "create",
+            "loader",
+            "--data-dir",
+            &data_arg,
+            "--mechanism",
+            "SCRAM-SHA-256",
+            "--iterations",
+            "4096",
+            "--password-stdin",
+        ],
+        "loader-pw\n",
+    );
+    assert!(ok, "{err}");
+    let daemon = secure_daemon(dir.path(), &pki);
+    let sasl = listener(&daemon, "EXTERNAL").to_owned();
+    let mut producer = logd_kafka::Client::connect(&daemon.addr).unwrap();
+    producer.create_topic("latency", 1, &[]).unwrap();
+    // One record per produce, for `window`: the p99 latency.
+    let mut produce = |window: std::time::Duration| {
+        use logd_storage::batch::{BatchBuilder, Compression};
+        let (started, mut samples) = (Instant::now(), Vec::new());
+        while started.elapsed() < window {
+            let mut builder = BatchBuilder::new(Compression::None);
+            builder.push(0, None, Some(b"latency"), &[]);
+            let sent = Instant::now();
+            producer
+                .produce("latency", 0, builder.build(0).unwrap())
+                .unwrap();
+            samples.push(sent.elapsed());
+        }
+        p99(samples)
+    };
+    let window = std::time::Duration::from_secs(2);
+    let idle = produce(window);
+    let security = logd_kafka::ClientSecurity {
+        protocol: logd_kafka::SecurityProtocol::SaslSsl,
+        tls: logd_kafka::ClientTls {
+            ca: Some(pki.path("ca.pem").into()),
+            ..Default::default()
+        },
+        sasl: Some(logd_kafka::SaslLogin {
+            mechanism: logd_kafka::auth::SaslMechanism::Scram(
+                logd_kafka::auth::scram::ScramMechanism::Sha256,
+            ),
+            username: "loader".into(),
+            password: "loader-pw".into(),
+        }),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let logins = Arc::new(AtomicUsize::new(0));
+    let bursts = {
+        let (stop, logins) = (stop.clone(), logins.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                while !stop.load(Ordering::SeqCst) {
+                    let burst: Vec<_> = (0..200)
+                        .map(|_| {
+                            let (addr, security) = (sasl.clone(), security.clone());
+                            tokio::spawn(async move {
+                                logd_kafka::AsyncClient::connect_with(&addr, &security).await
+                            })
+                        })
+                        .collect();
+                    let mut clients = Vec::new();
+                    for login in burst {
+                        clients.push(login.await.unwrap().expect("login"));
+                        logins.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            })
+        })
+    };
+    wait_until(
+        "the first logins",
+        std::time::Duration::from_secs(30),
+        || logins.load(Ordering::SeqCst) > 0,
+    );
+    let before = logins.load(Ordering::SeqCst);
+    let during = produce(window);
+    let measured = logins.load(Ordering::SeqCst) - before;
+    stop.store(true, Ordering::SeqCst);
+    bursts.join().unwrap();
+    // Loopback connects are slow on this machine (a few hundred a second): the point is that
+    // the window saw logins, every one of which succeeded (`expect` above).
+    assert!(measured >= 50, "only {measured} logins while measuring");
+    super::say(&format!(
+        "logd security: bursts of 200 SCRAM-SHA-256 logins over TLS, {measured} logins in \
+         {window:?}; a connected producer's p99 {idle:?} idle, {during:?} during the logins \
+         ({:.2}x)",
+        during.as_secs_f64() / idle.as_secs_f64()
+    ));
+}
