@@ -129,7 +129,7 @@ impl Broker {
         let peer = Peer {
             host: client_host.to_owned(),
             listener: self.default_listener.clone(),
-            principal: "User:ANONYMOUS".into(),
+            principal: crate::auth::ANONYMOUS.into(),
         };
         Ok(self.respond(frame, &peer)?.map(|response| match response {
             Frame::Whole(bytes) => bytes,

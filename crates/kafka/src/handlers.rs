@@ -116,9 +116,12 @@ impl Broker {
             RequestKind::FindCoordinator(request) => {
                 ResponseKind::FindCoordinator(self.find_coordinator(request, &peer.listener))
             }
-            RequestKind::JoinGroup(request) => {
-                ResponseKind::JoinGroup(self.join_group(request, version, client_id, &peer.host))
-            }
+            RequestKind::JoinGroup(request) => ResponseKind::JoinGroup(self.join_group(
+                request,
+                version,
+                client_id,
+                &peer.member_host(),
+            )),
             RequestKind::SyncGroup(request) => ResponseKind::SyncGroup(self.sync_group(request)),
             RequestKind::Heartbeat(request) => ResponseKind::Heartbeat(self.heartbeat(request)),
             RequestKind::LeaveGroup(request) => {

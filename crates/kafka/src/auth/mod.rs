@@ -11,4 +11,4 @@ mod session;
 pub mod tls;
 
 pub use sasl::SaslMechanism;
-pub(crate) use session::{Gate, Peer, Session};
+pub(crate) use session::{ANONYMOUS, Gate, Peer, Session};

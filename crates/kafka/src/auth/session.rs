@@ -41,6 +41,22 @@ pub(crate) struct Peer {
     pub(crate) principal: String,
 }
 
+impl Peer {
+    /// The host a group member is shown with (DescribeGroups, `logd groups describe`): Kafka's
+    /// `/ip`, followed by the principal when the connection authenticated, since Kafka's
+    /// protocol has no field of its own for it (`/10.0.0.7 (User:alice)`).
+    pub(crate) fn member_host(&self) -> String {
+        if self.principal == ANONYMOUS {
+            self.host.clone()
+        } else {
+            format!("{} ({})", self.host, self.principal)
+        }
+    }
+}
+
+/// Kafka's principal for a connection that did not authenticate.
+pub(crate) const ANONYMOUS: &str = "User:ANONYMOUS";
+
 /// One connection's identity, and its SASL login while that is under way.
 pub(crate) struct Session {
     pub(crate) peer: Arc<Peer>,
@@ -60,7 +76,7 @@ impl Session {
             .protocol
             .uses_sasl()
             .then(|| Authenticator::new(listener.sasl_mechanisms.clone().into()));
-        let principal = certificate_principal.unwrap_or_else(|| "User:ANONYMOUS".into());
+        let principal = certificate_principal.unwrap_or_else(|| ANONYMOUS.into());
         Session {
             peer: Arc::new(Peer {
                 host,

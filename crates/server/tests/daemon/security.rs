@@ -1064,3 +1064,74 @@ fn two_hundred_scram_logins_at_once_leave_a_connected_producer_alone() {
         during.as_secs_f64() / idle.as_secs_f64()
     ));
 }
+
+/// A confluent-kafka consumer that joins group `shown` on topic `shown`, says JOINED once it
+/// has its partitions, and leaves when its stdin closes.
+const GROUP_MEMBER: &str = r#"
+import sys, json
+from confluent_kafka import Consumer
+conf = json.loads(sys.argv[1])
+c = Consumer({**conf, "group.id": "shown", "auto.offset.reset": "earliest"})
+c.subscribe(["shown"])
+for _ in range(60):
+    c.poll(0.5)
+    if c.assignment():
+        break
+print("JOINED", flush=True)
+sys.stdin.read()
+c.close()
+"#;
+
+#[test]
+fn group_members_are_shown_with_their_principal() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::create(dir.path());
+    create_alice(&dir.path().join("data"));
+    let daemon = secure_daemon(dir.path(), &pki);
+    let sasl = listener(&daemon, "EXTERNAL").to_owned();
+    let way = Way::Sasl {
+        mechanism: "SCRAM-SHA-256",
+        user: "alice",
+        password: PASSWORD,
+        ca: "ca.pem",
+    };
+    let conf = librdkafka_conf(&sasl, way, &pki).to_string();
+    run(CONFLUENT, &[&conf, "shown", "round-trip"]);
+    let mut member = python_script(GROUP_MEMBER, &[&conf])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(member.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "JOINED");
+    let properties = dir.path().join("client.properties");
+    std::fs::write(
+        &properties,
+        format!(
+            "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nsasl.username=alice\n\
+             sasl.password={PASSWORD}\nssl.ca.location={}\n",
+            pki.path("ca.pem")
+        ),
+    )
+    .unwrap();
+    let (ok, out, err) = logd(
+        &[
+            "groups",
+            "describe",
+            "shown",
+            "--bootstrap",
+            &sasl,
+            "--command-config",
+            &properties.display().to_string(),
+        ],
+        "",
+    );
+    drop(member.stdin.take());
+    member.wait().unwrap();
+    assert!(ok, "{err}");
+    assert!(out.contains("/127.0.0.1 (User:alice)"), "{out}");
+}
