@@ -249,14 +249,22 @@ where
                 // The mechanism is gone from the session once a login fails; the log and the
                 // failure count name it.
                 let mechanism = session.mechanism();
-                let store = broker.credentials.clone();
-                let (returned, outcome) = tokio::task::spawn_blocking(move || {
-                    let outcome = session.sasl(Bytes::from(body), &store);
-                    (session, outcome)
-                })
-                .await
-                .map_err(|e| Error::Io(std::io::Error::other(e)))?;
-                session = returned;
+                // A SCRAM step is a few HMACs and a handshake none: they run right here. A
+                // PLAIN login recomputes PBKDF2 (thousands of hash rounds), on the blocking
+                // pool, where it cannot hold up other connections.
+                let outcome = if mechanism == Some("PLAIN") {
+                    let store = broker.credentials.clone();
+                    let (returned, outcome) = tokio::task::spawn_blocking(move || {
+                        let outcome = session.sasl(Bytes::from(body), &store);
+                        (session, outcome)
+                    })
+                    .await
+                    .map_err(|e| Error::Io(std::io::Error::other(e)))?;
+                    session = returned;
+                    outcome
+                } else {
+                    session.sasl(Bytes::from(body), &broker.credentials)
+                };
                 match outcome? {
                     SaslOutcome::Continue(response) => Some(Frame::Whole(response)),
                     SaslOutcome::Authenticated { response, .. } => {

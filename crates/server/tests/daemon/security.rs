@@ -636,37 +636,40 @@ fn users_made_offline_log_in_and_survive_kill_9() {
 }
 
 #[test]
-fn kcat_logs_in_with_scram_over_tls() {
+fn kcat_produces_and_consumes_over_sasl_ssl_and_with_a_client_certificate() {
     let Some(kcat) = system_kcat() else { return };
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::create(dir.path());
     create_alice(&dir.path().join("data"));
     let daemon = secure_daemon(dir.path(), &pki);
-    // (Debian's kcat refuses SASL_SSL from a `-F` file, "OpenSSL not available at build
-    // time", yet takes it as `-X`; the password is on this test's command line only.)
-    let ca = pki.path("ca.pem");
-    let settings = [
-        "security.protocol=SASL_SSL".to_owned(),
-        "sasl.mechanisms=SCRAM-SHA-512".to_owned(),
-        "sasl.username=alice".to_owned(),
-        format!("sasl.password={PASSWORD}"),
-        format!("ssl.ca.location={ca}"),
-    ];
-    let addr = listener(&daemon, "EXTERNAL");
-    let args = |extra: &[&'static str]| {
-        let mut args: Vec<String> = vec!["-b".into(), addr.to_owned()];
-        for s in &settings {
-            args.extend(["-X".to_owned(), s.clone()]);
+    for (name, way) in ways("ca.pem") {
+        let addr = match way {
+            Way::Sasl { .. } => listener(&daemon, "EXTERNAL"),
+            Way::Certificate { .. } => listener(&daemon, "CERTS"),
+        };
+        // The same settings as librdkafka's configuration, as `-X` flags. (Debian's kcat
+        // refuses SASL_SSL from a `-F` file, "OpenSSL not available at build time", yet takes
+        // it as `-X`; the password is on this test's command line only.)
+        let conf = librdkafka_conf(addr, way, &pki);
+        let mut settings = Vec::new();
+        for (key, value) in conf.as_object().unwrap() {
+            settings.extend([
+                "-X".to_owned(),
+                format!("{key}={}", value.as_str().unwrap()),
+            ]);
         }
-        args.extend(extra.iter().map(|a| a.to_string()));
-        args
-    };
-    let produce = args(&["-P", "-t", "kcat-tls"]);
-    let produce: Vec<&str> = produce.iter().map(String::as_str).collect();
-    super::kcat(&kcat, &produce, "one\ntwo\n");
-    let consume = args(&["-C", "-t", "kcat-tls", "-o", "beginning", "-e", "-q"]);
-    let consume: Vec<&str> = consume.iter().map(String::as_str).collect();
-    assert_eq!(super::kcat(&kcat, &consume, ""), "one\ntwo\n");
+        let topic = format!("kcat-{name}");
+        let run_kcat = |extra: &[&str], stdin: &str| {
+            let mut args: Vec<&str> = settings.iter().map(String::as_str).collect();
+            args.extend_from_slice(extra);
+            super::kcat(&kcat, &args, stdin)
+        };
+        run_kcat(&["-P", "-t", &topic], "one\ntwo\nthree\n");
+        let all = run_kcat(&["-C", "-t", &topic, "-o", "beginning", "-e", "-q"], "");
+        assert_eq!(all, "one\ntwo\nthree\n", "{name}");
+        let replayed = run_kcat(&["-C", "-t", &topic, "-o", "1", "-e", "-q"], "");
+        assert_eq!(replayed, "two\nthree\n", "{name}");
+    }
 }
 
 /// The certificate a fresh TLS connection to `addr` is shown.
@@ -984,11 +987,16 @@ fn two_hundred_scram_logins_at_once_leave_a_connected_producer_alone() {
     let sasl = listener(&daemon, "EXTERNAL").to_owned();
     let mut producer = logd_kafka::Client::connect(&daemon.addr).unwrap();
     producer.create_topic("latency", 1, &[]).unwrap();
-    // One record per produce, for `window`: the p99 latency.
-    let mut produce = |window: std::time::Duration| {
+    // One record per produce, for at least `window` and until `enough` says so (at most two
+    // minutes): the p99 latency.
+    let mut produce = |window: std::time::Duration, enough: &dyn Fn() -> bool| {
         use logd_storage::batch::{BatchBuilder, Compression};
         let (started, mut samples) = (Instant::now(), Vec::new());
-        while started.elapsed() < window {
+        while started.elapsed() < window || !enough() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(120),
+                "logins stalled"
+            );
             let mut builder = BatchBuilder::new(Compression::None);
             builder.push(0, None, Some(b"latency"), &[]);
             let sent = Instant::now();
@@ -997,10 +1005,10 @@ fn two_hundred_scram_logins_at_once_leave_a_connected_producer_alone() {
                 .unwrap();
             samples.push(sent.elapsed());
         }
-        p99(samples)
+        (p99(samples), started.elapsed())
     };
     let window = std::time::Duration::from_secs(2);
-    let idle = produce(window);
+    let (idle, _) = produce(window, &|| true);
     let security = logd_kafka::ClientSecurity {
         protocol: logd_kafka::SecurityProtocol::SaslSsl,
         tls: logd_kafka::ClientTls {
@@ -1015,52 +1023,60 @@ fn two_hundred_scram_logins_at_once_leave_a_connected_producer_alone() {
             password: "loader-pw".into(),
         }),
     };
-    let stop = Arc::new(AtomicBool::new(false));
+    // One burst: 200 clients connect and log in at once, released together.
+    let go = Arc::new(AtomicBool::new(false));
     let logins = Arc::new(AtomicUsize::new(0));
-    let bursts = {
-        let (stop, logins) = (stop.clone(), logins.clone());
+    let burst = {
+        let (go, logins) = (go.clone(), logins.clone());
         std::thread::spawn(move || {
+            // The 200 clients' own TLS and PBKDF2 work runs at the lowest priority: on real
+            // deployments it happens on the clients' machines, and here it would otherwise
+            // take the broker's two cores and measure the load generator.
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
+                .on_thread_start(|| {
+                    // SAFETY: setpriority on the calling thread's id; no memory is touched.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
+                    }
+                })
                 .enable_all()
                 .build()
                 .unwrap();
             runtime.block_on(async {
-                while !stop.load(Ordering::SeqCst) {
-                    let burst: Vec<_> = (0..200)
-                        .map(|_| {
-                            let (addr, security) = (sasl.clone(), security.clone());
-                            tokio::spawn(async move {
-                                logd_kafka::AsyncClient::connect_with(&addr, &security).await
-                            })
+                while !go.load(Ordering::SeqCst) {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+                let burst: Vec<_> = (0..200)
+                    .map(|_| {
+                        let (addr, security) = (sasl.clone(), security.clone());
+                        let logins = logins.clone();
+                        tokio::spawn(async move {
+                            let client =
+                                logd_kafka::AsyncClient::connect_with(&addr, &security).await;
+                            logins.fetch_add(usize::from(client.is_ok()), Ordering::SeqCst);
+                            client
                         })
-                        .collect();
-                    let mut clients = Vec::new();
-                    for login in burst {
-                        clients.push(login.await.unwrap().expect("login"));
-                        logins.fetch_add(1, Ordering::SeqCst);
-                    }
+                    })
+                    .collect();
+                // Every login must succeed; the clients stay connected until all are in.
+                let mut clients = Vec::new();
+                for login in burst {
+                    clients.push(login.await.unwrap().expect("login"));
                 }
             })
         })
     };
-    wait_until(
-        "the first logins",
-        std::time::Duration::from_secs(30),
-        || logins.load(Ordering::SeqCst) > 0,
-    );
-    let before = logins.load(Ordering::SeqCst);
-    let during = produce(window);
-    let measured = logins.load(Ordering::SeqCst) - before;
-    stop.store(true, Ordering::SeqCst);
-    bursts.join().unwrap();
-    // Loopback connects are slow on this machine (a few hundred a second): the point is that
-    // the window saw logins, every one of which succeeded (`expect` above).
-    assert!(measured >= 50, "only {measured} logins while measuring");
+    // Measured from the release of the burst until all 200 are logged in.
+    go.store(true, Ordering::SeqCst);
+    let (during, took) = produce(std::time::Duration::ZERO, &|| {
+        logins.load(Ordering::SeqCst) >= 200
+    });
+    burst.join().unwrap();
     super::say(&format!(
-        "logd security: bursts of 200 SCRAM-SHA-256 logins over TLS, {measured} logins in \
-         {window:?}; a connected producer's p99 {idle:?} idle, {during:?} during the logins \
-         ({:.2}x)",
+        "logd security: 200 SCRAM-SHA-256 logins over TLS at once, all in after {took:.1?}; a \
+         connected producer's p99 {idle:?} idle, {during:?} during the logins ({:.2}x)",
         during.as_secs_f64() / idle.as_secs_f64()
     ));
 }
