@@ -501,13 +501,20 @@ fn v0_handshake_carries_raw_tokens() {
 }
 
 fn tls_client(ca: &rcgen::Certificate) -> Arc<rustls::ClientConfig> {
+    tls_client_with(ca, rustls::DEFAULT_VERSIONS)
+}
+
+fn tls_client_with(
+    ca: &rcgen::Certificate,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> Arc<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.der().clone()).unwrap();
     Arc::new(
         rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(versions)
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth(),
@@ -537,6 +544,21 @@ fn sasl_over_tls_and_bad_tls_input() {
     );
     let metadata = conn.metadata();
     assert_eq!(metadata.brokers[0].host.as_str(), "external.example");
+
+    // TLS 1.2 and 1.3 are both served.
+    for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
+        let mut conn = connect_tls(&server.tls, tls_client_with(&server.ca, &[version]));
+        assert_eq!(
+            conn.scram(ScramMechanism::Sha256, "alice", "wonderland").0,
+            0
+        );
+        assert_eq!(
+            conn.stream.conn.protocol_version(),
+            Some(version.version),
+            "negotiated version"
+        );
+        conn.metadata();
+    }
 
     // A client trusting another CA refuses the server.
     let (other_ca, _) = certificate_authority();

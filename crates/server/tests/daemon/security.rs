@@ -544,51 +544,19 @@ fn users_made_offline_log_in_and_survive_kill_9() {
     let data = dir.path().join("data");
     create_alice(&data);
     let data_arg = data.display().to_string();
-    // Bad input to `logd users`: no password on stdin, a password as an argument, too few
-    // iterations, an unknown mechanism.
-    for (args, stdin) in [
+    // Bad input to `logd users`: no --password-stdin (a password is never an argument), an
+    // empty password, too few iterations, an unknown mechanism.
+    let create_bob = ["users", "create", "bob", "--data-dir", &data_arg];
+    for (extra, stdin) in [
+        (&[][..], "pw\n"),
+        (&["--password-stdin"][..], "\n"),
+        (&["--password-stdin", "--iterations", "1000"][..], "pw\n"),
         (
-            vec!["users", "create", "bob", "--data-dir", &data_arg],
-            "pw\n",
-        ),
-        (
-            vec![
-                "users",
-                "create",
-                "bob",
-                "--data-dir",
-                &data_arg,
-                "--password-stdin",
-            ],
-            "\n",
-        ),
-        (
-            vec![
-                "users",
-                "create",
-                "bob",
-                "--data-dir",
-                &data_arg,
-                "--password-stdin",
-                "--iterations",
-                "1000",
-            ],
-            "pw\n",
-        ),
-        (
-            vec![
-                "users",
-                "create",
-                "bob",
-                "--data-dir",
-                &data_arg,
-                "--password-stdin",
-                "--mechanism",
-                "SCRAM-SHA-1",
-            ],
+            &["--password-stdin", "--mechanism", "SCRAM-SHA-1"][..],
             "pw\n",
         ),
     ] {
+        let args: Vec<&str> = create_bob.iter().chain(extra).copied().collect();
         let (ok, out, err) = logd(&args, stdin);
         assert!(!ok, "{args:?} succeeded: {out}");
         assert!(!err.is_empty());
