@@ -16,6 +16,7 @@ mod group_client;
 mod groups;
 mod handlers;
 mod listener;
+mod login;
 mod observer;
 mod retry_transport;
 mod server;

@@ -2,8 +2,9 @@
 //! task per connection reading frames, and shutdown when a future completes. Connections cost
 //! a task and a small buffer while idle, so thousands of them are cheap; the engine's blocking
 //! calls (fsync waits, long-poll fetches, parked JoinGroup and SyncGroup) run on tokio's
-//! blocking pool, so one slow partition or a parked join never stalls other connections. TLS
-//! handshakes and SASL logins happen here too, before a connection's requests are served.
+//! blocking pool, so one slow partition or a parked join never stalls other connections. On
+//! TLS and SASL listeners, accepting, the TLS handshake and the SASL login run on the login
+//! runtime (`login.rs`), and the connection moves to the main runtime once authenticated.
 //! Limits: at most `max_connections` at once and `max_connections_per_ip` from one address
 //! (more are closed at once), and the request budget (`RequestBudget`) on intake.
 
@@ -24,7 +25,8 @@ use crate::auth::tls::certificate_principal;
 use crate::auth::{Gate, Session};
 use crate::broker::{Broker, Frame};
 use crate::error::{Error, Result};
-use crate::listener::{Listener, ListenerConfig};
+use crate::listener::{Listener, ListenerConfig, SecurityProtocol};
+use crate::login::{Movable, Rebind};
 
 /// How long a failed login waits before its connection is closed (Kafka's
 /// `connection.failed.authentication.delay.ms`).
@@ -99,24 +101,47 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let open: Arc<Mutex<Open>> = Arc::default();
+    let main = tokio::runtime::Handle::current();
+    let logins = crate::login::start().unwrap_or_else(|| main.clone());
     let mut accepting = tokio::task::JoinSet::new();
     for listener in listeners {
-        accepting.spawn(accept(broker.clone(), listener, limits, open.clone()));
+        // A listener that logs clients in accepts on the login runtime too: a burst of new
+        // connections then costs the main runtime nothing until they are authenticated.
+        let on = match listener.config.protocol {
+            SecurityProtocol::Plaintext => &main,
+            _ => &logins,
+        };
+        let accepting_loop = accept(broker.clone(), listener, limits, open.clone(), main.clone());
+        accepting.spawn_on(accepting_loop, on);
     }
     shutdown.await;
     accepting.abort_all();
 }
 
-/// One listener's accept loop.
+/// One listener's accept loop, on the runtime its connections log in on (the main one for
+/// PLAINTEXT); authenticated connections are served on `main`.
 async fn accept(
     broker: Arc<Broker>,
     listener: Listener,
     limits: ConnectionLimits,
     open: Arc<Mutex<Open>>,
+    main: tokio::runtime::Handle,
 ) {
     let config = Arc::new(listener.config);
+    // The socket was registered with the runtime that made it; accept on this one.
+    let socket = match listener
+        .socket
+        .into_std()
+        .and_then(tokio::net::TcpListener::from_std)
+    {
+        Ok(socket) => socket,
+        Err(e) => {
+            tracing::error!(listener = %config.name, error = %e, "cannot accept on this listener");
+            return;
+        }
+    };
     loop {
-        let (stream, peer) = match listener.socket.accept().await {
+        let (stream, peer) = match socket.accept().await {
             Ok(accepted) => accepted,
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
@@ -142,38 +167,79 @@ async fn accept(
             continue;
         }
         broker.observer.connection_opened();
-        let (broker, open, config) = (broker.clone(), open.clone(), config.clone());
-        tokio::spawn(async move {
-            if let Err(e) = secure(&broker, stream, ip, config.clone()).await {
-                tracing::info!(%peer, listener = %config.name, error = %e, "connection closed");
-            }
-            let mut open = open.lock();
-            open.total -= 1;
-            if let Some(count) = open.per_ip.get_mut(&ip) {
-                *count -= 1;
-                if *count == 0 {
-                    open.per_ip.remove(&ip);
+        let slot = Slot {
+            open: open.clone(),
+            ip,
+            broker: broker.clone(),
+        };
+        let (broker, config) = (broker.clone(), config.clone());
+        if config.protocol == SecurityProtocol::Plaintext {
+            tokio::spawn(async move {
+                let _slot = slot;
+                let session = Session::new(format!("/{ip}"), config.clone(), None);
+                let served = match stream.set_nodelay(true) {
+                    Ok(()) => connection(&broker, stream, session, false).await,
+                    Err(e) => Err(e.into()),
+                };
+                if let Err(e) = served {
+                    tracing::info!(%peer, listener = %config.name, error = %e, "connection closed");
                 }
-            }
-            drop(open);
-            broker.observer.connection_closed();
-        });
+            });
+        } else {
+            let main = main.clone();
+            tokio::spawn(async move {
+                if let Err(e) = login(&broker, stream, ip, config.clone(), slot, main).await {
+                    tracing::info!(%peer, listener = %config.name, error = %e, "connection closed");
+                }
+            });
+        }
     }
 }
 
-/// Runs a new connection's TLS handshake if its listener has TLS (within the request timeout,
-/// so a stalled handshake holds nothing for long), then serves it.
-async fn secure(
+/// A connection's place in the limits: given back when the connection ends, on whichever
+/// runtime that is.
+struct Slot {
+    open: Arc<Mutex<Open>>,
+    ip: IpAddr,
+    broker: Arc<Broker>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.open.lock();
+        open.total -= 1;
+        if let Some(count) = open.per_ip.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                open.per_ip.remove(&self.ip);
+            }
+        }
+        drop(open);
+        self.broker.observer.connection_closed();
+    }
+}
+
+/// Logs a new connection in on the login runtime: its TLS handshake if its listener has TLS
+/// (within the request timeout, so a stalled handshake holds nothing for long), then its SASL
+/// exchange if the listener asks for one; then hands it to the main runtime to be served.
+async fn login(
     broker: &Arc<Broker>,
     stream: TcpStream,
     ip: IpAddr,
     listener: Arc<ListenerConfig>,
+    slot: Slot,
+    main: tokio::runtime::Handle,
 ) -> Result<()> {
     stream.set_nodelay(true)?;
+    let stream = Movable::new(stream);
     // Kafka shows a member's host as "/ip".
     let host = format!("/{ip}");
     let Some(tls) = listener.tls.clone() else {
-        return connection(broker, stream, Session::new(host, listener, None)).await;
+        let session = Session::new(host, listener, None);
+        if let Some((stream, session)) = connection(broker, stream, session, true).await? {
+            hand_over(&main, broker.clone(), stream, session, slot);
+        }
+        return Ok(());
     };
     let handshake =
         tokio::time::timeout(broker.config.request_timeout, tls.acceptor().accept(stream));
@@ -197,24 +263,60 @@ async fn secure(
     if let Some(principal) = &principal {
         tracing::info!(%ip, listener = %listener.name, principal, "client certificate accepted");
     }
-    connection(broker, stream, Session::new(host, listener, principal)).await
+    let session = Session::new(host, listener, principal);
+    if let Some((stream, session)) = connection(broker, stream, session, true).await? {
+        hand_over(&main, broker.clone(), stream, session, slot);
+    }
+    Ok(())
 }
 
-/// Serves one connection until the client closes it or breaks the protocol.
-async fn connection<S>(broker: &Arc<Broker>, mut stream: S, mut session: Session) -> Result<()>
+/// Moves an authenticated connection to the main runtime and serves it there.
+fn hand_over<S>(
+    main: &tokio::runtime::Handle,
+    broker: Arc<Broker>,
+    mut stream: S,
+    session: Session,
+    slot: Slot,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + Rebind + 'static,
+{
+    main.spawn(async move {
+        let _slot = slot;
+        let served = match stream.rebind() {
+            Ok(()) => connection(&broker, stream, session, false).await,
+            Err(e) => Err(e.into()),
+        };
+        if let Err(e) = served {
+            tracing::info!(error = %e, "connection closed");
+        }
+    });
+}
+
+/// Serves one connection until the client closes it or breaks the protocol; with
+/// `until_authenticated`, only until its session is authenticated, returning the stream and
+/// session then (`None`: the connection ended first).
+async fn connection<S>(
+    broker: &Arc<Broker>,
+    mut stream: S,
+    mut session: Session,
+    until_authenticated: bool,
+) -> Result<Option<(S, Session)>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let config = &broker.config;
     let stats = &broker.stats;
     loop {
+        if until_authenticated && session.is_authenticated() {
+            return Ok(Some((stream, session)));
+        }
         let idle = InState::enter(&stats.idle);
         let mut size = [0u8; 4];
         let read = tokio::time::timeout(config.idle_timeout, stream.read_exact(&mut size)).await;
         drop(idle);
         match read {
-            Err(_) => return Ok(()), // idle too long
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(_) => return Ok(None), // idle too long
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
             Ok(Err(e)) => return Err(e.into()),
             Ok(Ok(_)) => {}
         }
@@ -243,7 +345,7 @@ where
                     listener = %session.peer.listener.name,
                     "request before authentication (ILLEGAL_SASL_STATE); closing"
                 );
-                return Ok(());
+                return Ok(None);
             }
             Gate::Sasl => {
                 // The mechanism is gone from the session once a login fails; the log and the
@@ -288,7 +390,9 @@ where
                             mechanism,
                             reason,
                         };
-                        return refuse(broker, &mut stream, &session, refusal).await;
+                        return refuse(broker, &mut stream, &session, refusal)
+                            .await
+                            .map(|()| None);
                     }
                 }
             }

@@ -87,6 +87,11 @@ impl Session {
         }
     }
 
+    /// Whether the connection may make requests: logged in, or on a listener without SASL.
+    pub(crate) fn is_authenticated(&self) -> bool {
+        self.pending.is_none()
+    }
+
     /// Whether the next frame is a raw SASL token (after a v0 handshake), which may be
     /// shorter than any request.
     pub(crate) fn expects_raw_token(&self) -> bool {
