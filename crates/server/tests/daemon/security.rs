@@ -133,6 +133,23 @@ fn secure_daemon_with(dir: &Path, pki: &Pki, extra: &[&str]) -> Daemon {
     Daemon::start_logging_to(&data, &args, &dir.join("logd.log"))
 }
 
+/// A directory with a test PKI and user `alice`, and a [`secure_daemon`] on it.
+fn alice_and_daemon() -> (tempfile::TempDir, Pki, Daemon) {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::create(dir.path());
+    create_alice(&dir.path().join("data"));
+    let daemon = secure_daemon(dir.path(), &pki);
+    (dir, pki, daemon)
+}
+
+/// The listener a way in uses: SASL on EXTERNAL, certificates on CERTS.
+fn address<'a>(daemon: &'a Daemon, way: Way<'_>) -> &'a str {
+    match way {
+        Way::Sasl { .. } => listener(daemon, "EXTERNAL"),
+        Way::Certificate { .. } => listener(daemon, "CERTS"),
+    }
+}
+
 fn listener<'a>(daemon: &'a Daemon, name: &str) -> &'a str {
     &daemon
         .listeners
@@ -399,15 +416,9 @@ fn ways(pki_ca: &'static str) -> Vec<(&'static str, Way<'static>)> {
 
 #[test]
 fn unmodified_clients_round_trip_over_sasl_ssl_and_client_certificates() {
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::create(dir.path());
-    create_alice(&dir.path().join("data"));
-    let daemon = secure_daemon(dir.path(), &pki);
+    let (dir, pki, daemon) = alice_and_daemon();
     for (name, way) in ways("ca.pem") {
-        let addr = match way {
-            Way::Sasl { .. } => listener(&daemon, "EXTERNAL"),
-            Way::Certificate { .. } => listener(&daemon, "CERTS"),
-        };
+        let addr = address(&daemon, way);
         let topic = format!("confluent-{name}");
         let conf = librdkafka_conf(addr, way, &pki).to_string();
         assert_round_trip(&topic, &run(CONFLUENT, &[&conf, &topic, "round-trip"]));
@@ -606,15 +617,9 @@ fn users_made_offline_log_in_and_survive_kill_9() {
 #[test]
 fn kcat_produces_and_consumes_over_sasl_ssl_and_with_a_client_certificate() {
     let Some(kcat) = system_kcat() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::create(dir.path());
-    create_alice(&dir.path().join("data"));
-    let daemon = secure_daemon(dir.path(), &pki);
+    let (_dir, pki, daemon) = alice_and_daemon();
     for (name, way) in ways("ca.pem") {
-        let addr = match way {
-            Way::Sasl { .. } => listener(&daemon, "EXTERNAL"),
-            Way::Certificate { .. } => listener(&daemon, "CERTS"),
-        };
+        let addr = address(&daemon, way);
         // The same settings as librdkafka's configuration, as `-X` flags. (Debian's kcat
         // refuses SASL_SSL from a `-F` file, "OpenSSL not available at build time", yet takes
         // it as `-X`; the password is on this test's command line only.)
@@ -751,10 +756,7 @@ fn logd_with_env(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> (bool, Str
 
 #[test]
 fn logds_own_tools_log_in_from_a_command_config_or_the_environment() {
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::create(dir.path());
-    create_alice(&dir.path().join("data"));
-    let daemon = secure_daemon(dir.path(), &pki);
+    let (dir, pki, daemon) = alice_and_daemon();
     let sasl = listener(&daemon, "EXTERNAL").to_owned();
     let certs = listener(&daemon, "CERTS").to_owned();
     let ca = pki.path("ca.pem");
@@ -1071,10 +1073,7 @@ c.close()
 #[test]
 fn group_members_are_shown_with_their_principal() {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::create(dir.path());
-    create_alice(&dir.path().join("data"));
-    let daemon = secure_daemon(dir.path(), &pki);
+    let (dir, pki, daemon) = alice_and_daemon();
     let sasl = listener(&daemon, "EXTERNAL").to_owned();
     let way = Way::Sasl {
         mechanism: "SCRAM-SHA-256",
