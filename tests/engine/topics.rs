@@ -197,3 +197,39 @@ fn batches_stay_within_batch_bytes_and_flush_reports_a_lost_batch() {
     assert!(matches!(too_big.flush(), Err(Error::Delivery(_))));
     assert!(too_big.flush().is_ok(), "reported once");
 }
+
+#[test]
+fn a_creation_that_fails_part_way_leaves_nothing_and_says_which_limit() {
+    use logd_storage::{FaultKind, SimFs, Storage};
+    use std::path::Path;
+    use std::sync::Arc;
+    let fs = SimFs::new();
+    let log = logd::Log::open_with(
+        Arc::new(fs.clone()),
+        Arc::new(logd::SystemClock),
+        "/data",
+        logd::Config::default(),
+    )
+    .unwrap();
+    let config = TopicConfig {
+        partitions: 8,
+        ..TopicConfig::default()
+    };
+    // Out of descriptors (EMFILE) at the 13th file the creation makes: partitions 0-2 or so
+    // exist by then.
+    fs.fail_nth(FaultKind::Create, 12, 24);
+    let err = log
+        .create_topic("many", config.clone())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("too many open files") && err.contains("ulimit -n"),
+        "{err}"
+    );
+    assert!(log.list_topics().is_empty());
+    let left: Vec<_> = fs.list_dir(Path::new("/data/topics")).unwrap();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // Nothing stands in the way of trying again, and the data directory reopens clean.
+    log.create_topic("many", config).unwrap();
+    assert_eq!(log.list_topics(), vec!["many".to_owned()]);
+}

@@ -364,13 +364,32 @@ impl AsyncClient {
         let response: CreateTopicsResponse = self
             .call(ApiKey::CreateTopics, CREATE_TOPICS, &request)
             .await?;
-        match response.topics.first().map(|t| t.error_code) {
-            Some(0) => Ok(()),
-            code => Err(ClientError::Kafka {
+        let Some(result) = response.topics.first() else {
+            return Err(ClientError::Kafka {
                 what: format!("topic {topic}"),
-                code: code.unwrap_or(-1),
-            }),
+                code: -1,
+            });
+        };
+        if result.error_code == 0 {
+            return Ok(());
         }
+        // Where the code alone says little, the broker's own words (which limit was hit,
+        // which config is wrong) go with it.
+        let explained = [
+            codes::KAFKA_STORAGE_ERROR,
+            codes::UNKNOWN_SERVER_ERROR,
+            codes::INVALID_CONFIG,
+        ];
+        let what = match result.error_message.as_deref() {
+            Some(message) if !message.is_empty() && explained.contains(&result.error_code) => {
+                format!("topic {topic} [broker: {message}]")
+            }
+            _ => format!("topic {topic}"),
+        };
+        Err(ClientError::Kafka {
+            what,
+            code: result.error_code,
+        })
     }
 
     /// Deletes a topic.

@@ -175,10 +175,24 @@ impl Topic {
             dir,
             duplicates: AtomicU64::new(0),
         };
-        topic.open_partitions(storage)?;
         // `create_dir_durable` already made the topic directory's entry durable, and
         // `write_metadata` fsyncs the topic directory.
-        topic.write_metadata(&**storage)?;
+        let made = topic
+            .open_partitions(storage)
+            .and_then(|()| topic.write_metadata(&**storage));
+        if let Err(e) = made {
+            // Nothing half-made stays behind: the partitions opened so far close, and the
+            // directory goes (were that to fail too, the next open removes a topic directory
+            // without metadata).
+            topic.partitions.write().clear();
+            let removed = storage
+                .remove_dir_all(&topic.dir)
+                .and_then(|()| storage.sync_dir(topics_dir));
+            if let Err(cleanup) = removed {
+                tracing::warn!(dir = %topic.dir.display(), error = %cleanup, "cannot remove a topic that failed to be created");
+            }
+            return Err(e);
+        }
         Ok(topic)
     }
 

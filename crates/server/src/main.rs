@@ -22,6 +22,7 @@ use metrics::Metrics;
 use metrics::fsync::MeteredFs;
 
 mod dump;
+mod fd_limit;
 mod listeners;
 mod metrics;
 mod tools;
@@ -428,6 +429,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
         ..Config::default()
     };
+    match fd_limit::raise() {
+        Ok((soft, hard)) => tracing::info!(soft, hard, "open-file limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot read the open-file limit"),
+    }
     let metrics = Arc::new(Metrics::new());
     let storage = MeteredFs::new(Arc::new(RealFs), metrics.fsync_histogram());
     let log = Log::open_with(

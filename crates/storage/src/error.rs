@@ -17,7 +17,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// A file-system operation failed.
-    #[error("{op} {path}: {source}")]
+    #[error("{op} {path}: {source}{}", limit_hint(source))]
     Io {
         /// The operation, e.g. `write` or `fsync`.
         op: &'static str,
@@ -210,5 +210,19 @@ impl Error {
             position,
             source: Box::new(source),
         }
+    }
+}
+
+/// What to do about an OS error that is a limit being reached rather than damage.
+fn limit_hint(source: &io::Error) -> &'static str {
+    match source.raw_os_error() {
+        // EMFILE, ENFILE
+        Some(24) | Some(23) => {
+            " (too many open files: raise the file-descriptor limit, e.g. `ulimit -n` or \
+             systemd's LimitNOFILE=, or use fewer partitions)"
+        }
+        // ENOSPC
+        Some(28) => " (the disk is full: free space, or lower retention)",
+        _ => "",
     }
 }

@@ -156,3 +156,43 @@ fn the_daemon_applies_retention_on_its_own() {
     };
     assert_ne!(first, 0, "retention deleted the oldest segments");
 }
+
+#[test]
+fn the_daemon_raises_its_open_file_limit_to_the_hard_one_and_says_so() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("logd.log");
+    // Started with the common soft default of 1,024, as a shell would start it.
+    let mut child = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -Sn 1024 && exec {} serve --listen 127.0.0.1:0 --data-dir {}",
+            env!("CARGO_BIN_EXE_logd"),
+            dir.path().join("data").display()
+        ))
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("logd listening on"), "{line}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let limit = text
+        .lines()
+        .find(|l| l.contains("open-file limit"))
+        .unwrap_or_else(|| panic!("no limit line in {text}"));
+    let field = |name: &str| -> u64 {
+        limit
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {limit}"))
+    };
+    assert_eq!(field("soft"), field("hard"), "{limit}");
+}

@@ -36,6 +36,9 @@ pub enum FaultKind {
     Write,
     /// `sync_data`: nothing becomes durable and the call fails.
     Sync,
+    /// `open` creating a file: nothing is created (as when the process is out of
+    /// descriptors, EMFILE).
+    Create,
 }
 
 /// A deterministic pseudo-random generator (SplitMix64) for simulations and tests.
@@ -342,6 +345,9 @@ impl Storage for SimFs {
         let ino = match existing {
             Some(ino) => ino,
             None if create => {
+                if let Some(err) = state.fault(FaultKind::Create) {
+                    return Err(err);
+                }
                 state.tick()?;
                 state.inodes.push(Inode::default());
                 let ino = state.inodes.len() - 1;
