@@ -2,8 +2,9 @@
 //! 2.11.1 (Debian's kcat) turns features on only if specific old versions are in range.
 //! Maximums are capped where the handlers do not yet implement a newer version's semantics;
 //! at these caps most requests of kcat, confluent-kafka, kafka-python and aiokafka are
-//! non-flexible; the flexible ones served are ApiVersions v3, InitProducerId v2-5 and
-//! DescribeProducers (see `shared/notes/kafka-protocol.md`).
+//! non-flexible; the flexible ones served are ApiVersions v3, InitProducerId v2-5,
+//! DescribeProducers, SaslAuthenticate v2 and the two user-credential APIs (see
+//! `shared/notes/kafka-protocol.md`).
 
 use kafka_protocol::messages::ApiKey;
 
