@@ -6,6 +6,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::MetadataResponse;
 use tokio::runtime::Runtime;
 
+use crate::acl::{AclBinding, AclFilter};
 use crate::auth::scram::ScramMechanism;
 use crate::client::{ActiveProducer, AsyncClient, ClientError, PartitionOffsets};
 use crate::client_security::ClientSecurity;
@@ -133,6 +134,21 @@ impl Client {
     /// Every user with a credential, and each one's SCRAM mechanisms and iterations.
     pub fn describe_users(&mut self) -> Result<Vec<UserCredentials>, ClientError> {
         self.runtime.block_on(self.inner.describe_users())
+    }
+
+    /// The ACLs `filter` selects.
+    pub fn describe_acls(&mut self, filter: &AclFilter) -> Result<Vec<AclBinding>, ClientError> {
+        self.runtime.block_on(self.inner.describe_acls(filter))
+    }
+
+    /// Creates `bindings`.
+    pub fn create_acls(&mut self, bindings: &[AclBinding]) -> Result<(), ClientError> {
+        self.runtime.block_on(self.inner.create_acls(bindings))
+    }
+
+    /// Deletes what `filters` select; returns what was deleted.
+    pub fn delete_acls(&mut self, filters: &[AclFilter]) -> Result<Vec<AclBinding>, ClientError> {
+        self.runtime.block_on(self.inner.delete_acls(filters))
     }
 
     /// Sets `user`'s `mechanism` credential to `password` (salted here, never sent).

@@ -9,6 +9,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
+use crate::acl::Authorizer;
 use crate::auth::Peer;
 use crate::auth::credentials::CredentialStore;
 use crate::budget::RequestBudget;
@@ -39,7 +40,8 @@ pub struct BrokerConfig {
     pub request_timeout: Duration,
     /// Bytes of request frames all connections may hold at once (see [`RequestBudget`]).
     pub max_inflight_request_bytes: usize,
-    /// Principals (`User:admin`) allowed to manage users over the wire (Kafka `super.users`).
+    /// Principals (`User:admin`) allowed to manage users over the wire (Kafka `super.users`);
+    /// with an authorizer, its own super users decide.
     pub super_users: Vec<String>,
 }
 
@@ -68,6 +70,8 @@ pub struct Broker {
     pub(crate) budget: Arc<RequestBudget>,
     pub(crate) stats: Arc<ConnectionStats>,
     pub(crate) credentials: Arc<CredentialStore>,
+    /// The ACLs every request is checked against; `None`: everything is allowed.
+    pub(crate) authorizer: Option<Arc<Authorizer>>,
     /// Who `handle_frame`'s callers are: the advertised address, no authentication.
     default_listener: Arc<ListenerConfig>,
 }
@@ -87,7 +91,20 @@ impl Broker {
             log,
             config,
             observer: Arc::new(NoObserver),
+            authorizer: None,
         }
+    }
+
+    /// The same broker, checking every request against `authorizer`'s ACLs (Kafka's
+    /// `authorizer.class.name`); without one every request is allowed.
+    pub fn with_authorizer(mut self, authorizer: Arc<Authorizer>) -> Broker {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// The authorizer, when authorization is on.
+    pub fn authorizer(&self) -> Option<&Arc<Authorizer>> {
+        self.authorizer.as_ref()
     }
 
     /// The same broker, logging users in against `credentials`.
@@ -130,6 +147,7 @@ impl Broker {
             host: client_host.to_owned(),
             listener: self.default_listener.clone(),
             principal: crate::auth::ANONYMOUS.into(),
+            denials: Default::default(),
         };
         Ok(self.respond(frame, &peer)?.map(|response| match response {
             Frame::Whole(bytes) => bytes,

@@ -35,6 +35,14 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// The ACLs file cannot be read or written, or is damaged.
+    #[error("ACLs file {}: {reason}", path.display())]
+    Acls {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// A user name that is empty, longer than 256 bytes, or holds control characters.
     #[error("invalid user name {0:?}: 1 to 256 bytes without control characters")]
     InvalidUserName(String),

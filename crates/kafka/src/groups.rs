@@ -32,6 +32,8 @@ use kafka_protocol::protocol::StrBytes;
 use logd::group::{GroupError, GroupPhase, JoinRequest, JoinStatus};
 use logd_offsets::OffsetCommit;
 
+use crate::acl::{Operation, ResourceType};
+use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
 use crate::listener::ListenerConfig;
@@ -68,10 +70,26 @@ impl Broker {
     pub(crate) fn find_coordinator(
         &self,
         request: FindCoordinatorRequest,
-        listener: &ListenerConfig,
+        peer: &Peer,
     ) -> FindCoordinatorResponse {
         tracing::debug!(key = &*request.key, "find coordinator");
         let mut response = FindCoordinatorResponse::default();
+        let listener: &ListenerConfig = &peer.listener;
+        // Key type 0 names a group, 1 a transactional id.
+        let (resource_type, refused) = match request.key_type {
+            1 => (
+                ResourceType::TransactionalId,
+                codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            ),
+            _ => (ResourceType::Group, codes::GROUP_AUTHORIZATION_FAILED),
+        };
+        if !self.allowed(peer, Operation::Describe, resource_type, &request.key) {
+            response.error_code = refused;
+            response.node_id = BrokerId(-1);
+            response.host = StrBytes::default();
+            response.port = -1;
+            return response;
+        }
         response.node_id = BrokerId(self.config.node_id);
         response.host = str_bytes(listener.advertised_host.clone());
         response.port = i32::from(listener.advertised_port);
@@ -83,16 +101,26 @@ impl Broker {
         request: JoinGroupRequest,
         version: i16,
         client_id: &str,
-        client_host: &str,
+        peer: &Peer,
     ) -> JoinGroupResponse {
         let mut response = JoinGroupResponse::default();
         response.generation_id = -1;
         response.protocol_name = Some(StrBytes::default());
         response.member_id = request.member_id.clone();
+        if !self.allowed(
+            peer,
+            Operation::Read,
+            ResourceType::Group,
+            &request.group_id,
+        ) {
+            response.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+            return response;
+        }
         if request.group_id.is_empty() {
             response.error_code = codes::INVALID_GROUP_ID;
             return response;
         }
+        let client_host = peer.member_host();
         let rebalance_timeout_ms = if version == 0 {
             request.session_timeout_ms // v0 has no rebalance timeout: Kafka uses the session's
         } else {
@@ -102,7 +130,7 @@ impl Broker {
             member_id: (!request.member_id.is_empty()).then(|| request.member_id.to_string()),
             group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
             client_id: client_id.to_owned(),
-            client_host: client_host.to_owned(),
+            client_host,
             require_known_member_id: version >= 4,
             protocol_type: request.protocol_type.to_string(),
             protocols: request
@@ -166,8 +194,17 @@ impl Broker {
         }
     }
 
-    pub(crate) fn sync_group(&self, request: SyncGroupRequest) -> SyncGroupResponse {
+    pub(crate) fn sync_group(&self, request: SyncGroupRequest, peer: &Peer) -> SyncGroupResponse {
         let mut response = SyncGroupResponse::default();
+        if !self.allowed(
+            peer,
+            Operation::Read,
+            ResourceType::Group,
+            &request.group_id,
+        ) {
+            response.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+            return response;
+        }
         let outcome = self
             .check_instance(
                 &request.group_id,
@@ -197,8 +234,17 @@ impl Broker {
         response
     }
 
-    pub(crate) fn heartbeat(&self, request: HeartbeatRequest) -> HeartbeatResponse {
+    pub(crate) fn heartbeat(&self, request: HeartbeatRequest, peer: &Peer) -> HeartbeatResponse {
         let mut response = HeartbeatResponse::default();
+        if !self.allowed(
+            peer,
+            Operation::Read,
+            ResourceType::Group,
+            &request.group_id,
+        ) {
+            response.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+            return response;
+        }
         let outcome = self
             .check_instance(
                 &request.group_id,
@@ -223,8 +269,18 @@ impl Broker {
         &self,
         request: LeaveGroupRequest,
         version: i16,
+        peer: &Peer,
     ) -> LeaveGroupResponse {
         let mut response = LeaveGroupResponse::default();
+        if !self.allowed(
+            peer,
+            Operation::Read,
+            ResourceType::Group,
+            &request.group_id,
+        ) {
+            response.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+            return response;
+        }
         let coordinator = self.log.coordinator();
         let now = self.now_ms();
         if version < 3 {
@@ -251,10 +307,16 @@ impl Broker {
         response
     }
 
-    pub(crate) fn offset_commit(&self, request: OffsetCommitRequest) -> OffsetCommitResponse {
+    pub(crate) fn offset_commit(
+        &self,
+        request: OffsetCommitRequest,
+        peer: &Peer,
+    ) -> OffsetCommitResponse {
         let group = request.group_id.to_string();
         let now = self.now_ms();
-        let allowed = if group.is_empty() {
+        let allowed = if !self.allowed(peer, Operation::Read, ResourceType::Group, &group) {
+            Err(codes::GROUP_AUTHORIZATION_FAILED)
+        } else if group.is_empty() {
             Err(codes::INVALID_GROUP_ID)
         } else {
             self.check_instance(
@@ -277,6 +339,9 @@ impl Broker {
         let mut commits = Vec::new();
         for topic in request.topics {
             let partitions = self.log.partition_count(&topic.name).ok();
+            // Kafka checks the group first, then READ on each topic.
+            let topic_allowed = allowed.is_err()
+                || self.allowed(peer, Operation::Read, ResourceType::Topic, &topic.name);
             let mut topic_results = Vec::new();
             for p in topic.partitions {
                 let metadata = p
@@ -285,6 +350,7 @@ impl Broker {
                     .unwrap_or_default();
                 let code = match allowed {
                     Err(code) => Some(code),
+                    Ok(()) if !topic_allowed => Some(codes::TOPIC_AUTHORIZATION_FAILED),
                     Ok(())
                         if partitions.is_none_or(|n| {
                             !(0..n as i64).contains(&i64::from(p.partition_index))
@@ -340,9 +406,16 @@ impl Broker {
         &self,
         request: OffsetFetchRequest,
         version: i16,
+        peer: &Peer,
     ) -> OffsetFetchResponse {
         let group = request.group_id.to_string();
         let offsets = self.log.offsets();
+        let group_allowed = self.allowed(peer, Operation::Describe, ResourceType::Group, &group);
+        if !group_allowed && version >= 2 {
+            let mut response = OffsetFetchResponse::default();
+            response.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+            return response;
+        }
         let wanted: Vec<(String, Vec<i32>)> = match request.topics {
             Some(topics) => topics
                 .into_iter()
@@ -351,7 +424,14 @@ impl Broker {
             // v2+: null means every partition the group has committed.
             None => {
                 let mut all: Vec<(String, Vec<i32>)> = Vec::new();
-                for (topic, partition, _) in offsets.group_offsets(&group) {
+                // Topics the principal may not describe are left out, as Kafka does.
+                let visible = offsets
+                    .group_offsets(&group)
+                    .into_iter()
+                    .filter(|(topic, _, _)| {
+                        self.allowed_quietly(peer, Operation::Describe, ResourceType::Topic, topic)
+                    });
+                for (topic, partition, _) in visible {
                     match all.last_mut() {
                         Some((t, parts)) if *t == topic => parts.push(partition),
                         _ => all.push((topic, vec![partition])),
@@ -363,10 +443,28 @@ impl Broker {
         let mut response = OffsetFetchResponse::default();
         for (name, partitions) in wanted {
             let mut topic = OffsetFetchResponseTopic::default();
+            // v1 has no group-level error: each partition carries it.
+            let refused = if !group_allowed {
+                Some(codes::GROUP_AUTHORIZATION_FAILED)
+            } else if !self.allowed(peer, Operation::Describe, ResourceType::Topic, &name) {
+                Some(codes::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                None
+            };
             for index in partitions {
-                let committed = offsets.fetch(&group, &name, index);
                 let mut partition = OffsetFetchResponsePartition::default();
                 partition.partition_index = index;
+                if let Some(code) = refused {
+                    partition.error_code = code;
+                    partition.committed_offset = -1;
+                    if version >= 5 {
+                        partition.committed_leader_epoch = -1;
+                    }
+                    partition.metadata = Some(StrBytes::default());
+                    topic.partitions.push(partition);
+                    continue;
+                }
+                let committed = offsets.fetch(&group, &name, index);
                 partition.committed_offset = committed.as_ref().map_or(-1, |c| c.offset);
                 if version >= 5 {
                     partition.committed_leader_epoch = -1;
@@ -381,12 +479,23 @@ impl Broker {
         response
     }
 
-    pub(crate) fn list_groups(&self) -> ListGroupsResponse {
+    /// Every group with DESCRIBE on the cluster, otherwise the groups the principal may
+    /// describe; never an error, as in Kafka.
+    pub(crate) fn list_groups(&self, peer: &Peer) -> ListGroupsResponse {
         let mut response = ListGroupsResponse::default();
+        let all = self.allowed_quietly(
+            peer,
+            Operation::Describe,
+            ResourceType::Cluster,
+            crate::acl::CLUSTER_NAME,
+        );
         response.groups = self
             .log
             .list_groups()
             .into_iter()
+            .filter(|id| {
+                all || self.allowed_quietly(peer, Operation::Describe, ResourceType::Group, id)
+            })
             .map(|id| {
                 let mut group = ListedGroup::default();
                 group.group_id = GroupId(str_bytes(id));
@@ -401,10 +510,20 @@ impl Broker {
         &self,
         request: DescribeGroupsRequest,
         version: i16,
+        peer: &Peer,
     ) -> DescribeGroupsResponse {
         let mut response = DescribeGroupsResponse::default();
         for id in request.groups {
             let mut described = DescribedGroup::default();
+            if !self.allowed(peer, Operation::Describe, ResourceType::Group, &id) {
+                described.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+                if version >= 3 {
+                    described.authorized_operations = i32::MIN;
+                }
+                described.group_id = id;
+                response.groups.push(described);
+                continue;
+            }
             let live = self.log.coordinator().read_group(&id, |g| {
                 (
                     g.phase(),
@@ -451,18 +570,26 @@ impl Broker {
         response
     }
 
-    pub(crate) fn delete_groups(&self, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    pub(crate) fn delete_groups(
+        &self,
+        request: DeleteGroupsRequest,
+        peer: &Peer,
+    ) -> DeleteGroupsResponse {
         let mut response = DeleteGroupsResponse::default();
         for id in request.groups_names {
             let mut result = DeletableGroupResult::default();
-            result.error_code = match self.log.delete_group(&id) {
-                Ok(true) => codes::NONE,
-                Ok(false) => codes::GROUP_ID_NOT_FOUND,
-                Err(logd::Error::Group(e)) => codes::for_group_error(e),
-                Err(e) => {
-                    tracing::error!(group = %id.0, error = %e, "delete group failed");
-                    codes::COORDINATOR_NOT_AVAILABLE
-                }
+            let allowed = self.allowed(peer, Operation::Delete, ResourceType::Group, &id);
+            result.error_code = match allowed.then(|| self.log.delete_group(&id)) {
+                None => codes::GROUP_AUTHORIZATION_FAILED,
+                Some(deleted) => match deleted {
+                    Ok(true) => codes::NONE,
+                    Ok(false) => codes::GROUP_ID_NOT_FOUND,
+                    Err(logd::Error::Group(e)) => codes::for_group_error(e),
+                    Err(e) => {
+                        tracing::error!(group = %id.0, error = %e, "delete group failed");
+                        codes::COORDINATOR_NOT_AVAILABLE
+                    }
+                },
             };
             result.group_id = id;
             response.results.push(result);
@@ -471,8 +598,17 @@ impl Broker {
     }
 
     /// Deletes committed offsets, refused per topic while an active member subscribes to it.
-    pub(crate) fn offset_delete(&self, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    pub(crate) fn offset_delete(
+        &self,
+        request: OffsetDeleteRequest,
+        peer: &Peer,
+    ) -> OffsetDeleteResponse {
         let group = request.group_id.to_string();
+        if !self.allowed(peer, Operation::Delete, ResourceType::Group, &group) {
+            let mut response = OffsetDeleteResponse::default();
+            response.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+            return response;
+        }
         let subscribed: Vec<String> = self
             .log
             .coordinator()
@@ -487,7 +623,9 @@ impl Broker {
         for topic in request.topics {
             let name = topic.name.to_string();
             let indexes: Vec<i32> = topic.partitions.iter().map(|p| p.partition_index).collect();
-            let code = if subscribed.contains(&name) {
+            let code = if !self.allowed(peer, Operation::Read, ResourceType::Topic, &name) {
+                codes::TOPIC_AUTHORIZATION_FAILED
+            } else if subscribed.contains(&name) {
                 codes::GROUP_SUBSCRIBED_TO_TOPIC
             } else {
                 let doomed: Vec<(String, i32)> =

@@ -27,9 +27,10 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
     ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, FetchRequest, FetchResponse, InitProducerIdResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
-    ProducerId, RequestHeader, RequestKind, ResponseKind, TopicName,
+    DeleteTopicsResponse, FetchRequest, FetchResponse, InitProducerIdRequest,
+    InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
+    MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, RequestKind,
+    ResponseKind, TopicName,
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
@@ -39,6 +40,7 @@ use logd::TopicConfig;
 use logd_storage::Offset;
 use logd_storage::batch::BatchHeader;
 
+use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
@@ -88,60 +90,74 @@ impl Broker {
                 ResponseKind::ApiVersions(api_versions())
             }
             RequestKind::Metadata(request) => {
-                ResponseKind::Metadata(self.metadata(request, version, &peer.listener))
+                ResponseKind::Metadata(self.metadata(request, version, peer))
             }
             RequestKind::CreateTopics(request) => {
-                ResponseKind::CreateTopics(self.create_topics(request, version))
+                ResponseKind::CreateTopics(self.create_topics(request, version, peer))
             }
             RequestKind::DeleteTopics(request) => {
-                ResponseKind::DeleteTopics(self.delete_topics(request))
+                ResponseKind::DeleteTopics(self.delete_topics(request, peer))
             }
-            RequestKind::InitProducerId(_) => ResponseKind::InitProducerId(self.init_producer_id()),
+            RequestKind::InitProducerId(request) => {
+                ResponseKind::InitProducerId(self.init_producer_id(request, peer))
+            }
             RequestKind::DescribeProducers(request) => {
-                ResponseKind::DescribeProducers(self.describe_producers(request))
+                ResponseKind::DescribeProducers(self.describe_producers(request, peer))
             }
             RequestKind::Produce(request) => {
-                return self.produce(request, version).map(ResponseKind::Produce);
+                return self
+                    .produce(request, version, peer)
+                    .map(ResponseKind::Produce);
             }
-            RequestKind::Fetch(request) => ResponseKind::Fetch(self.fetch(&request, version)),
+            RequestKind::Fetch(request) => ResponseKind::Fetch(self.fetch(&request, version, peer)),
             RequestKind::ListOffsets(request) => {
-                ResponseKind::ListOffsets(self.list_offsets(request))
+                ResponseKind::ListOffsets(self.list_offsets(request, peer))
             }
             RequestKind::DescribeConfigs(request) => {
-                ResponseKind::DescribeConfigs(self.describe_configs(request))
+                ResponseKind::DescribeConfigs(self.describe_configs(request, peer))
             }
             RequestKind::DescribeLogDirs(request) => {
-                ResponseKind::DescribeLogDirs(self.describe_log_dirs(request))
+                ResponseKind::DescribeLogDirs(self.describe_log_dirs(request, peer))
             }
             RequestKind::FindCoordinator(request) => {
-                ResponseKind::FindCoordinator(self.find_coordinator(request, &peer.listener))
+                ResponseKind::FindCoordinator(self.find_coordinator(request, peer))
             }
-            RequestKind::JoinGroup(request) => ResponseKind::JoinGroup(self.join_group(
-                request,
-                version,
-                client_id,
-                &peer.member_host(),
-            )),
-            RequestKind::SyncGroup(request) => ResponseKind::SyncGroup(self.sync_group(request)),
-            RequestKind::Heartbeat(request) => ResponseKind::Heartbeat(self.heartbeat(request)),
+            RequestKind::JoinGroup(request) => {
+                ResponseKind::JoinGroup(self.join_group(request, version, client_id, peer))
+            }
+            RequestKind::SyncGroup(request) => {
+                ResponseKind::SyncGroup(self.sync_group(request, peer))
+            }
+            RequestKind::Heartbeat(request) => {
+                ResponseKind::Heartbeat(self.heartbeat(request, peer))
+            }
             RequestKind::LeaveGroup(request) => {
-                ResponseKind::LeaveGroup(self.leave_group(request, version))
+                ResponseKind::LeaveGroup(self.leave_group(request, version, peer))
             }
             RequestKind::OffsetCommit(request) => {
-                ResponseKind::OffsetCommit(self.offset_commit(request))
+                ResponseKind::OffsetCommit(self.offset_commit(request, peer))
             }
             RequestKind::OffsetFetch(request) => {
-                ResponseKind::OffsetFetch(self.offset_fetch(request, version))
+                ResponseKind::OffsetFetch(self.offset_fetch(request, version, peer))
             }
-            RequestKind::ListGroups(_) => ResponseKind::ListGroups(self.list_groups()),
+            RequestKind::ListGroups(_) => ResponseKind::ListGroups(self.list_groups(peer)),
             RequestKind::DescribeGroups(request) => {
-                ResponseKind::DescribeGroups(self.describe_groups(request, version))
+                ResponseKind::DescribeGroups(self.describe_groups(request, version, peer))
             }
             RequestKind::DeleteGroups(request) => {
-                ResponseKind::DeleteGroups(self.delete_groups(request))
+                ResponseKind::DeleteGroups(self.delete_groups(request, peer))
             }
             RequestKind::OffsetDelete(request) => {
-                ResponseKind::OffsetDelete(self.offset_delete(request))
+                ResponseKind::OffsetDelete(self.offset_delete(request, peer))
+            }
+            RequestKind::DescribeAcls(request) => {
+                ResponseKind::DescribeAcls(self.describe_acls(request, peer))
+            }
+            RequestKind::CreateAcls(request) => {
+                ResponseKind::CreateAcls(self.create_acls(request, peer))
+            }
+            RequestKind::DeleteAcls(request) => {
+                ResponseKind::DeleteAcls(self.delete_acls(request, peer))
             }
             RequestKind::DescribeUserScramCredentials(request) => {
                 ResponseKind::DescribeUserScramCredentials(
@@ -161,16 +177,19 @@ impl Broker {
         })
     }
 
-    fn metadata(
-        &self,
-        request: MetadataRequest,
-        version: i16,
-        listener: &ListenerConfig,
-    ) -> MetadataResponse {
+    fn metadata(&self, request: MetadataRequest, version: i16, peer: &Peer) -> MetadataResponse {
+        let listener: &ListenerConfig = &peer.listener;
+        // Every topic the principal may describe (the others are left out, as Kafka does), or
+        // the named ones.
+        let every_topic = || {
+            let mut all = self.log.list_topics();
+            all.retain(|t| self.allowed_quietly(peer, Operation::Describe, ResourceType::Topic, t));
+            all
+        };
         let names: Vec<String> = match request.topics {
-            None => self.log.list_topics(),
+            None => every_topic(),
             // In v0 an empty list means every topic.
-            Some(topics) if topics.is_empty() && version == 0 => self.log.list_topics(),
+            Some(topics) if topics.is_empty() && version == 0 => every_topic(),
             Some(topics) => topics
                 .into_iter()
                 .filter_map(|t| t.name.map(|n| n.0.to_string()))
@@ -178,6 +197,7 @@ impl Broker {
         };
         // Before v4 a metadata request asks for auto-creation implicitly, as in Kafka.
         let auto_create = version < 4 || request.allow_auto_topic_creation;
+        let may_create_any = auto_create && self.may_create_on_cluster(peer);
         let node = BrokerId(self.config.node_id);
         let mut broker = MetadataResponseBroker::default();
         broker.node_id = node;
@@ -196,10 +216,24 @@ impl Broker {
             .map(|name| {
                 let mut topic = MetadataResponseTopic::default();
                 topic.name = Some(topic_name(&name));
-                let exists = if auto_create {
+                if !self.allowed(peer, Operation::Describe, ResourceType::Topic, &name) {
+                    topic.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                    return topic;
+                }
+                let known = self.log.partition_count(&name).is_ok();
+                // Auto-creation needs CREATE on the cluster or on the topic.
+                if auto_create
+                    && !known
+                    && !may_create_any
+                    && !self.allowed(peer, Operation::Create, ResourceType::Topic, &name)
+                {
+                    topic.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                    return topic;
+                }
+                let exists = if auto_create && !known {
                     self.log.ensure_topic(&name)
                 } else {
-                    Ok(self.log.partition_count(&name).is_ok())
+                    Ok(known)
                 };
                 match exists.and_then(|exists| {
                     if exists {
@@ -229,26 +263,50 @@ impl Broker {
         response
     }
 
-    fn create_topics(&self, request: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
+    /// Whether `peer` may create any topic (CREATE on the cluster); asked quietly, since
+    /// CREATE on the topic may still allow it.
+    fn may_create_on_cluster(&self, peer: &Peer) -> bool {
+        self.allowed_quietly(peer, Operation::Create, ResourceType::Cluster, CLUSTER_NAME)
+    }
+
+    fn create_topics(
+        &self,
+        request: CreateTopicsRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> CreateTopicsResponse {
         let mut response = CreateTopicsResponse::default();
+        let may_create_any = self.may_create_on_cluster(peer);
         for topic in request.topics {
             let mut result = CreatableTopicResult::default();
             result.name = topic.name.clone();
             let name = topic.name.0.to_string();
-            let outcome = self.topic_config(&topic).and_then(|config| {
-                if request.validate_only {
-                    logd::validate_topic_name(&name)
-                        .map_err(|e| (codes::for_engine_error(&e), e.to_string()))?;
-                    config
-                        .validate()
-                        .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))
-                } else {
-                    self.log
-                        .create_topic(&name, config)
-                        .map(|_| ())
-                        .map_err(|e| (codes::for_engine_error(&e), e.to_string()))
-                }
-            });
+            let authorized =
+                may_create_any || self.allowed(peer, Operation::Create, ResourceType::Topic, &name);
+            let outcome = if authorized {
+                Ok(())
+            } else {
+                Err((
+                    codes::TOPIC_AUTHORIZATION_FAILED,
+                    "Authorization failed.".to_owned(),
+                ))
+            };
+            let outcome = outcome
+                .and_then(|()| self.topic_config(&topic))
+                .and_then(|config| {
+                    if request.validate_only {
+                        logd::validate_topic_name(&name)
+                            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))?;
+                        config
+                            .validate()
+                            .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))
+                    } else {
+                        self.log
+                            .create_topic(&name, config)
+                            .map(|_| ())
+                            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))
+                    }
+                });
             if let Err((code, message)) = outcome {
                 result.error_code = code;
                 if version >= 1 {
@@ -315,11 +373,13 @@ impl Broker {
         Ok(config)
     }
 
-    fn delete_topics(&self, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
+    fn delete_topics(&self, request: DeleteTopicsRequest, peer: &Peer) -> DeleteTopicsResponse {
         let mut response = DeleteTopicsResponse::default();
         for name in request.topic_names {
             let mut result = DeletableTopicResult::default();
-            if let Err(e) = self.log.delete_topic(&name.0) {
+            if !self.allowed(peer, Operation::Delete, ResourceType::Topic, &name.0) {
+                result.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+            } else if let Err(e) = self.log.delete_topic(&name.0) {
                 result.error_code = codes::for_engine_error(&e);
             }
             result.name = Some(name);
@@ -328,19 +388,36 @@ impl Broker {
         response
     }
 
-    fn produce(&self, request: ProduceRequest, version: i16) -> Option<ProduceResponse> {
+    fn produce(
+        &self,
+        request: ProduceRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> Option<ProduceResponse> {
         let acks_valid = matches!(request.acks, -1..=1);
+        // A transactional producer needs WRITE on its transactional id too.
+        let transaction_refused = request.transactional_id.as_ref().is_some_and(|id| {
+            !self.allowed(peer, Operation::Write, ResourceType::TransactionalId, id)
+        });
         let mut response = ProduceResponse::default();
         for topic in request.topic_data {
             let mut topic_response = TopicProduceResponse::default();
+            let refused = if transaction_refused {
+                Some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            } else if !self.allowed(peer, Operation::Write, ResourceType::Topic, &topic.name.0) {
+                Some(codes::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                None
+            };
             for data in topic.partition_data {
                 let mut partition = PartitionProduceResponse::default();
                 partition.index = data.index;
                 partition.base_offset = -1;
-                let outcome = match (&data.records, acks_valid) {
-                    (_, false) => Err(codes::INVALID_REQUIRED_ACKS),
-                    (None, true) => Err(codes::CORRUPT_MESSAGE),
-                    (Some(records), true) => {
+                let outcome = match (refused, &data.records, acks_valid) {
+                    (Some(code), _, _) => Err(code),
+                    (None, _, false) => Err(codes::INVALID_REQUIRED_ACKS),
+                    (None, None, true) => Err(codes::CORRUPT_MESSAGE),
+                    (None, Some(records), true) => {
                         // One copy: the batches' base offsets are rewritten in place.
                         let mut batches = records.to_vec();
                         let partition_index = u32::try_from(data.index).unwrap_or(u32::MAX);
@@ -378,11 +455,17 @@ impl Broker {
     }
 
     /// Long-polls until `min_bytes` are available or `max_wait_ms` passes, woken by appends.
-    fn fetch(&self, request: &FetchRequest, version: i16) -> FetchResponse {
+    fn fetch(&self, request: &FetchRequest, version: i16, peer: &Peer) -> FetchResponse {
         let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
+        // Asked once, not at each look of a long poll.
+        let refused: Vec<bool> = request
+            .topics
+            .iter()
+            .map(|t| !self.allowed(peer, Operation::Read, ResourceType::Topic, &t.topic.0))
+            .collect();
         loop {
             let seen = self.log.append_count();
-            let (response, bytes, failed) = self.fetch_once(request, version);
+            let (response, bytes, failed) = self.fetch_once(request, version, &refused);
             let now = Instant::now();
             if bytes >= request.min_bytes.max(0) as usize || failed || now >= deadline {
                 self.report_fetched(&response);
@@ -409,22 +492,40 @@ impl Broker {
         }
     }
 
-    fn fetch_once(&self, request: &FetchRequest, version: i16) -> (FetchResponse, usize, bool) {
+    /// One look at the partitions; `refused[i]` says the principal may not read topic `i`.
+    fn fetch_once(
+        &self,
+        request: &FetchRequest,
+        version: i16,
+        refused: &[bool],
+    ) -> (FetchResponse, usize, bool) {
         let mut total = 0usize;
         let mut failed = false;
         let max_total = request.max_bytes.max(0) as usize;
         let mut response = FetchResponse::default();
-        for topic in &request.topics {
+        for (topic, refused) in request.topics.iter().zip(refused) {
             let mut topic_response = FetchableTopicResponse::default();
             topic_response.topic = topic.topic.clone();
             for requested in &topic.partitions {
                 let mut data = PartitionData::default();
                 data.partition_index = requested.partition;
-                match self.log.partition(
-                    &topic.topic.0,
-                    u32::try_from(requested.partition).unwrap_or(u32::MAX),
-                ) {
-                    Err(e) => {
+                let partition = match refused {
+                    true => Err(None),
+                    false => self
+                        .log
+                        .partition(
+                            &topic.topic.0,
+                            u32::try_from(requested.partition).unwrap_or(u32::MAX),
+                        )
+                        .map_err(Some),
+                };
+                match partition {
+                    Err(None) => {
+                        data.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                        data.high_watermark = -1;
+                        failed = true;
+                    }
+                    Err(Some(e)) => {
                         data.error_code = codes::for_engine_error(&e);
                         data.high_watermark = -1;
                         failed = true;
@@ -474,8 +575,36 @@ impl Broker {
     /// A fresh producer id with epoch 0. Without a transactional id Kafka hands out a new id
     /// whatever the request carries (KIP-360's current id and epoch, v3+, matter only to
     /// transactional producers), so every version is answered alike.
-    fn init_producer_id(&self) -> InitProducerIdResponse {
+    ///
+    /// Needs IDEMPOTENT_WRITE on the cluster or WRITE on any topic, as Kafka's
+    /// `handleInitProducerIdRequest` (and WRITE on the transactional id, for one that has it).
+    fn init_producer_id(
+        &self,
+        request: InitProducerIdRequest,
+        peer: &Peer,
+    ) -> InitProducerIdResponse {
         let mut response = InitProducerIdResponse::default();
+        let refused = match &request.transactional_id {
+            Some(id) => (!self.allowed(peer, Operation::Write, ResourceType::TransactionalId, id))
+                .then_some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+            None => {
+                let allowed = self.allowed_quietly(
+                    peer,
+                    Operation::IdempotentWrite,
+                    ResourceType::Cluster,
+                    CLUSTER_NAME,
+                ) || self.allowed_on_any(peer, Operation::Write, ResourceType::Topic)
+                    // Counted and logged as Kafka words it: IDEMPOTENT_WRITE on the cluster.
+                    || self.allowed_on_cluster(peer, Operation::IdempotentWrite);
+                (!allowed).then_some(codes::CLUSTER_AUTHORIZATION_FAILED)
+            }
+        };
+        if let Some(code) = refused {
+            response.producer_id = ProducerId(-1);
+            response.producer_epoch = -1;
+            response.error_code = code;
+            return response;
+        }
         match self.log.init_producer_id() {
             Ok(id) => {
                 response.producer_id = ProducerId(id);
@@ -493,13 +622,23 @@ impl Broker {
 
     /// The idempotent producers each asked-for partition tracks (Kafka's DescribeProducers,
     /// as `kafka-transactions.sh describe-producers` and the consoles show them).
-    fn describe_producers(&self, request: DescribeProducersRequest) -> DescribeProducersResponse {
+    fn describe_producers(
+        &self,
+        request: DescribeProducersRequest,
+        peer: &Peer,
+    ) -> DescribeProducersResponse {
         let mut response = DescribeProducersResponse::default();
         for topic in request.topics {
             let mut topic_response = ProducersTopicResponse::default();
+            let allowed = self.allowed(peer, Operation::Read, ResourceType::Topic, &topic.name.0);
             for index in topic.partition_indexes {
                 let mut partition = ProducersPartitionResponse::default();
                 partition.partition_index = index;
+                if !allowed {
+                    partition.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                    topic_response.partitions.push(partition);
+                    continue;
+                }
                 match self
                     .log
                     .partition(&topic.name.0, u32::try_from(index).unwrap_or(u32::MAX))
@@ -530,7 +669,15 @@ impl Broker {
         response
     }
 
-    fn describe_log_dirs(&self, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
+    /// Needs DESCRIBE on the cluster; without it the answer is empty (v1 has no error field).
+    fn describe_log_dirs(
+        &self,
+        request: DescribeLogDirsRequest,
+        peer: &Peer,
+    ) -> DescribeLogDirsResponse {
+        if !self.allowed_on_cluster(peer, Operation::Describe) {
+            return DescribeLogDirsResponse::default();
+        }
         let wanted: Vec<(String, Option<Vec<i32>>)> = match request.topics {
             None => self
                 .log
@@ -571,15 +718,26 @@ impl Broker {
         response
     }
 
-    fn list_offsets(&self, request: ListOffsetsRequest) -> ListOffsetsResponse {
+    fn list_offsets(&self, request: ListOffsetsRequest, peer: &Peer) -> ListOffsetsResponse {
         let mut response = ListOffsetsResponse::default();
         for topic in request.topics {
             let mut topic_response = ListOffsetsTopicResponse::default();
+            let allowed = self.allowed(
+                peer,
+                Operation::Describe,
+                ResourceType::Topic,
+                &topic.name.0,
+            );
             for requested in &topic.partitions {
                 let mut partition = ListOffsetsPartitionResponse::default();
                 partition.partition_index = requested.partition_index;
                 partition.timestamp = -1;
                 partition.offset = -1;
+                if !allowed {
+                    partition.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                    topic_response.partitions.push(partition);
+                    continue;
+                }
                 match self.log.partition(
                     &topic.name.0,
                     u32::try_from(requested.partition_index).unwrap_or(u32::MAX),
@@ -663,12 +821,34 @@ fn topic_configs(config: &TopicConfig, default: &TopicConfig) -> Vec<(&'static s
 }
 
 impl Broker {
-    fn describe_configs(&self, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
+    fn describe_configs(
+        &self,
+        request: DescribeConfigsRequest,
+        peer: &Peer,
+    ) -> DescribeConfigsResponse {
         let mut response = DescribeConfigsResponse::default();
         for resource in request.resources {
             let mut result = DescribeConfigsResult::default();
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
+            let refused = match resource.resource_type {
+                RESOURCE_TOPIC => (!self.allowed(
+                    peer,
+                    Operation::DescribeConfigs,
+                    ResourceType::Topic,
+                    &resource.resource_name,
+                ))
+                .then_some(codes::TOPIC_AUTHORIZATION_FAILED),
+                RESOURCE_BROKER => (!self.allowed_on_cluster(peer, Operation::DescribeConfigs))
+                    .then_some(codes::CLUSTER_AUTHORIZATION_FAILED),
+                _ => None,
+            };
+            if let Some(code) = refused {
+                result.error_code = code;
+                result.error_message = Some(StrBytes::from_static_str("Authorization failed."));
+                response.results.push(result);
+                continue;
+            }
             let wanted = |name: &str| {
                 resource
                     .configuration_keys

@@ -3,6 +3,8 @@
 //! bounded before anything is allocated), the versions logd advertises, and one handler per
 //! API that translates into engine calls; every rule lives in the engine.
 
+pub mod acl;
+mod acl_client;
 pub mod auth;
 mod blocking;
 mod broker;

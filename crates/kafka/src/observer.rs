@@ -36,6 +36,12 @@ pub trait BrokerObserver: Send + Sync + fmt::Debug {
         let _ = (listener, mechanism);
     }
 
+    /// A request was refused `operation` (`WRITE`) on a resource of `resource_type` (`TOPIC`)
+    /// by the ACLs.
+    fn authorization_denied(&self, operation: &str, resource_type: &str) {
+        let _ = (operation, resource_type);
+    }
+
     /// A request of `api` was answered `elapsed` after its frame arrived (long-polls and
     /// parked group requests included).
     fn request_served(&self, api: ApiKey, elapsed: Duration) {

@@ -189,6 +189,23 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             _ => vec![CompactStr, Tags],
         },
         ApiKey::DescribeLogDirs => vec![Array(vec![Str, Array(vec![I32])])],
+        // A filter or a binding: type, name, pattern type, principal, host, operation,
+        // permission; flexible from v2.
+        ApiKey::DescribeAcls | ApiKey::CreateAcls | ApiKey::DeleteAcls => {
+            let acl = |flexible: bool| {
+                let s = || if flexible { CompactStr } else { Str };
+                let mut fields = vec![I8, s(), I8, s(), s(), I8, I8];
+                if flexible {
+                    fields.push(Tags);
+                }
+                fields
+            };
+            match (key, v >= 2) {
+                (ApiKey::DescribeAcls, flexible) => acl(flexible),
+                (_, false) => vec![Array(acl(false))],
+                (_, true) => vec![CompactArray(acl(true)), Tags],
+            }
+        }
         _ => return None,
     })
 }

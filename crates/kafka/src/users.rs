@@ -1,9 +1,10 @@
 //! Kafka's user-management APIs over the credentials store: DescribeUserScramCredentials
 //! (each user's mechanisms and iterations, never a key) and AlterUserScramCredentials
 //! (upserts carry a salt and SaltedPassword computed by the client, never a password;
-//! deletions name a mechanism). Until ACLs exist, only the `super_users` may use them; anyone
-//! else is answered CLUSTER_AUTHORIZATION_FAILED, so a fresh broker cannot be taken over by
-//! whoever connects first.
+//! deletions name a mechanism). With an authorizer they need DESCRIBE or ALTER on the cluster;
+//! without one only the `super_users` may use them; anyone else is answered
+//! CLUSTER_AUTHORIZATION_FAILED, so a fresh broker cannot be taken over by whoever connects
+//! first.
 
 use std::collections::HashSet;
 
@@ -17,6 +18,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::acl::Operation;
 use crate::auth::Peer;
 use crate::auth::scram::{MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism};
 use crate::broker::Broker;
@@ -27,8 +29,13 @@ fn text(s: impl Into<String>) -> Option<StrBytes> {
 }
 
 impl Broker {
-    fn may_manage_users(&self, peer: &Peer) -> bool {
-        self.config.super_users.contains(&peer.principal)
+    /// With an authorizer: `operation` on the cluster (super users have it). Without one, only
+    /// the `super_users` (stricter than Kafka, which lets anyone in then).
+    fn may_manage_users(&self, peer: &Peer, operation: Operation) -> bool {
+        match &self.authorizer {
+            Some(_) => self.allowed_on_cluster(peer, operation),
+            None => self.config.super_users.contains(&peer.principal),
+        }
     }
 
     pub(crate) fn describe_user_scram_credentials(
@@ -37,9 +44,11 @@ impl Broker {
         peer: &Peer,
     ) -> DescribeUserScramCredentialsResponse {
         let mut response = DescribeUserScramCredentialsResponse::default();
-        if !self.may_manage_users(peer) {
+        if !self.may_manage_users(peer, Operation::Describe) {
             response.error_code = codes::CLUSTER_AUTHORIZATION_FAILED;
-            response.error_message = text("describing users needs a super user (--super-users)");
+            response.error_message = text(
+                "describing users needs a super user (--super-users) or DESCRIBE on the cluster",
+            );
             return response;
         }
         let credentials = self.credentials.current();
@@ -81,7 +90,7 @@ impl Broker {
         peer: &Peer,
     ) -> AlterUserScramCredentialsResponse {
         let mut response = AlterUserScramCredentialsResponse::default();
-        let allowed = self.may_manage_users(peer);
+        let allowed = self.may_manage_users(peer, Operation::Alter);
         // Kafka refuses a user named in more than one alteration of the same request.
         let mut count = std::collections::HashMap::<String, usize>::new();
         for name in request
@@ -105,7 +114,8 @@ impl Broker {
             if !allowed {
                 return Err((
                     codes::CLUSTER_AUTHORIZATION_FAILED,
-                    "altering users needs a super user (--super-users)".into(),
+                    "altering users needs a super user (--super-users) or ALTER on the cluster"
+                        .into(),
                 ));
             }
             if count.get(user).copied().unwrap_or(0) > 1 {

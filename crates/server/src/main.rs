@@ -14,6 +14,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use logd::group::GroupConfig;
 use logd::{Config, Fsync, Log, SystemClock, TopicConfig};
+use logd_kafka::acl::{Authorizer, AuthorizerConfig};
 use logd_kafka::auth::credentials::CredentialStore;
 use logd_kafka::auth::tls::TlsServer;
 use logd_kafka::{Broker, BrokerConfig, ConnectionLimits, Listener, SecurityProtocol};
@@ -58,6 +59,8 @@ enum Command {
     Replay(tools::consume::ReplayArgs),
     /// Create, list or delete users (SCRAM credentials) in a data directory.
     Users(tools::users::UsersArgs),
+    /// Add, list or remove ACLs (Kafka's, over the wire; effective under `--authorizer acl`).
+    Acls(tools::acls::AclsArgs),
     /// Read a segment file offline, verifying every batch's CRC (like kafka-dump-log); exits 1
     /// if a batch is corrupt.
     Dump(dump::DumpArgs),
@@ -110,10 +113,18 @@ struct ServeArgs {
     /// Offer PLAIN on SASL_PLAINTEXT listeners too (it sends the password in clear text).
     #[arg(long, env = "LOGD_ALLOW_PLAIN_WITHOUT_TLS", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
     allow_plain_without_tls: bool,
-    /// Principals allowed to manage users over the wire (AlterUserScramCredentials), Kafka
-    /// `super.users` style: `User:admin;User:CN=ops,O=acme`.
+    /// Principals allowed everything (users, ACLs, and every API under `--authorizer acl`),
+    /// Kafka `super.users` style: `User:admin;User:CN=ops,O=acme`.
     #[arg(long, env = "LOGD_SUPER_USERS", value_delimiter = ';')]
     super_users: Vec<String>,
+    /// Check every request against the ACLs (`acl`, Kafka's StandardAuthorizer rules) or not
+    /// (`none`: everyone may do everything, as Kafka without `authorizer.class.name`).
+    #[arg(long, env = "LOGD_AUTHORIZER", value_enum, default_value_t = AuthorizerArg::None)]
+    authorizer: AuthorizerArg,
+    /// Under `--authorizer acl`, allow what no ACL names (Kafka
+    /// `allow.everyone.if.no.acl.found`); a resource with any ACL is still only what they allow.
+    #[arg(long, env = "LOGD_ALLOW_EVERYONE_IF_NO_ACL_FOUND", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
+    allow_everyone_if_no_acl_found: bool,
     /// Let a listener on a non-loopback address serve clients that do not authenticate
     /// (protected mode refuses to start otherwise).
     #[arg(long, env = "LOGD_ALLOW_UNAUTHENTICATED", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
@@ -209,6 +220,14 @@ enum ClientAuthArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
+enum AuthorizerArg {
+    /// No authorization: every client may do everything.
+    None,
+    /// Kafka's ACLs, managed with `logd acls` or Kafka's admin clients.
+    Acl,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
 enum FsyncArg {
     /// fdatasync before every acknowledgement (group commit).
     Always,
@@ -243,6 +262,7 @@ fn main() -> ExitCode {
         Some(Command::Consume(args)) => done(tools::consume::consume(&args)),
         Some(Command::Replay(args)) => done(tools::consume::replay(&args)),
         Some(Command::Users(args)) => done(tools::users::run(&args)),
+        Some(Command::Acls(args)) => done(tools::acls::run(&args)),
         Some(Command::Dump(args)) => dump::run(&args),
         None => done(serve(cli.serve)),
     };
@@ -444,23 +464,45 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
     metrics.attach(log.clone());
     let credentials = CredentialStore::open(&args.data_dir).context("cannot read the users")?;
+    let authorizer = match args.authorizer {
+        AuthorizerArg::None => None,
+        AuthorizerArg::Acl => {
+            let authorizer = Authorizer::open(
+                &args.data_dir,
+                AuthorizerConfig {
+                    super_users: args.super_users.clone(),
+                    allow_everyone_if_no_acl_found: args.allow_everyone_if_no_acl_found,
+                },
+            )
+            .context("cannot read the ACLs")?;
+            tracing::info!(
+                acls = authorizer.len(),
+                super_users = ?args.super_users,
+                allow_everyone_if_no_acl_found = args.allow_everyone_if_no_acl_found,
+                "authorization on"
+            );
+            Some(Arc::new(authorizer))
+        }
+    };
     let (listeners, tls) = bind_listeners(&args)?;
-    let broker = Arc::new(
-        Broker::new(
-            log,
-            BrokerConfig {
-                advertised_host: listeners[0].config.advertised_host.clone(),
-                advertised_port: listeners[0].config.advertised_port,
-                max_request_bytes: args.max_request_bytes,
-                max_inflight_request_bytes: args.max_inflight_request_bytes,
-                request_timeout: Duration::from_millis(args.request_timeout_ms.max(1)),
-                super_users: args.super_users.clone(),
-                ..BrokerConfig::default()
-            },
-        )
-        .with_observer(metrics.clone())
-        .with_credentials(Arc::new(credentials)),
-    );
+    let broker = Broker::new(
+        log,
+        BrokerConfig {
+            advertised_host: listeners[0].config.advertised_host.clone(),
+            advertised_port: listeners[0].config.advertised_port,
+            max_request_bytes: args.max_request_bytes,
+            max_inflight_request_bytes: args.max_inflight_request_bytes,
+            request_timeout: Duration::from_millis(args.request_timeout_ms.max(1)),
+            super_users: args.super_users.clone(),
+            ..BrokerConfig::default()
+        },
+    )
+    .with_observer(metrics.clone())
+    .with_credentials(Arc::new(credentials));
+    let broker = Arc::new(match authorizer {
+        Some(authorizer) => broker.with_authorizer(authorizer),
+        None => broker,
+    });
     metrics.attach_broker(broker.budget(), broker.connection_stats());
     let metrics_listener = match args.metrics_listen {
         Some(addr) => Some(

@@ -39,6 +39,25 @@ pub(crate) struct Peer {
     pub(crate) listener: Arc<ListenerConfig>,
     /// `User:NAME`, a certificate's subject, or Kafka's `User:ANONYMOUS`.
     pub(crate) principal: String,
+    /// The refusals already logged for this connection.
+    pub(crate) denials: Arc<DenialsLogged>,
+}
+
+/// What one connection was refused, so each (operation, resource) is logged once per
+/// connection rather than at every retry of a client's request.
+#[derive(Debug, Default)]
+pub(crate) struct DenialsLogged(parking_lot::Mutex<std::collections::HashSet<String>>);
+
+/// Refusals remembered per connection; past this, further new ones are not logged (a client
+/// naming endless topics cannot grow the broker's memory).
+const MAX_DENIALS_LOGGED: usize = 1024;
+
+impl DenialsLogged {
+    /// Whether the refusal described by `key` is new for this connection (and remembered).
+    pub(crate) fn first(&self, key: String) -> bool {
+        let mut seen = self.0.lock();
+        seen.len() < MAX_DENIALS_LOGGED && seen.insert(key)
+    }
 }
 
 impl Peer {
@@ -82,6 +101,7 @@ impl Session {
                 host,
                 listener,
                 principal,
+                denials: Arc::default(),
             }),
             pending,
         }
@@ -172,6 +192,7 @@ impl Session {
         if let SaslOutcome::Authenticated { user, .. } = outcome {
             self.peer = Arc::new(Peer {
                 principal: format!("User:{user}"),
+                denials: Arc::default(),
                 ..Peer::clone(&self.peer)
             });
             self.pending = None;

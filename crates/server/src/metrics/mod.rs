@@ -60,6 +60,7 @@ pub(crate) struct Metrics {
     duplicates: Family<Labels, Counter>,
     refused: Family<Labels, Counter>,
     authentication_failures: Family<Labels, Counter>,
+    authorization_denied: Family<Labels, Counter>,
     budget_in_use: Gauge,
     budget_waiting: Gauge,
     connection_states: Family<Labels, Gauge>,
@@ -91,6 +92,7 @@ impl Metrics {
             duplicates: Family::default(),
             refused: Family::default(),
             authentication_failures: Family::default(),
+            authorization_denied: Family::default(),
             budget_in_use: Gauge::default(),
             budget_waiting: Gauge::default(),
             connection_states: Family::default(),
@@ -173,6 +175,11 @@ impl Metrics {
             "Failed logins per listener and mechanism (a SASL mechanism, or TLS for a failed \
              handshake)",
             m.authentication_failures.clone(),
+        );
+        registry.register(
+            "authorization_denied",
+            "Requests (or parts of them) the ACLs refused, per operation and resource type",
+            m.authorization_denied.clone(),
         );
         registry.register_with_unit(
             "request_budget_in_use",
@@ -372,6 +379,15 @@ impl BrokerObserver for Metrics {
             .get_or_create(&vec![
                 ("listener", listener.to_owned()),
                 ("mechanism", mechanism.to_owned()),
+            ])
+            .inc();
+    }
+
+    fn authorization_denied(&self, operation: &str, resource_type: &str) {
+        self.authorization_denied
+            .get_or_create(&vec![
+                ("operation", operation.to_owned()),
+                ("resource_type", resource_type.to_owned()),
             ])
             .inc();
     }

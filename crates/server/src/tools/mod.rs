@@ -1,6 +1,7 @@
 //! The client subcommands: talk to a running logd (or any Kafka broker) over the Kafka
 //! protocol through `logd_kafka::Client`.
 
+pub(crate) mod acls;
 pub(crate) mod consume;
 pub(crate) mod dlq;
 pub(crate) mod groups;

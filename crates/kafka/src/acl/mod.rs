@@ -1,0 +1,17 @@
+//! Authorization: Kafka's ACL model, the [`Authorizer`] that decides with it, their durable
+//! store, and Kafka's ACL APIs (DescribeAcls, CreateAcls, DeleteAcls). The handlers ask the
+//! broker's authorizer before each engine call; with no authorizer configured every request
+//! is allowed, as on a Kafka broker without `authorizer.class.name`.
+
+mod apis;
+mod authorizer;
+mod checks;
+mod model;
+mod store;
+
+pub use authorizer::{Authorizer, AuthorizerConfig};
+pub use model::{
+    AclBinding, AclFilter, CLUSTER_NAME, InvalidAcl, Operation, PatternType, Permission,
+    ResourceType, WILDCARD, WILDCARD_PRINCIPAL,
+};
+pub use store::{ACLS_FILE, decode as decode_file};
