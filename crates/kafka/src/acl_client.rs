@@ -50,7 +50,10 @@ fn binding(
 
 impl AsyncClient {
     /// The ACLs `filter` selects.
-    pub async fn describe_acls(&mut self, filter: &AclFilter) -> Result<Vec<AclBinding>, ClientError> {
+    pub async fn describe_acls(
+        &mut self,
+        filter: &AclFilter,
+    ) -> Result<Vec<AclBinding>, ClientError> {
         let mut request = DescribeAclsRequest::default();
         request.resource_type_filter = filter.resource_type.code();
         request.resource_name_filter = filter.resource_name.as_deref().map(text);
@@ -116,7 +119,10 @@ impl AsyncClient {
     }
 
     /// Deletes what each filter selects; returns the bindings deleted.
-    pub async fn delete_acls(&mut self, filters: &[AclFilter]) -> Result<Vec<AclBinding>, ClientError> {
+    pub async fn delete_acls(
+        &mut self,
+        filters: &[AclFilter],
+    ) -> Result<Vec<AclBinding>, ClientError> {
         let mut request = DeleteAclsRequest::default();
         request.filters = filters
             .iter()

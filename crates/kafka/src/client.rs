@@ -70,9 +70,20 @@ pub fn code_name(code: i16) -> String {
         codes::GROUP_ID_NOT_FOUND => "does not exist".into(),
         codes::UNKNOWN_MEMBER_ID => "was refused: the group has active members".into(),
         codes::OFFSET_METADATA_TOO_LARGE => "has commit metadata that is too large".into(),
-        codes::CLUSTER_AUTHORIZATION_FAILED => {
-            "was refused: CLUSTER_AUTHORIZATION_FAILED (the broker's --super-users may)".into()
+        codes::TOPIC_AUTHORIZATION_FAILED => {
+            "was refused: TOPIC_AUTHORIZATION_FAILED (no ACL grants it: see `logd acls`)".into()
         }
+        codes::GROUP_AUTHORIZATION_FAILED => {
+            "was refused: GROUP_AUTHORIZATION_FAILED (no ACL grants it: see `logd acls`)".into()
+        }
+        codes::CLUSTER_AUTHORIZATION_FAILED => {
+            "was refused: CLUSTER_AUTHORIZATION_FAILED (a super user or an ACL on the cluster may)"
+                .into()
+        }
+        codes::SECURITY_DISABLED => {
+            "was refused: SECURITY_DISABLED (the broker has no authorizer: --authorizer acl)".into()
+        }
+        codes::INVALID_REQUEST => "was refused as invalid".into(),
         codes::RESOURCE_NOT_FOUND => "does not exist".into(),
         codes::UNACCEPTABLE_CREDENTIAL => {
             "was refused: UNACCEPTABLE_CREDENTIAL (iterations 4096 to 16384)".into()
@@ -472,6 +483,9 @@ impl AsyncClient {
     /// transactional id).
     pub async fn init_producer_id(&mut self) -> Result<i64, ClientError> {
         let mut request = InitProducerIdRequest::default();
+        // Null, as Kafka's idempotent producers send it (the codec's default is ""), which a
+        // broker with ACLs would check as a transactional id.
+        request.transactional_id = None;
         request.transaction_timeout_ms = 60_000;
         let response: InitProducerIdResponse = self
             .call(ApiKey::InitProducerId, INIT_PRODUCER_ID, &request)

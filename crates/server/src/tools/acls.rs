@@ -152,8 +152,14 @@ impl Entries {
     }
 
     fn principals(&self) -> Vec<(String, Permission)> {
-        let allow = self.allow_principal.iter().map(|p| (p.clone(), Permission::Allow));
-        let deny = self.deny_principal.iter().map(|p| (p.clone(), Permission::Deny));
+        let allow = self
+            .allow_principal
+            .iter()
+            .map(|p| (p.clone(), Permission::Allow));
+        let deny = self
+            .deny_principal
+            .iter()
+            .map(|p| (p.clone(), Permission::Deny));
         allow.chain(deny).collect()
     }
 }
@@ -422,6 +428,9 @@ mod tests {
                 "GROUP billing LITERAL READ",
             ]
         );
-        assert!(acls.iter().all(|a| a.principal == "User:billing" && a.validate().is_ok()));
+        assert!(
+            acls.iter()
+                .all(|a| a.principal == "User:billing" && a.validate().is_ok())
+        );
     }
 }

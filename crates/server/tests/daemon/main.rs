@@ -3,6 +3,7 @@
 //! environment the tests create under `target/`, the system's kcat for an old librdkafka) and
 //! by malformed frames. Nothing needs installing by hand: see `python_env` and `librdkafka`.
 
+mod acls;
 mod cli;
 mod clients;
 mod group_tools;
