@@ -3,6 +3,7 @@
 //!
 //! `cargo bench -p logd-benches` (all) or `cargo bench -p logd-benches -- storage/append`.
 
+mod broker;
 mod engine;
 mod storage;
 
@@ -11,4 +12,5 @@ criterion::criterion_main!(
     storage::read::benches,
     storage::reopen::benches,
     engine::benches,
+    broker::benches,
 );

@@ -321,7 +321,10 @@ fn acls_from_logd_and_kafkas_admin_client_govern_confluent_kafkas_producer_and_c
     assert!(denied("WRITE", "TOPIC") >= 1.0);
     assert!(denied("DESCRIBE", "TOPIC") >= 1.0);
     assert!(denied("DESCRIBE", "GROUP") >= 1.0);
-    assert!(denied("DESCRIBE", "CLUSTER") >= 1.0, "alice's `logd acls list`");
+    assert!(
+        denied("DESCRIBE", "CLUSTER") >= 1.0,
+        "alice's `logd acls list`"
+    );
     let log = cluster.log();
     let refusals: Vec<&str> = log
         .lines()
