@@ -420,6 +420,44 @@ mod tests {
     }
 
     #[test]
+    fn acl_requests_as_kafka_protocol_writes_them_pass_and_cut_ones_do_not() {
+        use kafka_protocol::messages::create_acls_request::AclCreation;
+        use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
+        use kafka_protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
+        use kafka_protocol::protocol::{Encodable, StrBytes};
+        let mut creation = AclCreation::default();
+        creation.resource_name = StrBytes::from_static_str("orders");
+        creation.principal = StrBytes::from_static_str("User:alice");
+        let mut create = CreateAclsRequest::default();
+        create.creations = vec![creation.clone(), creation];
+        let mut filter = DeleteAclsFilter::default();
+        filter.resource_name_filter = None;
+        let mut delete = DeleteAclsRequest::default();
+        delete.filters = vec![filter];
+        let mut describe = DescribeAclsRequest::default();
+        describe.principal_filter = Some(StrBytes::from_static_str("User:alice"));
+        for version in 1..=3 {
+            fn encoded(request: &impl Encodable, version: i16) -> bytes::BytesMut {
+                let mut body = bytes::BytesMut::new();
+                request.encode(&mut body, version).unwrap();
+                body
+            }
+            let bodies = [
+                (ApiKey::CreateAcls, encoded(&create, version)),
+                (ApiKey::DeleteAcls, encoded(&delete, version)),
+                (ApiKey::DescribeAcls, encoded(&describe, version)),
+            ];
+            for (key, body) in bodies {
+                assert_eq!(check(key, version, &body), Ok(()), "{key:?} v{version}");
+                assert!(
+                    check(key, version, &body[..body.len() - 1]).is_err(),
+                    "{key:?} v{version} cut short"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn honest_requests_pass() {
         let mut metadata = 2i32.to_be_bytes().to_vec();
         for name in ["a", "bc"] {

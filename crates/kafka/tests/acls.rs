@@ -597,8 +597,11 @@ fn match_all_filter() -> DeleteAclsFilter {
     f
 }
 
-/// DescribeAcls v3: the error code and every (type, name, pattern, principal, op, permission).
-fn describe_acls(b: &Broker, filter: &AclFilter) -> (i16, Vec<(i8, String, i8, String, i8, i8)>) {
+/// An ACL as DescribeAcls lists it: type, name, pattern, principal, operation, permission.
+type Listed = (i8, String, i8, String, i8, i8);
+
+/// DescribeAcls v3: the error code and every ACL listed.
+fn describe_acls(b: &Broker, filter: &AclFilter) -> (i16, Vec<Listed>) {
     let mut request = DescribeAclsRequest::default();
     request.resource_type_filter = filter.resource_type.code();
     request.resource_name_filter = filter.resource_name.as_deref().map(s);

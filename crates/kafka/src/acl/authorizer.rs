@@ -351,7 +351,7 @@ mod tests {
         assert!(!may(Delete, "orders"));
         assert!(may(DescribeConfigs, "configs"));
         assert!(
-            may(Describe, "configs") == false,
+            !may(Describe, "configs"),
             "ALTER_CONFIGS does not imply DESCRIBE"
         );
         assert!(

@@ -241,7 +241,7 @@ fn print(heading: &str, bindings: &[AclBinding]) {
 }
 
 pub(crate) fn run(args: &AclsArgs) -> anyhow::Result<()> {
-    let mut client = args.bootstrap.connect()?;
+    // Every argument is checked before the broker is called.
     match &args.command {
         AclsCommand::Add {
             resources,
@@ -274,6 +274,7 @@ pub(crate) fn run(args: &AclsArgs) -> anyhow::Result<()> {
                     .validate()
                     .with_context(|| format!("cannot add {binding}"))?;
             }
+            let mut client = args.bootstrap.connect()?;
             print("Adding ACLs for resource", &bindings);
             client.create_acls(&bindings)?;
         }
@@ -298,6 +299,7 @@ pub(crate) fn run(args: &AclsArgs) -> anyhow::Result<()> {
                     ..AclFilter::all()
                 });
             }
+            let mut client = args.bootstrap.connect()?;
             let mut listed = Vec::new();
             for filter in &filters {
                 listed.extend(client.describe_acls(filter)?);
@@ -306,7 +308,7 @@ pub(crate) fn run(args: &AclsArgs) -> anyhow::Result<()> {
         }
         AclsCommand::Remove { resources, entries } => {
             let filters = remove_filters(resources, entries)?;
-            let removed = client.delete_acls(&filters)?;
+            let removed = args.bootstrap.connect()?.delete_acls(&filters)?;
             if removed.is_empty() {
                 println!("no ACL matched");
             }

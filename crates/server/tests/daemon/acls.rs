@@ -505,3 +505,75 @@ fn a_retry_worker_with_the_preset_works_and_without_dlq_write_reports_instead_of
             .is_empty()
     );
 }
+
+#[test]
+fn bad_acl_arguments_are_refused_before_any_broker_is_called() {
+    // Nothing listens on the bootstrap address: each error is about the arguments.
+    let nowhere = ["--bootstrap", "127.0.0.1:1"];
+    for (args, expected) in [
+        (
+            &[
+                "acls",
+                "add",
+                "--topic",
+                "t",
+                "--allow-principal",
+                "User:a",
+                "--operation",
+                "FLY",
+            ][..],
+            "--operation \"FLY\" is not a Kafka ACL operation",
+        ),
+        (
+            &["acls", "add", "--topic", "t", "--operation", "READ"],
+            "name a principal",
+        ),
+        (
+            &["acls", "add", "--allow-principal", "User:a"],
+            "name a resource",
+        ),
+        (
+            &["acls", "add", "--topic", "", "--allow-principal", "User:a"],
+            "resource name should not be empty",
+        ),
+        (
+            &["acls", "add", "--topic", "t", "--allow-principal", "alice"],
+            "could not parse principal",
+        ),
+        (
+            &[
+                "acls",
+                "add",
+                "--topic",
+                "t",
+                "--allow-principal",
+                "User:a",
+                "--resource-pattern-type",
+                "match",
+            ],
+            "literal or prefixed",
+        ),
+        (
+            &[
+                "acls",
+                "add",
+                "--preset",
+                "retry-worker",
+                "--principal",
+                "User:b",
+                "--topic",
+                "t",
+            ],
+            "needs --topic (the source) and --group",
+        ),
+        (
+            &["acls", "remove", "--allow-principal", "User:a"],
+            "name a resource",
+        ),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(nowhere);
+        let (ok, _, err) = logd(&all, "");
+        assert!(!ok && err.contains(expected), "{args:?}: {err}");
+    }
+}
