@@ -481,6 +481,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 allow_everyone_if_no_acl_found = args.allow_everyone_if_no_acl_found,
                 "authorization on"
             );
+            if authorizer.is_empty() && args.super_users.is_empty() {
+                tracing::warn!(
+                    "authorization on with no ACLs and no super users: every request will be \
+                     refused and nobody can add ACLs; name an administrator with --super-users"
+                );
+            }
             Some(Arc::new(authorizer))
         }
     };
