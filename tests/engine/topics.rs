@@ -1,5 +1,6 @@
-//! Topic lifecycle: create, describe, list, add partitions and delete, persisted across a
-//! reopen; bad names and duplicates refused; the producer's linger sends without a flush.
+//! Topic lifecycle: create, describe, list, add partitions, alter configs and delete, persisted
+//! across a reopen; bad names and duplicates refused; the producer's linger sends without a
+//! flush.
 
 use std::time::{Duration, Instant};
 
@@ -232,4 +233,66 @@ fn a_creation_that_fails_part_way_leaves_nothing_and_says_which_limit() {
     // Nothing stands in the way of trying again, and the data directory reopens clean.
     log.create_topic("many", config).unwrap();
     assert_eq!(log.list_topics(), vec!["many".to_owned()]);
+}
+
+#[test]
+fn altered_configs_apply_at_once_and_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = TopicConfig {
+        partitions: 2,
+        ..TopicConfig::default()
+    };
+    {
+        let log = open(dir.path());
+        log.create_topic("orders", config.clone()).unwrap();
+        let altered = TopicConfig {
+            retention_ms: Some(3_600_000),
+            segment_bytes: 4096,
+            max_batch_bytes: 512,
+            ..config.clone()
+        };
+        let described = log.alter_topic_config("orders", altered.clone()).unwrap();
+        assert_eq!(described.config, altered);
+        // Applied to the open partitions: a batch over the new limit is refused.
+        let producer = Producer::new(&log, ProducerConfig::default());
+        let refused = producer
+            .send(ProducerRecord::new("orders", &[7u8; 2048][..]).partition(1))
+            .unwrap()
+            .wait();
+        assert!(refused.is_err(), "{refused:?}");
+        let partition = log.partition("orders", 0).unwrap();
+        assert_eq!(partition.config().segment_bytes, 4096);
+        assert_eq!(partition.config().retention_ms, Some(3_600_000));
+        // What alter may not change.
+        for bad in [
+            TopicConfig {
+                partitions: 3,
+                ..altered.clone()
+            },
+            TopicConfig {
+                fsync: Fsync::Never,
+                ..altered.clone()
+            },
+            TopicConfig {
+                segment_bytes: 10,
+                ..altered.clone()
+            },
+        ] {
+            assert!(matches!(
+                log.alter_topic_config("orders", bad),
+                Err(Error::InvalidConfig(_)) | Err(Error::Storage(_))
+            ));
+        }
+        assert!(matches!(
+            log.alter_topic_config("nope", altered),
+            Err(Error::UnknownTopic(_))
+        ));
+    }
+    let log = open(dir.path());
+    let orders = log.describe_topic("orders").unwrap();
+    assert_eq!(orders.config.retention_ms, Some(3_600_000));
+    assert_eq!(
+        log.partition("orders", 1).unwrap().config().max_batch_bytes,
+        512
+    );
 }

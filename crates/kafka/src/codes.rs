@@ -28,6 +28,7 @@ pub(crate) const UNSUPPORTED_VERSION: i16 = 35;
 pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
 pub(crate) const INVALID_PARTITIONS: i16 = 37;
 pub(crate) const INVALID_REPLICATION_FACTOR: i16 = 38;
+pub(crate) const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 pub(crate) const INVALID_CONFIG: i16 = 40;
 pub(crate) const INVALID_REQUEST: i16 = 42;
 pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
@@ -42,6 +43,7 @@ pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
 pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
 pub(crate) const FENCED_INSTANCE_ID: i16 = 82;
 pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
 
 /// The code for a refused group call.
 pub(crate) fn for_group_error(error: logd::group::GroupError) -> i16 {

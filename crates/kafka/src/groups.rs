@@ -24,9 +24,9 @@ use kafka_protocol::messages::{
     BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
     DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-    LeaveGroupResponse, ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse,
-    SyncGroupRequest, SyncGroupResponse, TopicName,
+    LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchRequest,
+    OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use logd::group::{GroupError, GroupPhase, JoinRequest, JoinStatus};
@@ -38,6 +38,10 @@ use crate::broker::Broker;
 use crate::codes;
 use crate::listener::ListenerConfig;
 use logd::group::decode_subscription;
+
+/// The type of every group logd runs (KIP-848 calls the JoinGroup/SyncGroup protocol
+/// `classic`).
+const CLASSIC: &str = "classic";
 
 /// A parked JoinGroup or SyncGroup gives up this long after the rebalance timeout (the group
 /// ends a join phase at that timeout, so this only fires if something is badly wrong).
@@ -481,8 +485,20 @@ impl Broker {
 
     /// Every group with DESCRIBE on the cluster, otherwise the groups the principal may
     /// describe; never an error, as in Kafka.
-    pub(crate) fn list_groups(&self, peer: &Peer) -> ListGroupsResponse {
+    ///
+    /// v4 filters by state (KIP-518) and v5 by type (KIP-848: every logd group is `classic`),
+    /// both case-insensitively as Kafka; each group comes with its state from v4 and its type
+    /// from v5.
+    pub(crate) fn list_groups(
+        &self,
+        request: ListGroupsRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> ListGroupsResponse {
         let mut response = ListGroupsResponse::default();
+        let wanted = |filter: &[StrBytes], value: &str| {
+            filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
+        };
         let all = self.allowed_quietly(
             peer,
             Operation::Describe,
@@ -496,14 +512,36 @@ impl Broker {
             .filter(|id| {
                 all || self.allowed_quietly(peer, Operation::Describe, ResourceType::Group, id)
             })
-            .map(|id| {
+            .map(|id| (self.group_state(&id), id))
+            .filter(|(state, _)| {
+                wanted(&request.states_filter, state) && wanted(&request.types_filter, CLASSIC)
+            })
+            .map(|(state, id)| {
                 let mut group = ListedGroup::default();
                 group.group_id = GroupId(str_bytes(id));
                 group.protocol_type = str_bytes("consumer");
+                if version >= 4 {
+                    group.group_state = str_bytes(state);
+                }
+                if version >= 5 {
+                    group.group_type = str_bytes(CLASSIC);
+                }
                 group
             })
             .collect();
         response
+    }
+
+    /// A group's state as Kafka names it: its phase while it has a live record, `Empty` when
+    /// only its committed offsets remain, `Dead` when it is unknown.
+    fn group_state(&self, id: &str) -> &'static str {
+        match self.log.coordinator().read_group(id, |g| g.phase()) {
+            Some(phase) => state_name(Some(phase)),
+            None if !self.log.offsets().group_offsets(id).is_empty() => {
+                state_name(Some(GroupPhase::Empty))
+            }
+            None => state_name(None),
+        }
     }
 
     pub(crate) fn describe_groups(
@@ -558,16 +596,37 @@ impl Broker {
                     described.group_state = str_bytes(state_name(Some(GroupPhase::Empty)));
                     described.protocol_type = str_bytes("consumer");
                 }
-                None => described.group_state = str_bytes(state_name(None)),
+                None => {
+                    described.group_state = str_bytes(state_name(None));
+                    // v6 says so (KIP-1043); before, an unknown group is just `Dead`.
+                    if version >= 6 {
+                        described.error_code = codes::GROUP_ID_NOT_FOUND;
+                        described.error_message =
+                            Some(str_bytes(format!("Group {} not found.", id.0)));
+                    }
+                }
             }
             if version >= 3 {
-                // Not requested or not supported: Kafka's "unknown" marker.
-                described.authorized_operations = i32::MIN;
+                described.authorized_operations = if request.include_authorized_operations {
+                    self.group_operations(peer, &id)
+                } else {
+                    // Not requested: Kafka's "unknown" marker.
+                    i32::MIN
+                };
             }
             described.group_id = id;
             response.groups.push(described);
         }
         response
+    }
+
+    /// The operations `peer` may do on group `id`, as Kafka's bit field (bit n for the
+    /// operation of code n) over those a group has: READ, DESCRIBE, DELETE.
+    fn group_operations(&self, peer: &Peer, id: &str) -> i32 {
+        [Operation::Read, Operation::Describe, Operation::Delete]
+            .into_iter()
+            .filter(|op| self.allowed_quietly(peer, *op, ResourceType::Group, id))
+            .fold(0, |bits, op| bits | (1 << op.code()))
     }
 
     pub(crate) fn delete_groups(

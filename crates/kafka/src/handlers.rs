@@ -4,12 +4,6 @@
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
-use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
-use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
-};
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
@@ -26,17 +20,14 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
-    ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, FetchRequest, FetchResponse, InitProducerIdRequest,
+    ApiVersionsResponse, BrokerId, FetchRequest, FetchResponse, InitProducerIdRequest,
     InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
     MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, RequestKind,
     ResponseKind, TopicName,
 };
-use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
 use kafka_protocol::protocol::StrBytes;
-use logd::TopicConfig;
 use logd_storage::Offset;
 use logd_storage::batch::BatchHeader;
 
@@ -96,7 +87,13 @@ impl Broker {
                 ResponseKind::CreateTopics(self.create_topics(request, version, peer))
             }
             RequestKind::DeleteTopics(request) => {
-                ResponseKind::DeleteTopics(self.delete_topics(request, peer))
+                ResponseKind::DeleteTopics(self.delete_topics(request, version, peer))
+            }
+            RequestKind::IncrementalAlterConfigs(request) => {
+                ResponseKind::IncrementalAlterConfigs(self.incremental_alter_configs(request, peer))
+            }
+            RequestKind::CreatePartitions(request) => {
+                ResponseKind::CreatePartitions(self.create_partitions(request, peer))
             }
             RequestKind::InitProducerId(request) => {
                 ResponseKind::InitProducerId(self.init_producer_id(request, peer))
@@ -114,7 +111,7 @@ impl Broker {
                 ResponseKind::ListOffsets(self.list_offsets(request, peer))
             }
             RequestKind::DescribeConfigs(request) => {
-                ResponseKind::DescribeConfigs(self.describe_configs(request, peer))
+                ResponseKind::DescribeConfigs(self.describe_configs(request, version, peer))
             }
             RequestKind::DescribeLogDirs(request) => {
                 ResponseKind::DescribeLogDirs(self.describe_log_dirs(request, peer))
@@ -140,7 +137,9 @@ impl Broker {
             RequestKind::OffsetFetch(request) => {
                 ResponseKind::OffsetFetch(self.offset_fetch(request, version, peer))
             }
-            RequestKind::ListGroups(_) => ResponseKind::ListGroups(self.list_groups(peer)),
+            RequestKind::ListGroups(request) => {
+                ResponseKind::ListGroups(self.list_groups(request, version, peer))
+            }
             RequestKind::DescribeGroups(request) => {
                 ResponseKind::DescribeGroups(self.describe_groups(request, version, peer))
             }
@@ -260,131 +259,6 @@ impl Broker {
                 topic
             })
             .collect();
-        response
-    }
-
-    /// Whether `peer` may create any topic (CREATE on the cluster); asked quietly, since
-    /// CREATE on the topic may still allow it.
-    fn may_create_on_cluster(&self, peer: &Peer) -> bool {
-        self.allowed_quietly(peer, Operation::Create, ResourceType::Cluster, CLUSTER_NAME)
-    }
-
-    fn create_topics(
-        &self,
-        request: CreateTopicsRequest,
-        version: i16,
-        peer: &Peer,
-    ) -> CreateTopicsResponse {
-        let mut response = CreateTopicsResponse::default();
-        let may_create_any = self.may_create_on_cluster(peer);
-        for topic in request.topics {
-            let mut result = CreatableTopicResult::default();
-            result.name = topic.name.clone();
-            let name = topic.name.0.to_string();
-            let authorized =
-                may_create_any || self.allowed(peer, Operation::Create, ResourceType::Topic, &name);
-            let outcome = if authorized {
-                Ok(())
-            } else {
-                Err((
-                    codes::TOPIC_AUTHORIZATION_FAILED,
-                    "Authorization failed.".to_owned(),
-                ))
-            };
-            let outcome = outcome
-                .and_then(|()| self.topic_config(&topic))
-                .and_then(|config| {
-                    if request.validate_only {
-                        logd::validate_topic_name(&name)
-                            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))?;
-                        config
-                            .validate()
-                            .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))
-                    } else {
-                        self.log
-                            .create_topic(&name, config)
-                            .map(|_| ())
-                            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))
-                    }
-                });
-            if let Err((code, message)) = outcome {
-                result.error_code = code;
-                if version >= 1 {
-                    result.error_message = Some(StrBytes::from_string(message));
-                }
-            }
-            response.topics.push(result);
-        }
-        response
-    }
-
-    /// The topic config a CreateTopics entry asks for, or the error code and message.
-    fn topic_config(&self, topic: &CreatableTopic) -> Result<TopicConfig, (i16, String)> {
-        let mut config = self.log.default_topic_config().clone();
-        match topic.num_partitions {
-            -1 => {}
-            n if n > 0 => config.partitions = n as u32,
-            n => {
-                return Err((
-                    codes::INVALID_PARTITIONS,
-                    format!("partition count {n} must be positive"),
-                ));
-            }
-        }
-        if !matches!(topic.replication_factor, -1 | 1) {
-            return Err((
-                codes::INVALID_REPLICATION_FACTOR,
-                format!(
-                    "replication factor {} on a single-node logd",
-                    topic.replication_factor
-                ),
-            ));
-        }
-        for entry in &topic.configs {
-            let value = entry.value.as_deref().unwrap_or_default();
-            let bad = || {
-                (
-                    codes::INVALID_CONFIG,
-                    format!("invalid value {value:?} for {}", &*entry.name),
-                )
-            };
-            let number = || value.parse::<i64>().map_err(|_| bad());
-            match &*entry.name {
-                "retention.ms" => config.retention_ms = Some(number()?).filter(|ms| *ms >= 0),
-                "retention.bytes" => {
-                    config.retention_bytes = Some(number()?).filter(|b| *b >= 0).map(|b| b as u64)
-                }
-                "segment.bytes" => {
-                    config.segment_bytes = number()?.try_into().map_err(|_| bad())?
-                }
-                "segment.ms" => config.segment_ms = Some(number()?),
-                "max.message.bytes" => {
-                    config.max_batch_bytes = number()?.try_into().map_err(|_| bad())?
-                }
-                "cleanup.policy" if value == "delete" => {}
-                other => {
-                    return Err((
-                        codes::INVALID_CONFIG,
-                        format!("unsupported topic config {other}"),
-                    ));
-                }
-            }
-        }
-        Ok(config)
-    }
-
-    fn delete_topics(&self, request: DeleteTopicsRequest, peer: &Peer) -> DeleteTopicsResponse {
-        let mut response = DeleteTopicsResponse::default();
-        for name in request.topic_names {
-            let mut result = DeletableTopicResult::default();
-            if !self.allowed(peer, Operation::Delete, ResourceType::Topic, &name.0) {
-                result.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
-            } else if let Err(e) = self.log.delete_topic(&name.0) {
-                result.error_code = codes::for_engine_error(&e);
-            }
-            result.name = Some(name);
-            response.responses.push(result);
-        }
         response
     }
 
@@ -776,115 +650,6 @@ impl Broker {
     }
 }
 
-/// Kafka's resource types in DescribeConfigs.
-const RESOURCE_TOPIC: i8 = 2;
-const RESOURCE_BROKER: i8 = 4;
-/// Config sources: set on the topic, or the broker's default.
-const SOURCE_TOPIC: i8 = 1;
-const SOURCE_DEFAULT: i8 = 5;
-
-/// A topic's effective configs under Kafka's names, each with whether it differs from the
-/// broker's default for new topics.
-fn topic_configs(config: &TopicConfig, default: &TopicConfig) -> Vec<(&'static str, String, bool)> {
-    let ms = |v: Option<i64>| v.map_or("-1".to_owned(), |v| v.to_string());
-    vec![
-        ("cleanup.policy", "delete".into(), false),
-        (
-            "retention.ms",
-            ms(config.retention_ms),
-            config.retention_ms != default.retention_ms,
-        ),
-        (
-            "retention.bytes",
-            config
-                .retention_bytes
-                .map_or("-1".to_owned(), |b| b.to_string()),
-            config.retention_bytes != default.retention_bytes,
-        ),
-        (
-            "segment.bytes",
-            config.segment_bytes.to_string(),
-            config.segment_bytes != default.segment_bytes,
-        ),
-        (
-            "segment.ms",
-            ms(config.segment_ms),
-            config.segment_ms != default.segment_ms,
-        ),
-        (
-            "max.message.bytes",
-            config.max_batch_bytes.to_string(),
-            config.max_batch_bytes != default.max_batch_bytes,
-        ),
-        ("message.timestamp.type", "CreateTime".into(), false),
-    ]
-}
-
-impl Broker {
-    fn describe_configs(
-        &self,
-        request: DescribeConfigsRequest,
-        peer: &Peer,
-    ) -> DescribeConfigsResponse {
-        let mut response = DescribeConfigsResponse::default();
-        for resource in request.resources {
-            let mut result = DescribeConfigsResult::default();
-            result.resource_type = resource.resource_type;
-            result.resource_name = resource.resource_name.clone();
-            let refused = match resource.resource_type {
-                RESOURCE_TOPIC => (!self.allowed(
-                    peer,
-                    Operation::DescribeConfigs,
-                    ResourceType::Topic,
-                    &resource.resource_name,
-                ))
-                .then_some(codes::TOPIC_AUTHORIZATION_FAILED),
-                RESOURCE_BROKER => (!self.allowed_on_cluster(peer, Operation::DescribeConfigs))
-                    .then_some(codes::CLUSTER_AUTHORIZATION_FAILED),
-                _ => None,
-            };
-            if let Some(code) = refused {
-                result.error_code = code;
-                result.error_message = Some(StrBytes::from_static_str("Authorization failed."));
-                response.results.push(result);
-                continue;
-            }
-            let wanted = |name: &str| {
-                resource
-                    .configuration_keys
-                    .as_ref()
-                    .is_none_or(|keys| keys.iter().any(|k| &**k == name))
-            };
-            match resource.resource_type {
-                RESOURCE_TOPIC => match self.log.describe_topic(&resource.resource_name) {
-                    Ok(topic) => {
-                        let default = self.log.default_topic_config();
-                        result.configs = topic_configs(&topic.config, default)
-                            .into_iter()
-                            .filter(|(name, _, _)| wanted(name))
-                            .map(|(name, value, set)| {
-                                let mut entry = DescribeConfigsResourceResult::default();
-                                entry.name = StrBytes::from_static_str(name);
-                                entry.value = Some(StrBytes::from_string(value));
-                                entry.config_source =
-                                    if set { SOURCE_TOPIC } else { SOURCE_DEFAULT };
-                                entry
-                            })
-                            .collect();
-                    }
-                    Err(e) => result.error_code = codes::for_engine_error(&e),
-                },
-                // The broker has no dynamic configs to show; an empty answer is Kafka's for that.
-                RESOURCE_BROKER => {}
-                _ => result.error_code = codes::INVALID_REQUEST,
-            }
-            response.results.push(result);
-        }
-        response
-    }
-}
-
-/// The timestamp of the record at `offset`.
 /// Records in stored batches, read from their headers.
 fn record_count(mut batches: &[u8]) -> u64 {
     let mut count = 0;

@@ -23,6 +23,7 @@ mod observer;
 mod retry_transport;
 mod server;
 mod shape;
+mod topic_admin;
 mod user_client;
 mod users;
 mod versions;

@@ -81,18 +81,56 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             fields.push(Array(vec![Str, Array(vec![I32, I64])]));
             fields
         }
-        ApiKey::CreateTopics => vec![
-            Array(vec![
-                Str,
+        ApiKey::CreateTopics => match v {
+            2..=4 => vec![
+                Array(vec![
+                    Str,
+                    I32,
+                    I16,
+                    Array(vec![I32, Array(vec![I32])]),
+                    Array(vec![Str, Str]),
+                ]),
                 I32,
-                I16,
-                Array(vec![I32, Array(vec![I32])]),
-                Array(vec![Str, Str]),
-            ]),
-            I32,
-            BOOL,
-        ],
-        ApiKey::DeleteTopics => vec![Array(vec![Str]), I32],
+                BOOL,
+            ],
+            _ => vec![
+                CompactArray(vec![
+                    CompactStr,
+                    I32,
+                    I16,
+                    CompactArray(vec![I32, CompactArray(vec![I32]), Tags]),
+                    CompactArray(vec![CompactStr, CompactStr, Tags]),
+                    Tags,
+                ]),
+                I32,
+                BOOL,
+                Tags,
+            ],
+        },
+        ApiKey::DeleteTopics => match v {
+            1..=3 => vec![Array(vec![Str]), I32],
+            4 | 5 => vec![CompactArray(vec![CompactStr]), I32, Tags],
+            // Topics by name (nullable) or 16-byte id.
+            _ => vec![CompactArray(vec![CompactStr, Fixed(16), Tags]), I32, Tags],
+        },
+        ApiKey::CreatePartitions => match v {
+            0 | 1 => vec![
+                Array(vec![Str, I32, Array(vec![Array(vec![I32])])]),
+                I32,
+                BOOL,
+            ],
+            _ => vec![
+                CompactArray(vec![
+                    CompactStr,
+                    I32,
+                    CompactArray(vec![CompactArray(vec![I32]), Tags]),
+                    Tags,
+                ]),
+                I32,
+                BOOL,
+                Tags,
+            ],
+        },
         ApiKey::InitProducerId => {
             let mut fields = match v {
                 0..=1 => vec![Str, I32],
@@ -110,13 +148,29 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
             Tags,
         ],
-        ApiKey::DescribeConfigs => {
-            let mut fields = vec![Array(vec![I8, Str, Array(vec![Str])]), BOOL];
-            if v >= 3 {
-                fields.push(BOOL);
-            }
-            fields
-        }
+        ApiKey::DescribeConfigs => match v {
+            1 | 2 => vec![Array(vec![I8, Str, Array(vec![Str])]), BOOL],
+            3 => vec![Array(vec![I8, Str, Array(vec![Str])]), BOOL, BOOL],
+            _ => vec![
+                CompactArray(vec![I8, CompactStr, CompactArray(vec![CompactStr]), Tags]),
+                BOOL,
+                BOOL,
+                Tags,
+            ],
+        },
+        ApiKey::IncrementalAlterConfigs => match v {
+            0 => vec![Array(vec![I8, Str, Array(vec![Str, I8, Str])]), BOOL],
+            _ => vec![
+                CompactArray(vec![
+                    I8,
+                    CompactStr,
+                    CompactArray(vec![CompactStr, I8, CompactStr, Tags]),
+                    Tags,
+                ]),
+                BOOL,
+                Tags,
+            ],
+        },
         ApiKey::FindCoordinator => match v {
             0 => vec![Str],
             _ => vec![Str, I8],
@@ -166,14 +220,22 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
         ApiKey::OffsetFetch | ApiKey::OffsetDelete => {
             vec![Str, Array(vec![Str, Array(vec![I32])])]
         }
-        ApiKey::ListGroups => vec![],
-        ApiKey::DescribeGroups => {
-            let mut fields = vec![Array(vec![Str])];
-            if v >= 3 {
-                fields.push(BOOL);
-            }
-            fields
-        }
+        ApiKey::ListGroups => match v {
+            0..=2 => vec![],
+            3 => vec![Tags],
+            // The states filter, then (v5) the types filter: arrays of strings.
+            4 => vec![CompactArray(vec![CompactStr]), Tags],
+            _ => vec![
+                CompactArray(vec![CompactStr]),
+                CompactArray(vec![CompactStr]),
+                Tags,
+            ],
+        },
+        ApiKey::DescribeGroups => match v {
+            0..=2 => vec![Array(vec![Str])],
+            3 | 4 => vec![Array(vec![Str]), BOOL],
+            _ => vec![CompactArray(vec![CompactStr]), BOOL, Tags],
+        },
         ApiKey::DeleteGroups => vec![Array(vec![Str])],
         ApiKey::SaslHandshake => vec![Str],
         ApiKey::DescribeUserScramCredentials => {

@@ -240,6 +240,41 @@ fn table() -> Vec<Row> {
             },
         },
         Row {
+            api: "CreatePartitions",
+            needs: vec![(Topic, "orders", Alter, TOPIC)],
+            granted: 0,
+            send: |b| {
+                let mut topic = create_partitions_request::CreatePartitionsTopic::default();
+                topic.name = TopicName(s("orders"));
+                topic.count = 2;
+                topic.assignments = None;
+                let mut request = CreatePartitionsRequest::default();
+                request.topics = vec![topic];
+                let r: CreatePartitionsResponse = call(b, ApiKey::CreatePartitions, 3, &request);
+                r.results[0].error_code
+            },
+        },
+        Row {
+            api: "IncrementalAlterConfigs",
+            needs: vec![(Topic, "orders", AlterConfigs, TOPIC)],
+            granted: 0,
+            send: |b| {
+                let mut config = incremental_alter_configs_request::AlterableConfig::default();
+                config.name = s("retention.ms");
+                config.value = Some(s("60000"));
+                let mut resource =
+                    incremental_alter_configs_request::AlterConfigsResource::default();
+                resource.resource_type = 2;
+                resource.resource_name = s("orders");
+                resource.configs = vec![config];
+                let mut request = IncrementalAlterConfigsRequest::default();
+                request.resources = vec![resource];
+                let r: IncrementalAlterConfigsResponse =
+                    call(b, ApiKey::IncrementalAlterConfigs, 1, &request);
+                r.responses[0].error_code
+            },
+        },
+        Row {
             api: "DeleteTopics",
             needs: vec![(Topic, "orders", Delete, TOPIC)],
             granted: 0,

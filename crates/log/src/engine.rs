@@ -378,6 +378,39 @@ impl Log {
         topic.write_metadata(&*self.shared.storage)
     }
 
+    /// Changes a topic's retention, segment and batch limits (what Kafka's
+    /// IncrementalAlterConfigs changes): `topic.json` is replaced durably first, then every
+    /// partition applies them from its next append or retention pass. The partition count
+    /// (see [`Log::add_partitions`]) and the fsync policy do not change here.
+    pub fn alter_topic_config(&self, name: &str, config: TopicConfig) -> Result<TopicDescription> {
+        let topic = self.topic(name)?;
+        config.validate()?;
+        let log_config = config.log_config();
+        log_config.validate().map_err(logd_storage::Error::from)?;
+        let previous = {
+            let mut current = topic.config.write();
+            if config.partitions != current.partitions {
+                return Err(Error::InvalidConfig(
+                    "a topic's partition count changes with add_partitions",
+                ));
+            }
+            if config.fsync != current.fsync {
+                return Err(Error::InvalidConfig(
+                    "a topic's fsync policy cannot change while it is open",
+                ));
+            }
+            std::mem::replace(&mut *current, config)
+        };
+        if let Err(e) = topic.write_metadata(&*self.shared.storage) {
+            *topic.config.write() = previous;
+            return Err(e);
+        }
+        for partition in topic.partitions.read().iter() {
+            partition.reconfigure(&log_config)?;
+        }
+        self.describe_topic(name)
+    }
+
     /// One partition's log.
     pub fn partition(&self, topic: &str, partition: u32) -> Result<Arc<PartitionLog>> {
         self.topic(topic)?.partition(partition)

@@ -31,7 +31,7 @@ impl PartitionLog {
     /// stores nothing and answers with the original offsets ([`AppendInfo::duplicate`]); a
     /// sequence gap or a fenced epoch is an error and stores nothing.
     pub fn append(&self, batches: &mut [u8]) -> Result<AppendInfo> {
-        let mut headers = validate_input(batches, &self.config)?;
+        let mut headers = validate_input(batches, &self.config.read())?;
         let (first, next) = {
             let mut state = self.state.lock();
             self.check_writable()?;
@@ -60,7 +60,7 @@ impl PartitionLog {
             (first, next)
         };
         self.end_offset.store(next, Ordering::Release);
-        match self.config.fsync {
+        match self.fsync {
             FsyncPolicy::Always if self.acks_before_fsync() => {}
             FsyncPolicy::Always => self.make_durable(next)?,
             FsyncPolicy::Interval(interval) => {
@@ -82,7 +82,7 @@ impl PartitionLog {
     /// Answers a retried batch with its original offsets, once those are as durable as a
     /// fresh append would be: the original append may still be waiting for its fsync.
     fn answer_duplicate(&self, first: i64, last: i64) -> Result<AppendInfo> {
-        if self.config.fsync == FsyncPolicy::Always && !self.acks_before_fsync() {
+        if self.fsync == FsyncPolicy::Always && !self.acks_before_fsync() {
             self.make_durable(last + 1)?;
         }
         Ok(AppendInfo {
@@ -105,14 +105,14 @@ impl PartitionLog {
         let total = batches.len() as u64;
         let next = headers.last().map_or(first, |(_, h)| h.next_offset());
         let active = state.active();
-        let too_old = self.config.segment_ms.is_some_and(|ms| {
+        let too_old = self.config.read().segment_ms.is_some_and(|ms| {
             let incoming = headers[0].1.max_timestamp;
             active
                 .roll_timestamp
                 .is_some_and(|t0| incoming.saturating_sub(t0) > ms)
         });
         if active.size > 0
-            && (active.size + total > self.config.segment_bytes
+            && (active.size + total > self.config.read().segment_bytes
                 || !active.fits_offset(next)
                 || too_old)
         {
@@ -129,10 +129,10 @@ impl PartitionLog {
             active.note_batch(
                 start + *position as u64,
                 header,
-                self.config.index_interval_bytes,
+                self.config.read().index_interval_bytes,
             );
         }
-        if self.config.fsync != FsyncPolicy::Always {
+        if self.fsync != FsyncPolicy::Always {
             // Under `always` every append is followed by an fdatasync anyway.
             active.start_writeback(WRITEBACK_CHUNK_BYTES)?;
         }
@@ -143,7 +143,7 @@ impl PartitionLog {
         }
         state.end_offset = next;
         state.bytes_since_checkpoint += total;
-        if state.bytes_since_checkpoint >= self.config.checkpoint_interval_bytes {
+        if state.bytes_since_checkpoint >= self.config.read().checkpoint_interval_bytes {
             state.checkpoint(disk)?;
             self.advance_durable(next);
         }

@@ -29,7 +29,11 @@ use crate::{Offset, ProducerInfo, RecoveryReport, RetentionReport};
 pub struct PartitionLog {
     dir: PathBuf,
     storage: Arc<dyn Storage>,
-    config: LogConfig,
+    /// Changed only by `reconfigure` (the limits a topic's configs set).
+    config: parking_lot::RwLock<LogConfig>,
+    /// The fsync policy, which `reconfigure` never changes (read without the lock, so no
+    /// wait for a sync ever holds it).
+    fsync: FsyncPolicy,
     state: Mutex<LogState>,
     sync: Mutex<SyncState>,
     synced: Condvar,
@@ -129,7 +133,8 @@ impl PartitionLog {
             #[cfg(test)]
             bugs: Bugs::default(),
             storage,
-            config,
+            fsync: config.fsync,
+            config: parking_lot::RwLock::new(config),
             _lock: lock,
         })
     }
@@ -166,9 +171,27 @@ impl PartitionLog {
         &self.dir
     }
 
-    /// The configuration the log was opened with.
-    pub fn config(&self) -> &LogConfig {
-        &self.config
+    /// The configuration in force.
+    pub fn config(&self) -> LogConfig {
+        self.config.read().clone()
+    }
+
+    /// Changes the limits a running log applies from its next append or retention pass:
+    /// segment size and age, retention time and size, largest batch. The other settings
+    /// (fsync policy, index and checkpoint intervals) stay as the log was opened with.
+    pub fn reconfigure(&self, limits: &LogConfig) -> Result<()> {
+        let mut config = self.config.write();
+        let next = LogConfig {
+            segment_bytes: limits.segment_bytes,
+            segment_ms: limits.segment_ms,
+            retention_ms: limits.retention_ms,
+            retention_bytes: limits.retention_bytes,
+            max_batch_bytes: limits.max_batch_bytes,
+            ..config.clone()
+        };
+        next.validate()?;
+        *config = next;
+        Ok(())
     }
 
     /// What opening the log found and repaired.
@@ -194,7 +217,7 @@ impl PartitionLog {
     /// Readers see records below this offset: the durable end under [`FsyncPolicy::Always`],
     /// the written end otherwise (Kafka's high watermark).
     pub fn high_watermark(&self) -> Offset {
-        match self.config.fsync {
+        match self.fsync {
             FsyncPolicy::Always => self.durable_end_offset(),
             _ => self.end_offset(),
         }
@@ -240,7 +263,7 @@ impl PartitionLog {
 
     fn advance_durable(&self, end: i64) {
         self.durable_end.fetch_max(end, Ordering::AcqRel);
-        if self.config.fsync == FsyncPolicy::Always {
+        if self.fsync == FsyncPolicy::Always {
             self.notify_data();
         }
     }
@@ -317,8 +340,8 @@ impl PartitionLog {
 
     /// Deletes whole sealed segments that retention no longer keeps, as of `now_ms`.
     pub fn apply_retention(&self, now_ms: i64) -> Result<RetentionReport> {
-        let report =
-            self.mutate(|state, disk| state.apply_retention(now_ms, &self.config, disk))?;
+        let config = self.config();
+        let report = self.mutate(|state, disk| state.apply_retention(now_ms, &config, disk))?;
         self.log_start
             .store(report.log_start_offset.0, Ordering::Release);
         Ok(report)

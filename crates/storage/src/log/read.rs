@@ -58,7 +58,7 @@ impl PartitionLog {
             &range.view[range.start..range.end],
             &range.view[range.end..],
             range.start,
-            self.config.max_decompressed_bytes,
+            self.config.read().max_decompressed_bytes,
             |record| {
                 if record.offset < from.0 {
                     return true;
@@ -185,7 +185,7 @@ impl PartitionLog {
             let corrupt = |e| Error::corrupted(&path, at as u64, e);
             batch.verify_crc(at).map_err(corrupt)?;
             let records = batch
-                .records(self.config.max_decompressed_bytes)
+                .records(self.config.read().max_decompressed_bytes)
                 .map_err(corrupt)?;
             for record in records.iter() {
                 let record = record.map_err(corrupt)?;

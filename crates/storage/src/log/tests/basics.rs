@@ -425,3 +425,57 @@ fn segments_roll_by_record_age() {
     log.append(&mut batch_of(&values("e", 1), 1_202)).unwrap();
     assert_eq!(log.segment_count(), 3);
 }
+
+#[test]
+fn reconfigured_limits_apply_to_the_next_append_and_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_bytes: 1 << 20,
+        ..small_config()
+    };
+    let log = PartitionLog::open(dir.path(), config.clone()).unwrap();
+    for i in 0..40 {
+        log.append(&mut batch_of(&values("a", 2), 1_000 + i))
+            .unwrap();
+    }
+    assert_eq!(log.segment_count(), 1);
+    // Smaller segments, a batch limit and time retention, from now on.
+    let limits = LogConfig {
+        segment_bytes: 2048,
+        max_batch_bytes: 200,
+        retention_ms: Some(100),
+        fsync: FsyncPolicy::Never,
+        index_interval_bytes: 1,
+        ..config.clone()
+    };
+    log.reconfigure(&limits).unwrap();
+    let now = log.config();
+    assert_eq!((now.segment_bytes, now.max_batch_bytes), (2048, 200));
+    assert_eq!(now.retention_ms, Some(100));
+    assert_eq!(
+        now.fsync,
+        FsyncPolicy::Always,
+        "the fsync policy stays as opened"
+    );
+    assert_eq!(now.index_interval_bytes, config.index_interval_bytes);
+    assert!(matches!(
+        log.append(&mut batch_of(&[vec![7u8; 300]], 2_000)),
+        Err(Error::BatchTooLarge { max: 200, .. })
+    ));
+    for i in 0..40 {
+        log.append(&mut batch_of(&values("b", 2), 2_000 + i))
+            .unwrap();
+    }
+    assert!(log.segment_count() > 2, "rolled at the new size");
+    assert!(log.apply_retention(10_000).unwrap().deleted_segments > 0);
+    // A bad value is refused and changes nothing.
+    let bad = LogConfig {
+        segment_bytes: 10,
+        ..limits
+    };
+    assert!(matches!(
+        log.reconfigure(&bad),
+        Err(Error::InvalidConfig { .. })
+    ));
+    assert_eq!(log.config().segment_bytes, 2048);
+}

@@ -1,0 +1,616 @@
+//! The topic admin APIs: CreateTopics (v2-7: KIP-464's broker defaults from v4, the created
+//! topic's partitions, replication and configs from v5, its id from v7), DeleteTopics (v1-6:
+//! by id from v6), CreatePartitions, DescribeConfigs and IncrementalAlterConfigs. Each checks
+//! its ACLs and translates into engine calls; the topic rules live in the engine.
+
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use logd::TopicConfig;
+use uuid::Uuid;
+
+use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
+use crate::auth::Peer;
+use crate::broker::Broker;
+use crate::codes;
+
+/// Kafka's resource types in DescribeConfigs.
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+/// Config sources: set on the topic, or the broker's default.
+const SOURCE_TOPIC: i8 = 1;
+const SOURCE_DEFAULT: i8 = 5;
+/// IncrementalAlterConfigs operations.
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
+/// Kafka's config types (DescribeConfigs v3+).
+const TYPE_STRING: i8 = 2;
+const TYPE_INT: i8 = 3;
+const TYPE_LONG: i8 = 5;
+const TYPE_LIST: i8 = 7;
+
+/// One topic config as Kafka names it: name, value, whether it differs from the broker's
+/// default for new topics, and its type.
+struct ConfigEntry {
+    name: &'static str,
+    value: String,
+    set: bool,
+    kind: i8,
+}
+
+/// A topic's effective configs under Kafka's names.
+fn topic_configs(config: &TopicConfig, default: &TopicConfig) -> Vec<ConfigEntry> {
+    let ms = |v: Option<i64>| v.map_or("-1".to_owned(), |v| v.to_string());
+    let entry = |name, value, set, kind| ConfigEntry {
+        name,
+        value,
+        set,
+        kind,
+    };
+    vec![
+        entry("cleanup.policy", "delete".into(), false, TYPE_LIST),
+        entry(
+            "retention.ms",
+            ms(config.retention_ms),
+            config.retention_ms != default.retention_ms,
+            TYPE_LONG,
+        ),
+        entry(
+            "retention.bytes",
+            config
+                .retention_bytes
+                .map_or("-1".to_owned(), |b| b.to_string()),
+            config.retention_bytes != default.retention_bytes,
+            TYPE_LONG,
+        ),
+        entry(
+            "segment.bytes",
+            config.segment_bytes.to_string(),
+            config.segment_bytes != default.segment_bytes,
+            TYPE_INT,
+        ),
+        entry(
+            "segment.ms",
+            ms(config.segment_ms),
+            config.segment_ms != default.segment_ms,
+            TYPE_LONG,
+        ),
+        entry(
+            "max.message.bytes",
+            config.max_batch_bytes.to_string(),
+            config.max_batch_bytes != default.max_batch_bytes,
+            TYPE_INT,
+        ),
+        entry(
+            "message.timestamp.type",
+            "CreateTime".into(),
+            false,
+            TYPE_STRING,
+        ),
+    ]
+}
+
+/// Sets one topic config from its Kafka name and value, or says why it cannot be.
+pub(crate) fn set_topic_config(
+    config: &mut TopicConfig,
+    name: &str,
+    value: Option<&str>,
+) -> Result<(), (i16, String)> {
+    let value = value.unwrap_or_default();
+    let bad = || {
+        (
+            codes::INVALID_CONFIG,
+            format!("invalid value {value:?} for {name}"),
+        )
+    };
+    let number = || value.parse::<i64>().map_err(|_| bad());
+    match name {
+        "retention.ms" => config.retention_ms = Some(number()?).filter(|ms| *ms >= 0),
+        "retention.bytes" => {
+            config.retention_bytes = Some(number()?).filter(|b| *b >= 0).map(|b| b as u64)
+        }
+        "segment.bytes" => config.segment_bytes = number()?.try_into().map_err(|_| bad())?,
+        "segment.ms" => config.segment_ms = Some(number()?),
+        "max.message.bytes" => config.max_batch_bytes = number()?.try_into().map_err(|_| bad())?,
+        "cleanup.policy" if value == "delete" => {}
+        other => {
+            return Err((
+                codes::INVALID_CONFIG,
+                format!("unsupported topic config {other}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn text(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+impl Broker {
+    /// Whether `peer` may create any topic (CREATE on the cluster); asked quietly, since
+    /// CREATE on the topic may still allow it.
+    pub(crate) fn may_create_on_cluster(&self, peer: &Peer) -> bool {
+        self.allowed_quietly(peer, Operation::Create, ResourceType::Cluster, CLUSTER_NAME)
+    }
+
+    pub(crate) fn create_topics(
+        &self,
+        request: CreateTopicsRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> CreateTopicsResponse {
+        let mut response = CreateTopicsResponse::default();
+        let may_create_any = self.may_create_on_cluster(peer);
+        for topic in request.topics {
+            let mut result = CreatableTopicResult::default();
+            result.name = topic.name.clone();
+            let name = topic.name.0.to_string();
+            let authorized =
+                may_create_any || self.allowed(peer, Operation::Create, ResourceType::Topic, &name);
+            let outcome = if authorized {
+                Ok(())
+            } else {
+                Err((
+                    codes::TOPIC_AUTHORIZATION_FAILED,
+                    "Authorization failed.".to_owned(),
+                ))
+            };
+            let outcome = outcome
+                .and_then(|()| self.topic_config(&topic))
+                .and_then(|config| {
+                    if request.validate_only {
+                        logd::validate_topic_name(&name)
+                            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))?;
+                        config
+                            .validate()
+                            .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))?;
+                        Ok((config, None))
+                    } else {
+                        self.log
+                            .create_topic(&name, config)
+                            .map(|created| (created.config, Some(created.id)))
+                            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))
+                    }
+                });
+            match outcome {
+                Ok((config, id)) => {
+                    if version >= 5 {
+                        self.describe_created(&mut result, &config, peer);
+                    }
+                    if version >= 7 {
+                        result.topic_id = id.map_or(Uuid::nil(), Uuid::from_bytes);
+                    }
+                }
+                Err((code, message)) => {
+                    result.error_code = code;
+                    result.error_message = Some(text(message));
+                    if version >= 5 {
+                        result.num_partitions = -1;
+                        result.replication_factor = -1;
+                        result.configs = None;
+                    }
+                }
+            }
+            response.topics.push(result);
+        }
+        response
+    }
+
+    /// A created topic's partitions, replication and configs (CreateTopics v5+); the configs
+    /// only with DESCRIBE_CONFIGS on it, as Kafka.
+    fn describe_created(
+        &self,
+        result: &mut CreatableTopicResult,
+        config: &TopicConfig,
+        peer: &Peer,
+    ) {
+        result.num_partitions = i32::try_from(config.partitions).unwrap_or(i32::MAX);
+        result.replication_factor = 1;
+        if !self.allowed_quietly(
+            peer,
+            Operation::DescribeConfigs,
+            ResourceType::Topic,
+            &result.name.0,
+        ) {
+            result.topic_config_error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+            result.configs = None;
+            return;
+        }
+        let default = self.log.default_topic_config();
+        result.configs = Some(
+            topic_configs(config, default)
+                .into_iter()
+                .map(|entry| {
+                    let mut c = CreatableTopicConfigs::default();
+                    c.name = StrBytes::from_static_str(entry.name);
+                    c.value = Some(text(entry.value));
+                    c.config_source = if entry.set {
+                        SOURCE_TOPIC
+                    } else {
+                        SOURCE_DEFAULT
+                    };
+                    c
+                })
+                .collect(),
+        );
+    }
+
+    /// The topic config a CreateTopics entry asks for, or the error code and message. A count
+    /// or replication factor of -1 takes the broker's default (KIP-464; Kafka's clients send it
+    /// from v4 on, and Kafka's broker, like logd, takes it at any version).
+    fn topic_config(&self, topic: &CreatableTopic) -> Result<TopicConfig, (i16, String)> {
+        let mut config = self.log.default_topic_config().clone();
+        match topic.num_partitions {
+            -1 => {}
+            n if n > 0 => config.partitions = n as u32,
+            n => {
+                return Err((
+                    codes::INVALID_PARTITIONS,
+                    format!("partition count {n} must be positive"),
+                ));
+            }
+        }
+        if !matches!(topic.replication_factor, -1 | 1) {
+            return Err((
+                codes::INVALID_REPLICATION_FACTOR,
+                format!(
+                    "replication factor {} on a single-node logd",
+                    topic.replication_factor
+                ),
+            ));
+        }
+        for entry in &topic.configs {
+            set_topic_config(&mut config, &entry.name, entry.value.as_deref())?;
+        }
+        Ok(config)
+    }
+
+    /// DeleteTopics: by name (v1-5) or by name or topic id (v6).
+    pub(crate) fn delete_topics(
+        &self,
+        request: DeleteTopicsRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> DeleteTopicsResponse {
+        let wanted: Vec<(Option<String>, Uuid)> = if version >= 6 {
+            request
+                .topics
+                .into_iter()
+                .map(|t| (t.name.map(|n| n.0.to_string()), t.topic_id))
+                .collect()
+        } else {
+            request
+                .topic_names
+                .into_iter()
+                .map(|n| (Some(n.0.to_string()), Uuid::nil()))
+                .collect()
+        };
+        let mut response = DeleteTopicsResponse::default();
+        for (name, id) in wanted {
+            let mut result = DeletableTopicResult::default();
+            let name = name.or_else(|| self.topic_named_by(id));
+            let outcome = match &name {
+                None => Err(codes::UNKNOWN_TOPIC_ID),
+                Some(name) if !self.allowed(peer, Operation::Delete, ResourceType::Topic, name) => {
+                    Err(codes::TOPIC_AUTHORIZATION_FAILED)
+                }
+                Some(name) => self
+                    .log
+                    .delete_topic(name)
+                    .map_err(|e| codes::for_engine_error(&e)),
+            };
+            if let Err(code) = outcome {
+                result.error_code = code;
+            }
+            if version >= 6 {
+                result.topic_id = id;
+            }
+            result.name = name.map(|n| TopicName(text(n)));
+            response.responses.push(result);
+        }
+        response
+    }
+
+    /// The topic whose stable id is `id`.
+    fn topic_named_by(&self, id: Uuid) -> Option<String> {
+        if id.is_nil() {
+            return None;
+        }
+        self.log.list_topics().into_iter().find(|name| {
+            self.log
+                .describe_topic(name)
+                .is_ok_and(|t| t.id == *id.as_bytes())
+        })
+    }
+
+    /// CreatePartitions: grows topics (ALTER on each), never shrinks; `validate_only` checks
+    /// without changing anything.
+    pub(crate) fn create_partitions(
+        &self,
+        request: CreatePartitionsRequest,
+        peer: &Peer,
+    ) -> CreatePartitionsResponse {
+        let mut response = CreatePartitionsResponse::default();
+        let mut seen = std::collections::HashSet::new();
+        let duplicated: std::collections::HashSet<String> = request
+            .topics
+            .iter()
+            .filter(|t| !seen.insert(t.name.0.to_string()))
+            .map(|t| t.name.0.to_string())
+            .collect();
+        for topic in request.topics {
+            let name = topic.name.0.to_string();
+            let outcome = if duplicated.contains(&name) {
+                Err((codes::INVALID_REQUEST, "Duplicate topic in request.".into()))
+            } else if !self.allowed(peer, Operation::Alter, ResourceType::Topic, &name) {
+                Err((
+                    codes::TOPIC_AUTHORIZATION_FAILED,
+                    "Authorization failed.".into(),
+                ))
+            } else {
+                self.grow(
+                    &name,
+                    topic.count,
+                    topic.assignments.as_deref(),
+                    request.validate_only,
+                )
+            };
+            let mut result = CreatePartitionsTopicResult::default();
+            result.name = topic.name;
+            if let Err((code, message)) = outcome {
+                result.error_code = code;
+                result.error_message = Some(text(message));
+            }
+            response.results.push(result);
+        }
+        response
+    }
+
+    fn grow(
+        &self,
+        name: &str,
+        count: i32,
+        assignments: Option<
+            &[kafka_protocol::messages::create_partitions_request::CreatePartitionsAssignment],
+        >,
+        validate_only: bool,
+    ) -> Result<(), (i16, String)> {
+        let current = self
+            .log
+            .partition_count(name)
+            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))?;
+        let current = i64::from(current);
+        let wanted = i64::from(count);
+        if wanted < current {
+            return Err((
+                codes::INVALID_PARTITIONS,
+                format!(
+                    "Topic currently has {current} partitions, which is higher than the \
+                     requested {wanted}."
+                ),
+            ));
+        }
+        if wanted == current {
+            return Err((
+                codes::INVALID_PARTITIONS,
+                format!("Topic already has {current} partitions."),
+            ));
+        }
+        if let Some(assignments) = assignments {
+            let node = self.config.node_id;
+            let fits = assignments.len() as i64 == wanted - current
+                && assignments
+                    .iter()
+                    .all(|a| a.broker_ids.iter().map(|b| b.0).eq([node]));
+            if !fits {
+                return Err((
+                    codes::INVALID_REPLICA_ASSIGNMENT,
+                    format!("a single-node logd assigns each new partition to broker {node} alone"),
+                ));
+            }
+        }
+        if validate_only {
+            return Ok(());
+        }
+        self.log
+            .add_partitions(name, wanted as u32)
+            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))
+    }
+
+    pub(crate) fn describe_configs(
+        &self,
+        request: DescribeConfigsRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> DescribeConfigsResponse {
+        let mut response = DescribeConfigsResponse::default();
+        for resource in request.resources {
+            let mut result = DescribeConfigsResult::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name.clone();
+            let refused = match resource.resource_type {
+                RESOURCE_TOPIC => (!self.allowed(
+                    peer,
+                    Operation::DescribeConfigs,
+                    ResourceType::Topic,
+                    &resource.resource_name,
+                ))
+                .then_some(codes::TOPIC_AUTHORIZATION_FAILED),
+                RESOURCE_BROKER => (!self.allowed_on_cluster(peer, Operation::DescribeConfigs))
+                    .then_some(codes::CLUSTER_AUTHORIZATION_FAILED),
+                _ => None,
+            };
+            if let Some(code) = refused {
+                result.error_code = code;
+                result.error_message = Some(StrBytes::from_static_str("Authorization failed."));
+                response.results.push(result);
+                continue;
+            }
+            let wanted = |name: &str| {
+                resource
+                    .configuration_keys
+                    .as_ref()
+                    .is_none_or(|keys| keys.iter().any(|k| &**k == name))
+            };
+            match resource.resource_type {
+                RESOURCE_TOPIC => match self.log.describe_topic(&resource.resource_name) {
+                    Ok(topic) => {
+                        let default = self.log.default_topic_config();
+                        result.configs = topic_configs(&topic.config, default)
+                            .into_iter()
+                            .filter(|entry| wanted(entry.name))
+                            .map(|entry| {
+                                let mut c = DescribeConfigsResourceResult::default();
+                                c.name = StrBytes::from_static_str(entry.name);
+                                c.value = Some(text(entry.value));
+                                c.config_source = if entry.set {
+                                    SOURCE_TOPIC
+                                } else {
+                                    SOURCE_DEFAULT
+                                };
+                                if version >= 3 {
+                                    c.config_type = entry.kind;
+                                }
+                                c
+                            })
+                            .collect();
+                    }
+                    Err(e) => result.error_code = codes::for_engine_error(&e),
+                },
+                // The broker has no dynamic configs to show; an empty answer is Kafka's for that.
+                RESOURCE_BROKER => {}
+                _ => result.error_code = codes::INVALID_REQUEST,
+            }
+            response.results.push(result);
+        }
+        response
+    }
+
+    /// IncrementalAlterConfigs: SET or DELETE (back to the broker's default) a topic's configs,
+    /// all of a resource's changes or none; `validate_only` checks without changing anything.
+    /// Broker resources have no dynamic configs on logd.
+    pub(crate) fn incremental_alter_configs(
+        &self,
+        request: IncrementalAlterConfigsRequest,
+        peer: &Peer,
+    ) -> IncrementalAlterConfigsResponse {
+        let mut response = IncrementalAlterConfigsResponse::default();
+        for resource in request.resources {
+            let outcome = match resource.resource_type {
+                RESOURCE_TOPIC
+                    if !self.allowed(
+                        peer,
+                        Operation::AlterConfigs,
+                        ResourceType::Topic,
+                        &resource.resource_name,
+                    ) =>
+                {
+                    Err((
+                        codes::TOPIC_AUTHORIZATION_FAILED,
+                        "Authorization failed.".into(),
+                    ))
+                }
+                RESOURCE_TOPIC => self.alter_topic(&resource, request.validate_only),
+                RESOURCE_BROKER if !self.allowed_on_cluster(peer, Operation::AlterConfigs) => {
+                    Err((
+                        codes::CLUSTER_AUTHORIZATION_FAILED,
+                        "Authorization failed.".into(),
+                    ))
+                }
+                RESOURCE_BROKER => Err((
+                    codes::INVALID_CONFIG,
+                    "logd has no dynamic broker configs: set them at start".into(),
+                )),
+                other => Err((
+                    codes::INVALID_REQUEST,
+                    format!("unexpected resource type {other}"),
+                )),
+            };
+            let mut result = AlterConfigsResourceResponse::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name;
+            if let Err((code, message)) = outcome {
+                result.error_code = code;
+                result.error_message = Some(text(message));
+            }
+            response.responses.push(result);
+        }
+        response
+    }
+
+    fn alter_topic(
+        &self,
+        resource: &AlterConfigsResource,
+        validate_only: bool,
+    ) -> Result<(), (i16, String)> {
+        let engine = |e: logd::Error| (codes::for_engine_error(&e), e.to_string());
+        let name = resource.resource_name.as_str();
+        let mut config = self.log.describe_topic(name).map_err(engine)?.config;
+        let default = self.log.default_topic_config();
+        let mut seen = std::collections::HashSet::new();
+        for change in &resource.configs {
+            if !seen.insert(change.name.as_str()) {
+                return Err((
+                    codes::INVALID_REQUEST,
+                    format!("config {} is changed twice", change.name.as_str()),
+                ));
+            }
+            match change.config_operation {
+                OP_SET => set_topic_config(&mut config, &change.name, change.value.as_deref())?,
+                OP_DELETE => {
+                    let value = topic_configs(default, default)
+                        .into_iter()
+                        .find(|entry| entry.name == change.name.as_str())
+                        .map(|entry| entry.value);
+                    set_topic_config(&mut config, &change.name, value.as_deref())?
+                }
+                OP_APPEND | OP_SUBTRACT => {
+                    return Err((
+                        codes::INVALID_CONFIG,
+                        format!(
+                            "{} is not a list config: APPEND and SUBTRACT do not apply",
+                            change.name.as_str()
+                        ),
+                    ));
+                }
+                other => {
+                    return Err((
+                        codes::INVALID_REQUEST,
+                        format!("unknown config operation {other}"),
+                    ));
+                }
+            }
+        }
+        if validate_only {
+            config
+                .validate()
+                .and_then(|()| config.log_config().validate().map_err(logd::Error::Storage))
+                .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))
+        } else {
+            self.log
+                .alter_topic_config(name, config)
+                .map(|_| tracing::info!(topic = name, "topic configs altered"))
+                .map_err(|e| match e {
+                    logd::Error::UnknownTopic(_) => engine(e),
+                    other => (codes::INVALID_CONFIG, other.to_string()),
+                })
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Every (API, version) logd advertises in ApiVersions is served: a request of that version,
+//! as `kafka-protocol` encodes it, sent over a real connection, gets a response that decodes at
+//! that version with nothing left over. The table below must name every advertised API, so a
+//! version advertised but not handled fails here.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use logd::{Config, Log};
+use logd_kafka::{Broker, BrokerConfig, ConnectionLimits, Listener, ListenerConfig, SUPPORTED};
+
+/// A broker over a fresh engine, served in process; its address.
+fn serve(dir: &std::path::Path) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let log = Log::open(dir, Config::default()).unwrap();
+    log.create_topic("t", logd::TopicConfig::default()).unwrap();
+    let broker = Arc::new(Broker::new(log, BrokerConfig::default()));
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let port = listener.local_addr().unwrap().port();
+            let listener = Listener {
+                socket: tokio::net::TcpListener::from_std(listener).unwrap(),
+                config: ListenerConfig::plaintext("127.0.0.1", port),
+            };
+            let forever = std::future::pending::<()>();
+            logd_kafka::serve(broker, vec![listener], ConnectionLimits::default(), forever).await
+        })
+    });
+    addr
+}
+
+/// A request of each API logd serves, with what its handler needs to answer at once (a
+/// produce that wants an answer, a fetch that does not wait).
+fn request(key: ApiKey) -> Option<RequestKind> {
+    let t = || TopicName(StrBytes::from_static_str("t"));
+    Some(match key {
+        ApiKey::Produce => {
+            let mut r = ProduceRequest::default();
+            r.acks = -1;
+            RequestKind::Produce(r)
+        }
+        ApiKey::Fetch => {
+            let mut r = FetchRequest::default();
+            r.replica_id = BrokerId(-1);
+            r.max_wait_ms = 0;
+            RequestKind::Fetch(r)
+        }
+        ApiKey::ListOffsets => RequestKind::ListOffsets(ListOffsetsRequest::default()),
+        ApiKey::Metadata => {
+            let mut topic = metadata_request::MetadataRequestTopic::default();
+            topic.name = Some(t());
+            let mut r = MetadataRequest::default();
+            r.topics = Some(vec![topic]);
+            RequestKind::Metadata(r)
+        }
+        ApiKey::ApiVersions => RequestKind::ApiVersions(ApiVersionsRequest::default()),
+        ApiKey::CreateTopics => RequestKind::CreateTopics(CreateTopicsRequest::default()),
+        ApiKey::DeleteTopics => RequestKind::DeleteTopics(DeleteTopicsRequest::default()),
+        ApiKey::CreatePartitions => {
+            let mut topic = create_partitions_request::CreatePartitionsTopic::default();
+            topic.name = t();
+            topic.count = 1;
+            let mut r = CreatePartitionsRequest::default();
+            r.topics = vec![topic];
+            RequestKind::CreatePartitions(r)
+        }
+        ApiKey::InitProducerId => {
+            let mut r = InitProducerIdRequest::default();
+            r.transactional_id = None;
+            RequestKind::InitProducerId(r)
+        }
+        ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(DescribeConfigsRequest::default()),
+        ApiKey::FindCoordinator => RequestKind::FindCoordinator(FindCoordinatorRequest::default()),
+        ApiKey::JoinGroup => RequestKind::JoinGroup(JoinGroupRequest::default()),
+        ApiKey::SyncGroup => RequestKind::SyncGroup(SyncGroupRequest::default()),
+        ApiKey::Heartbeat => RequestKind::Heartbeat(HeartbeatRequest::default()),
+        ApiKey::LeaveGroup => RequestKind::LeaveGroup(LeaveGroupRequest::default()),
+        ApiKey::OffsetCommit => RequestKind::OffsetCommit(OffsetCommitRequest::default()),
+        ApiKey::OffsetFetch => RequestKind::OffsetFetch(OffsetFetchRequest::default()),
+        ApiKey::ListGroups => RequestKind::ListGroups(ListGroupsRequest::default()),
+        ApiKey::DescribeGroups => RequestKind::DescribeGroups(DescribeGroupsRequest::default()),
+        ApiKey::DeleteGroups => RequestKind::DeleteGroups(DeleteGroupsRequest::default()),
+        ApiKey::OffsetDelete => RequestKind::OffsetDelete(OffsetDeleteRequest::default()),
+        ApiKey::DescribeLogDirs => RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default()),
+        ApiKey::DescribeProducers => {
+            RequestKind::DescribeProducers(DescribeProducersRequest::default())
+        }
+        ApiKey::SaslHandshake => RequestKind::SaslHandshake(SaslHandshakeRequest::default()),
+        ApiKey::SaslAuthenticate => {
+            RequestKind::SaslAuthenticate(SaslAuthenticateRequest::default())
+        }
+        ApiKey::DescribeUserScramCredentials => {
+            RequestKind::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::default())
+        }
+        ApiKey::AlterUserScramCredentials => {
+            RequestKind::AlterUserScramCredentials(AlterUserScramCredentialsRequest::default())
+        }
+        ApiKey::DescribeAcls => RequestKind::DescribeAcls(DescribeAclsRequest::default()),
+        ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default()),
+        ApiKey::DeleteAcls => RequestKind::DeleteAcls(DeleteAclsRequest::default()),
+        ApiKey::IncrementalAlterConfigs => {
+            RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default())
+        }
+        _ => return None,
+    })
+}
+
+/// Sends `request` at `version` on `stream` and returns the response body.
+fn exchange(stream: &mut TcpStream, key: ApiKey, version: i16, request: &RequestKind) -> BytesMut {
+    let mut header = RequestHeader::default();
+    header.request_api_key = key as i16;
+    header.request_api_version = version;
+    header.correlation_id = i32::from(version) * 100 + key as i32;
+    header.client_id = Some(StrBytes::from_static_str("versions"));
+    let mut frame = BytesMut::new();
+    header
+        .encode(&mut frame, key.request_header_version(version))
+        .unwrap();
+    request.encode(&mut frame, version).unwrap();
+    stream
+        .write_all(&(frame.len() as i32).to_be_bytes())
+        .unwrap();
+    stream.write_all(&frame).unwrap();
+    let mut size = [0u8; 4];
+    stream
+        .read_exact(&mut size)
+        .unwrap_or_else(|e| panic!("{key:?} v{version}: no response ({e})"));
+    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut body).unwrap();
+    let mut body = BytesMut::from(&body[..]);
+    let header = ResponseHeader::decode(&mut body, key.response_header_version(version)).unwrap();
+    assert_eq!(header.correlation_id, i32::from(version) * 100 + key as i32);
+    body
+}
+
+#[test]
+fn every_advertised_version_is_answered_in_that_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = serve(dir.path());
+    let mut answered = 0;
+    for (key, min, max) in SUPPORTED {
+        let request =
+            request(*key).unwrap_or_else(|| panic!("{key:?} is advertised but not tested here"));
+        for version in *min..=*max {
+            // A connection per request: a SASL request on a listener without SASL is answered
+            // and then closed, as Kafka does.
+            let mut stream = TcpStream::connect(&addr).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut body = exchange(&mut stream, *key, version, &request).freeze();
+            let decoded = ResponseKind::decode(*key, &mut body, version);
+            assert!(decoded.is_ok(), "{key:?} v{version}: {decoded:?}");
+            assert!(
+                !body.has_remaining(),
+                "{key:?} v{version}: {} bytes after the response",
+                body.remaining()
+            );
+            answered += 1;
+        }
+    }
+    assert!(answered > 100, "only {answered} versions");
+}
