@@ -66,6 +66,23 @@ impl Client {
             .block_on(self.inner.create_topic(topic, partitions, configs))
     }
 
+    /// Grows `topic` to `count` partitions.
+    pub fn create_partitions(&mut self, topic: &str, count: i32) -> Result<(), ClientError> {
+        self.runtime
+            .block_on(self.inner.create_partitions(topic, count))
+    }
+
+    /// Sets configs of `topic` and returns others to the broker's default, all or none.
+    pub fn alter_topic_configs(
+        &mut self,
+        topic: &str,
+        set: &[(String, String)],
+        reset: &[String],
+    ) -> Result<(), ClientError> {
+        self.runtime
+            .block_on(self.inner.alter_topic_configs(topic, set, reset))
+    }
+
     /// Deletes a topic.
     pub fn delete_topic(&mut self, topic: &str) -> Result<(), ClientError> {
         self.runtime.block_on(self.inner.delete_topic(topic))

@@ -24,6 +24,7 @@ mod retry_transport;
 mod server;
 mod shape;
 mod topic_admin;
+mod topic_client;
 mod user_client;
 mod users;
 mod versions;

@@ -1,10 +1,11 @@
 //! The API versions logd advertises. Minimums are Kafka 4.0's, never higher: librdkafka before
 //! 2.11.1 (Debian's kcat) turns features on only if specific old versions are in range.
-//! Maximums are capped where the handlers do not yet implement a newer version's semantics;
-//! at these caps most requests of kcat, confluent-kafka, kafka-python and aiokafka are
-//! non-flexible; the flexible ones served are ApiVersions v3, InitProducerId v2-5,
-//! DescribeProducers, SaslAuthenticate v2 and the two user-credential APIs (see
-//! `shared/notes/kafka-protocol.md`).
+//! Maximums are capped where the handlers do not yet implement a newer version's semantics
+//! (see `shared/notes/kafka-protocol.md`). Served to Kafka 4.x's maximum, flexible versions
+//! included: ApiVersions, InitProducerId, DescribeProducers, SaslAuthenticate, the user and ACL
+//! APIs, CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
+//! IncrementalAlterConfigs, ListGroups and DescribeGroups; the data and other group APIs are
+//! still capped below their first flexible version.
 
 use kafka_protocol::messages::ApiKey;
 

@@ -386,7 +386,7 @@ impl Log {
         let topic = self.topic(name)?;
         config.validate()?;
         let log_config = config.log_config();
-        log_config.validate().map_err(logd_storage::Error::from)?;
+        log_config.validate()?;
         let previous = {
             let mut current = topic.config.write();
             if config.partitions != current.partitions {

@@ -36,6 +36,20 @@ enum TopicsCommand {
         /// Topic name.
         name: String,
     },
+    /// Change a topic: more partitions, or configs (all or none of them change).
+    Alter {
+        /// Topic name.
+        name: String,
+        /// Grow the topic to this many partitions (never fewer: keys would move).
+        #[arg(long)]
+        partitions: Option<i32>,
+        /// Set a config, `key=value` (retention.ms, retention.bytes, segment.bytes, ...).
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        configs: Vec<String>,
+        /// Return a config to the broker's default.
+        #[arg(long = "delete-config", value_name = "KEY")]
+        delete_configs: Vec<String>,
+    },
     /// Delete a topic and its data.
     Delete {
         /// Topic name.
@@ -52,15 +66,27 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
             partitions,
             configs,
         } => {
-            let mut pairs = Vec::new();
-            for config in configs {
-                let Some((key, value)) = config.split_once('=') else {
-                    bail!("config {config:?} is not key=value");
-                };
-                pairs.push((key.to_owned(), value.to_owned()));
-            }
-            client.create_topic(name, partitions.unwrap_or(-1), &pairs)?;
+            client.create_topic(name, partitions.unwrap_or(-1), &key_values(configs)?)?;
             writeln!(out, "created topic {name}")?;
+        }
+        TopicsCommand::Alter {
+            name,
+            partitions,
+            configs,
+            delete_configs,
+        } => {
+            let set = key_values(configs)?;
+            if partitions.is_none() && set.is_empty() && delete_configs.is_empty() {
+                bail!("nothing to change: give --partitions, --config or --delete-config");
+            }
+            if let Some(count) = partitions {
+                client.create_partitions(name, *count)?;
+                writeln!(out, "topic {name} now has {count} partitions")?;
+            }
+            if !set.is_empty() || !delete_configs.is_empty() {
+                client.alter_topic_configs(name, &set, delete_configs)?;
+                writeln!(out, "topic {name}: configs altered")?;
+            }
         }
         TopicsCommand::List => {
             let metadata = client.metadata(None, false)?;
@@ -107,4 +133,15 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `key=value` arguments as pairs.
+fn key_values(configs: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    configs
+        .iter()
+        .map(|config| match config.split_once('=') {
+            Some((key, value)) => Ok((key.to_owned(), value.to_owned())),
+            None => bail!("config {config:?} is not key=value"),
+        })
+        .collect()
 }
