@@ -15,15 +15,11 @@ use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, Partition
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
-use kafka_protocol::messages::metadata_response::{
-    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
-};
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
-    ApiVersionsResponse, BrokerId, FetchRequest, FetchResponse, InitProducerIdRequest,
-    InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
-    MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, RequestKind,
-    ResponseKind, TopicName,
+    ApiVersionsResponse, FetchRequest, FetchResponse, InitProducerIdRequest,
+    InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse, ProduceRequest,
+    ProduceResponse, ProducerId, RequestHeader, RequestKind, ResponseKind, TopicName,
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
@@ -35,7 +31,6 @@ use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
-use crate::listener::ListenerConfig;
 use crate::versions::SUPPORTED;
 
 /// The ApiVersions answer: every API logd serves with its version range.
@@ -174,92 +169,6 @@ impl Broker {
                 return None;
             }
         })
-    }
-
-    fn metadata(&self, request: MetadataRequest, version: i16, peer: &Peer) -> MetadataResponse {
-        let listener: &ListenerConfig = &peer.listener;
-        // Every topic the principal may describe (the others are left out, as Kafka does), or
-        // the named ones.
-        let every_topic = || {
-            let mut all = self.log.list_topics();
-            all.retain(|t| self.allowed_quietly(peer, Operation::Describe, ResourceType::Topic, t));
-            all
-        };
-        let names: Vec<String> = match request.topics {
-            None => every_topic(),
-            // In v0 an empty list means every topic.
-            Some(topics) if topics.is_empty() && version == 0 => every_topic(),
-            Some(topics) => topics
-                .into_iter()
-                .filter_map(|t| t.name.map(|n| n.0.to_string()))
-                .collect(),
-        };
-        // Before v4 a metadata request asks for auto-creation implicitly, as in Kafka.
-        let auto_create = version < 4 || request.allow_auto_topic_creation;
-        let may_create_any = auto_create && self.may_create_on_cluster(peer);
-        let node = BrokerId(self.config.node_id);
-        let mut broker = MetadataResponseBroker::default();
-        broker.node_id = node;
-        broker.host = StrBytes::from_string(listener.advertised_host.clone());
-        broker.port = i32::from(listener.advertised_port);
-        let mut response = MetadataResponse::default();
-        response.brokers = vec![broker];
-        if version >= 1 {
-            response.controller_id = node;
-        }
-        if version >= 2 {
-            response.cluster_id = Some(StrBytes::from_string(self.config.cluster_id.clone()));
-        }
-        response.topics = names
-            .into_iter()
-            .map(|name| {
-                let mut topic = MetadataResponseTopic::default();
-                topic.name = Some(topic_name(&name));
-                if !self.allowed(peer, Operation::Describe, ResourceType::Topic, &name) {
-                    topic.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
-                    return topic;
-                }
-                let known = self.log.partition_count(&name).is_ok();
-                // Auto-creation needs CREATE on the cluster or on the topic.
-                if auto_create
-                    && !known
-                    && !may_create_any
-                    && !self.allowed(peer, Operation::Create, ResourceType::Topic, &name)
-                {
-                    topic.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
-                    return topic;
-                }
-                let exists = if auto_create && !known {
-                    self.log.ensure_topic(&name)
-                } else {
-                    Ok(known)
-                };
-                match exists.and_then(|exists| {
-                    if exists {
-                        self.log.partition_count(&name).map(Some)
-                    } else {
-                        Ok(None)
-                    }
-                }) {
-                    Ok(Some(count)) => {
-                        topic.partitions = (0..count as i32)
-                            .map(|index| {
-                                let mut p = MetadataResponsePartition::default();
-                                p.partition_index = index;
-                                p.leader_id = node;
-                                p.replica_nodes = vec![node];
-                                p.isr_nodes = vec![node];
-                                p
-                            })
-                            .collect();
-                    }
-                    Ok(None) => topic.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION,
-                    Err(e) => topic.error_code = codes::for_engine_error(&e),
-                }
-                topic
-            })
-            .collect();
-        response
     }
 
     fn produce(

@@ -19,6 +19,7 @@ mod groups;
 mod handlers;
 mod listener;
 mod login;
+mod metadata;
 mod observer;
 mod retry_transport;
 mod server;

@@ -42,13 +42,27 @@ const BOOL: Field = Fixed(1);
 fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
     let v = version;
     Some(match key {
-        ApiKey::Metadata => {
-            let mut fields = vec![Array(vec![Str])];
-            if v >= 4 {
-                fields.push(BOOL);
-            }
-            fields
-        }
+        ApiKey::Metadata => match v {
+            0..=3 => vec![Array(vec![Str])],
+            4..=7 => vec![Array(vec![Str]), BOOL],
+            8 => vec![Array(vec![Str]), BOOL, BOOL, BOOL],
+            9 => vec![CompactArray(vec![CompactStr, Tags]), BOOL, BOOL, BOOL, Tags],
+            // Topics by id (16 bytes) and nullable name.
+            10 => vec![
+                CompactArray(vec![Fixed(16), CompactStr, Tags]),
+                BOOL,
+                BOOL,
+                BOOL,
+                Tags,
+            ],
+            // Without include_cluster_authorized_operations.
+            _ => vec![
+                CompactArray(vec![Fixed(16), CompactStr, Tags]),
+                BOOL,
+                BOOL,
+                Tags,
+            ],
+        },
         ApiKey::Produce => vec![Str, I16, I32, Array(vec![Str, Array(vec![I32, Bytes])])],
         ApiKey::Fetch => {
             let mut fields = vec![I32, I32, I32, I32, I8];

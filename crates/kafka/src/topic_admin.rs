@@ -329,7 +329,7 @@ impl Broker {
     }
 
     /// The topic whose stable id is `id`.
-    fn topic_named_by(&self, id: Uuid) -> Option<String> {
+    pub(crate) fn topic_named_by(&self, id: Uuid) -> Option<String> {
         if id.is_nil() {
             return None;
         }

@@ -14,7 +14,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 7),
     (ApiKey::Fetch, 4, 11),
     (ApiKey::ListOffsets, 1, 2),
-    (ApiKey::Metadata, 0, 4),
+    (ApiKey::Metadata, 0, 13),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),

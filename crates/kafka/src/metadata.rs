@@ -1,0 +1,209 @@
+//! Metadata, v0 to v13 as Kafka 4.x serves it: the one broker at the address of the listener
+//! the client came in on, and each topic asked for (every topic the principal may describe
+//! when none is named) with its partitions led by this node at leader epoch 0 (v7+), its
+//! stable id (v10+, and topics asked for by id from v10), and the operations the principal may
+//! do (v8+, when asked). Auto-creation follows Kafka: implicit before v4, needs CREATE.
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
+use crate::auth::Peer;
+use crate::broker::Broker;
+use crate::codes;
+
+/// The operations a topic has, for its authorized-operations bit field.
+const TOPIC_OPERATIONS: [Operation; 8] = [
+    Operation::Read,
+    Operation::Write,
+    Operation::Create,
+    Operation::Delete,
+    Operation::Alter,
+    Operation::Describe,
+    Operation::DescribeConfigs,
+    Operation::AlterConfigs,
+];
+
+/// The operations the cluster has, for its authorized-operations bit field.
+const CLUSTER_OPERATIONS: [Operation; 7] = [
+    Operation::Create,
+    Operation::Alter,
+    Operation::Describe,
+    Operation::ClusterAction,
+    Operation::DescribeConfigs,
+    Operation::AlterConfigs,
+    Operation::IdempotentWrite,
+];
+
+/// A topic the request names: by name, or (v10+) by id alone.
+enum Wanted {
+    Name(String),
+    UnknownId(Uuid),
+}
+
+impl Broker {
+    /// Kafka's bit field of the operations in `operations` that `peer` may do on `name`.
+    fn authorized_operations(
+        &self,
+        peer: &Peer,
+        resource_type: ResourceType,
+        name: &str,
+        operations: &[Operation],
+    ) -> i32 {
+        operations
+            .iter()
+            .filter(|op| self.allowed_quietly(peer, **op, resource_type, name))
+            .fold(0, |bits, op| bits | (1 << op.code()))
+    }
+
+    pub(crate) fn metadata(
+        &self,
+        request: MetadataRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> MetadataResponse {
+        let listener = &peer.listener;
+        // Every topic the principal may describe (the others are left out, as Kafka does), or
+        // the named ones.
+        let every_topic = || {
+            let mut all = self.log.list_topics();
+            all.retain(|t| self.allowed_quietly(peer, Operation::Describe, ResourceType::Topic, t));
+            all.into_iter().map(Wanted::Name).collect()
+        };
+        let wanted: Vec<Wanted> = match request.topics {
+            None => every_topic(),
+            // In v0 an empty list means every topic.
+            Some(topics) if topics.is_empty() && version == 0 => every_topic(),
+            Some(topics) => topics
+                .into_iter()
+                .map(|t| match t.name {
+                    Some(name) => Wanted::Name(name.0.to_string()),
+                    None => match self.topic_named_by(t.topic_id) {
+                        Some(name) => Wanted::Name(name),
+                        None => Wanted::UnknownId(t.topic_id),
+                    },
+                })
+                .collect(),
+        };
+        // Before v4 a metadata request asks for auto-creation implicitly, as in Kafka.
+        let auto_create = version < 4 || request.allow_auto_topic_creation;
+        let node = BrokerId(self.config.node_id);
+        let mut broker = MetadataResponseBroker::default();
+        broker.node_id = node;
+        broker.host = StrBytes::from_string(listener.advertised_host.clone());
+        broker.port = i32::from(listener.advertised_port);
+        let mut response = MetadataResponse::default();
+        response.brokers = vec![broker];
+        if version >= 1 {
+            response.controller_id = node;
+        }
+        if version >= 2 {
+            response.cluster_id = Some(StrBytes::from_string(self.config.cluster_id.clone()));
+        }
+        if (8..=10).contains(&version) {
+            response.cluster_authorized_operations =
+                if request.include_cluster_authorized_operations {
+                    self.authorized_operations(
+                        peer,
+                        ResourceType::Cluster,
+                        CLUSTER_NAME,
+                        &CLUSTER_OPERATIONS,
+                    )
+                } else {
+                    i32::MIN
+                };
+        }
+        response.topics = wanted
+            .into_iter()
+            .map(|wanted| {
+                let mut topic = match wanted {
+                    Wanted::Name(name) => self.topic_metadata(&name, auto_create, version, peer),
+                    Wanted::UnknownId(id) => {
+                        let mut topic = MetadataResponseTopic::default();
+                        topic.error_code = codes::UNKNOWN_TOPIC_ID;
+                        topic.topic_id = id;
+                        topic.name = None;
+                        topic
+                    }
+                };
+                if version >= 8 {
+                    topic.topic_authorized_operations = match (&topic.name, topic.error_code) {
+                        (Some(name), 0) if request.include_topic_authorized_operations => self
+                            .authorized_operations(
+                                peer,
+                                ResourceType::Topic,
+                                name,
+                                &TOPIC_OPERATIONS,
+                            ),
+                        _ => i32::MIN,
+                    };
+                }
+                topic
+            })
+            .collect();
+        response
+    }
+
+    /// One named topic: its partitions, or why not (not allowed to see it, unknown, or not
+    /// allowed to create it).
+    fn topic_metadata(
+        &self,
+        name: &str,
+        auto_create: bool,
+        version: i16,
+        peer: &Peer,
+    ) -> MetadataResponseTopic {
+        let mut topic = MetadataResponseTopic::default();
+        topic.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
+        if !self.allowed(peer, Operation::Describe, ResourceType::Topic, name) {
+            topic.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+            return topic;
+        }
+        let known = self.log.partition_count(name).is_ok();
+        // Auto-creation needs CREATE on the cluster or on the topic.
+        if auto_create
+            && !known
+            && !self.may_create_on_cluster(peer)
+            && !self.allowed(peer, Operation::Create, ResourceType::Topic, name)
+        {
+            topic.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+            return topic;
+        }
+        let exists = if auto_create && !known {
+            self.log.ensure_topic(name)
+        } else {
+            Ok(known)
+        };
+        let described = exists.and_then(|exists| match exists {
+            true => self.log.describe_topic(name).map(Some),
+            false => Ok(None),
+        });
+        let node = BrokerId(self.config.node_id);
+        match described {
+            Ok(Some(described)) => {
+                if version >= 10 {
+                    topic.topic_id = Uuid::from_bytes(described.id);
+                }
+                topic.partitions = (0..described.partitions.len() as i32)
+                    .map(|index| {
+                        let mut p = MetadataResponsePartition::default();
+                        p.partition_index = index;
+                        p.leader_id = node;
+                        // One node, never a new leader: its epoch is 0.
+                        p.leader_epoch = 0;
+                        p.replica_nodes = vec![node];
+                        p.isr_nodes = vec![node];
+                        p
+                    })
+                    .collect();
+            }
+            Ok(None) => topic.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION,
+            Err(e) => topic.error_code = codes::for_engine_error(&e),
+        }
+        topic
+    }
+}
