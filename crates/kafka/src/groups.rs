@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
@@ -36,7 +37,6 @@ use crate::acl::{Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
-use crate::listener::ListenerConfig;
 use logd::group::decode_subscription;
 
 /// The type of every group logd runs (KIP-848 calls the JoinGroup/SyncGroup protocol
@@ -71,33 +71,58 @@ impl Broker {
         self.log.clock().now_ms()
     }
 
+    /// FindCoordinator: this node, for a group (key type 0, DESCRIBE on it) or a transactional
+    /// id (1); one key before v4, a batch of keys from v4 (KIP-699).
     pub(crate) fn find_coordinator(
         &self,
         request: FindCoordinatorRequest,
+        version: i16,
         peer: &Peer,
     ) -> FindCoordinatorResponse {
-        tracing::debug!(key = &*request.key, "find coordinator");
         let mut response = FindCoordinatorResponse::default();
-        let listener: &ListenerConfig = &peer.listener;
-        // Key type 0 names a group, 1 a transactional id.
-        let (resource_type, refused) = match request.key_type {
+        if version < 4 {
+            let found = self.coordinator_for(request.key_type, &request.key, peer);
+            response.error_code = found.error_code;
+            response.node_id = found.node_id;
+            response.host = found.host;
+            response.port = found.port;
+            if version >= 1 {
+                response.error_message = found.error_message;
+            }
+            return response;
+        }
+        response.coordinators = request
+            .coordinator_keys
+            .iter()
+            .map(|key| self.coordinator_for(request.key_type, key, peer))
+            .collect();
+        response
+    }
+
+    fn coordinator_for(&self, key_type: i8, key: &StrBytes, peer: &Peer) -> Coordinator {
+        tracing::debug!(key = key.as_str(), "find coordinator");
+        let mut found = Coordinator::default();
+        found.key = key.clone();
+        let (resource_type, refused) = match key_type {
             1 => (
                 ResourceType::TransactionalId,
                 codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
             ),
             _ => (ResourceType::Group, codes::GROUP_AUTHORIZATION_FAILED),
         };
-        if !self.allowed(peer, Operation::Describe, resource_type, &request.key) {
-            response.error_code = refused;
-            response.node_id = BrokerId(-1);
-            response.host = StrBytes::default();
-            response.port = -1;
-            return response;
+        if !self.allowed(peer, Operation::Describe, resource_type, key) {
+            found.error_code = refused;
+            found.error_message = Some(str_bytes("Authorization failed."));
+            found.node_id = BrokerId(-1);
+            found.host = StrBytes::default();
+            found.port = -1;
+            return found;
         }
-        response.node_id = BrokerId(self.config.node_id);
-        response.host = str_bytes(listener.advertised_host.clone());
-        response.port = i32::from(listener.advertised_port);
-        response
+        found.node_id = BrokerId(self.config.node_id);
+        found.host = str_bytes(peer.listener.advertised_host.clone());
+        found.port = i32::from(peer.listener.advertised_port);
+        found.error_message = None;
+        found
     }
 
     pub(crate) fn join_group(
@@ -123,6 +148,14 @@ impl Broker {
         if request.group_id.is_empty() {
             response.error_code = codes::INVALID_GROUP_ID;
             return response;
+        }
+        if let Some(reason) = request.reason.as_deref().filter(|r| !r.is_empty()) {
+            tracing::info!(
+                group = request.group_id.as_str(),
+                member = request.member_id.as_str(),
+                reason,
+                "member joins"
+            );
         }
         let client_host = peer.member_host();
         let rebalance_timeout_ms = if version == 0 {
@@ -153,6 +186,9 @@ impl Broker {
         match outcome {
             Ok(JoinStatus::Joined(joined)) => {
                 response.generation_id = joined.generation;
+                if version >= 7 {
+                    response.protocol_type = Some(request.protocol_type.clone());
+                }
                 response.protocol_name = Some(str_bytes(joined.protocol));
                 response.leader = str_bytes(joined.leader);
                 response.member_id = str_bytes(joined.member_id);
@@ -179,6 +215,10 @@ impl Broker {
             }
             Err(e) => response.error_code = codes::for_group_error(e),
         }
+        // From v7 an answer without a protocol says so with null, as Kafka's.
+        if version >= 7 && response.generation_id == -1 {
+            response.protocol_name = None;
+        }
         response
     }
 
@@ -198,7 +238,14 @@ impl Broker {
         }
     }
 
-    pub(crate) fn sync_group(&self, request: SyncGroupRequest, peer: &Peer) -> SyncGroupResponse {
+    /// SyncGroup; from v5 the member names the protocol type and name it joined with, which
+    /// must be the group's (INCONSISTENT_GROUP_PROTOCOL otherwise), and the answer names them.
+    pub(crate) fn sync_group(
+        &self,
+        request: SyncGroupRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> SyncGroupResponse {
         let mut response = SyncGroupResponse::default();
         if !self.allowed(
             peer,
@@ -208,6 +255,27 @@ impl Broker {
         ) {
             response.error_code = codes::GROUP_AUTHORIZATION_FAILED;
             return response;
+        }
+        if version >= 5 {
+            let (protocol_type, protocol) = self
+                .log
+                .coordinator()
+                .read_group(&request.group_id, |g| {
+                    (
+                        g.protocol_type().map(str::to_owned),
+                        g.protocol().map(str::to_owned),
+                    )
+                })
+                .unwrap_or_default();
+            let differs = |asked: &Option<StrBytes>, held: &Option<String>| matches!((asked, held), (Some(a), Some(h)) if a.as_str() != h);
+            if differs(&request.protocol_type, &protocol_type)
+                || differs(&request.protocol_name, &protocol)
+            {
+                response.error_code = codes::INCONSISTENT_GROUP_PROTOCOL;
+                return response;
+            }
+            response.protocol_type = protocol_type.map(str_bytes);
+            response.protocol_name = protocol.map(str_bytes);
         }
         let outcome = self
             .check_instance(
@@ -294,6 +362,14 @@ impl Broker {
             return response;
         }
         for identity in request.members {
+            if let Some(reason) = identity.reason.as_deref().filter(|r| !r.is_empty()) {
+                tracing::info!(
+                    group = request.group_id.as_str(),
+                    member = identity.member_id.as_str(),
+                    reason,
+                    "member leaves"
+                );
+            }
             let outcome = match &identity.group_instance_id {
                 Some(instance) => coordinator
                     .leave_instance(&request.group_id, instance, Some(&identity.member_id), now)

@@ -112,13 +112,13 @@ impl Broker {
                 ResponseKind::DescribeLogDirs(self.describe_log_dirs(request, peer))
             }
             RequestKind::FindCoordinator(request) => {
-                ResponseKind::FindCoordinator(self.find_coordinator(request, peer))
+                ResponseKind::FindCoordinator(self.find_coordinator(request, version, peer))
             }
             RequestKind::JoinGroup(request) => {
                 ResponseKind::JoinGroup(self.join_group(request, version, client_id, peer))
             }
             RequestKind::SyncGroup(request) => {
-                ResponseKind::SyncGroup(self.sync_group(request, peer))
+                ResponseKind::SyncGroup(self.sync_group(request, version, peer))
             }
             RequestKind::Heartbeat(request) => {
                 ResponseKind::Heartbeat(self.heartbeat(request, peer))

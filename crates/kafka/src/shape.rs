@@ -187,33 +187,74 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
         },
         ApiKey::FindCoordinator => match v {
             0 => vec![Str],
-            _ => vec![Str, I8],
+            1 | 2 => vec![Str, I8],
+            3 => vec![CompactStr, I8, Tags],
+            // The key type, then a batch of keys.
+            _ => vec![I8, CompactArray(vec![CompactStr]), Tags],
         },
-        ApiKey::JoinGroup => {
-            let mut fields = vec![Str, I32];
-            if v >= 1 {
-                fields.push(I32);
+        ApiKey::JoinGroup => match v {
+            0 => vec![Str, I32, Str, Str, Array(vec![Str, Bytes])],
+            1..=4 => vec![Str, I32, I32, Str, Str, Array(vec![Str, Bytes])],
+            5 => vec![Str, I32, I32, Str, Str, Str, Array(vec![Str, Bytes])],
+            _ => {
+                let mut fields = vec![
+                    CompactStr,
+                    I32,
+                    I32,
+                    CompactStr,
+                    CompactStr,
+                    CompactStr,
+                    CompactArray(vec![CompactStr, CompactStr, Tags]),
+                ];
+                if v >= 8 {
+                    fields.push(CompactStr); // reason
+                }
+                fields.push(Tags);
+                fields
             }
-            fields.push(Str);
-            if v >= 5 {
-                fields.push(Str);
-            }
-            fields.extend([Str, Array(vec![Str, Bytes])]);
-            fields
-        }
-        ApiKey::SyncGroup | ApiKey::Heartbeat => {
-            let mut fields = vec![Str, I32, Str];
-            if v >= 3 {
-                fields.push(Str);
-            }
-            if key == ApiKey::SyncGroup {
-                fields.push(Array(vec![Str, Bytes]));
-            }
-            fields
-        }
+        },
+        ApiKey::SyncGroup => match v {
+            0..=2 => vec![Str, I32, Str, Array(vec![Str, Bytes])],
+            3 => vec![Str, I32, Str, Str, Array(vec![Str, Bytes])],
+            4 => vec![
+                CompactStr,
+                I32,
+                CompactStr,
+                CompactStr,
+                CompactArray(vec![CompactStr, CompactStr, Tags]),
+                Tags,
+            ],
+            // Protocol type and name before the assignments.
+            _ => vec![
+                CompactStr,
+                I32,
+                CompactStr,
+                CompactStr,
+                CompactStr,
+                CompactStr,
+                CompactArray(vec![CompactStr, CompactStr, Tags]),
+                Tags,
+            ],
+        },
+        ApiKey::Heartbeat => match v {
+            0..=2 => vec![Str, I32, Str],
+            3 => vec![Str, I32, Str, Str],
+            _ => vec![CompactStr, I32, CompactStr, CompactStr, Tags],
+        },
         ApiKey::LeaveGroup => match v {
             0..=2 => vec![Str, Str],
-            _ => vec![Str, Array(vec![Str, Str])],
+            3 => vec![Str, Array(vec![Str, Str])],
+            4 => vec![
+                CompactStr,
+                CompactArray(vec![CompactStr, CompactStr, Tags]),
+                Tags,
+            ],
+            // Each member with its reason.
+            _ => vec![
+                CompactStr,
+                CompactArray(vec![CompactStr, CompactStr, CompactStr, Tags]),
+                Tags,
+            ],
         },
         ApiKey::OffsetCommit => {
             let mut fields = vec![Str, I32, Str];

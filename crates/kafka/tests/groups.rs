@@ -444,3 +444,65 @@ fn kip_848_is_not_advertised_and_its_heartbeat_is_refused() {
         .unwrap();
     assert!(broker.handle_frame(frame.freeze(), "/10.0.0.9").is_err());
 }
+
+#[test]
+fn the_newest_group_versions_name_the_protocol_and_batch_coordinator_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    // JoinGroup v9 (flexible, with a reason): the answer names the protocol type from v7, and
+    // says "no protocol" with null while the member has none.
+    let mut request = join_request("", None);
+    request.reason = Some(s("starting"));
+    let first: JoinGroupResponse = call(&broker, ApiKey::JoinGroup, 9, &request);
+    assert_eq!(first.error_code, 79);
+    assert_eq!(first.protocol_name, None);
+    request.member_id = first.member_id.clone();
+    let joined: JoinGroupResponse = call(&broker, ApiKey::JoinGroup, 9, &request);
+    assert_eq!(joined.error_code, 0);
+    assert_eq!(joined.protocol_type.as_deref(), Some("consumer"));
+    assert_eq!(joined.protocol_name.as_deref(), Some("range"));
+    // SyncGroup v5: the protocol must be the group's; the answer names it.
+    let mut sync = SyncGroupRequest::default();
+    sync.group_id = GroupId(s("g"));
+    sync.generation_id = joined.generation_id;
+    sync.member_id = joined.member_id.clone();
+    sync.protocol_type = Some(s("consumer"));
+    sync.protocol_name = Some(s("roundrobin"));
+    let wrong: SyncGroupResponse = call(&broker, ApiKey::SyncGroup, 5, &sync);
+    assert_eq!(wrong.error_code, 23, "INCONSISTENT_GROUP_PROTOCOL");
+    sync.protocol_name = Some(s("range"));
+    let mut assignment = SyncGroupRequestAssignment::default();
+    assignment.member_id = joined.member_id.clone();
+    assignment.assignment = Bytes::from_static(b"assigned");
+    sync.assignments = vec![assignment];
+    let synced: SyncGroupResponse = call(&broker, ApiKey::SyncGroup, 5, &sync);
+    assert_eq!(synced.error_code, 0);
+    assert_eq!(synced.protocol_name.as_deref(), Some("range"));
+    assert_eq!(&synced.assignment[..], b"assigned");
+    // Heartbeat v4 and LeaveGroup v5 (flexible, with a reason).
+    let mut beat = HeartbeatRequest::default();
+    beat.group_id = GroupId(s("g"));
+    beat.generation_id = joined.generation_id;
+    beat.member_id = joined.member_id.clone();
+    let beaten: HeartbeatResponse = call(&broker, ApiKey::Heartbeat, 4, &beat);
+    assert_eq!(beaten.error_code, 0);
+    let mut member = MemberIdentity::default();
+    member.member_id = joined.member_id.clone();
+    member.reason = Some(s("shutting down"));
+    let mut leave = LeaveGroupRequest::default();
+    leave.group_id = GroupId(s("g"));
+    leave.members = vec![member];
+    let left: LeaveGroupResponse = call(&broker, ApiKey::LeaveGroup, 5, &leave);
+    assert_eq!((left.error_code, left.members[0].error_code), (0, 0));
+    // FindCoordinator v4+: a batch of keys, each answered.
+    let mut find = FindCoordinatorRequest::default();
+    find.key_type = 0;
+    find.coordinator_keys = vec![s("g"), s("other")];
+    let found: FindCoordinatorResponse = call(&broker, ApiKey::FindCoordinator, 6, &find);
+    let keys: Vec<(&str, i32, i16)> = found
+        .coordinators
+        .iter()
+        .map(|c| (&*c.key, c.node_id.0, c.error_code))
+        .collect();
+    assert_eq!(keys, [("g", 0, 0), ("other", 0, 0)]);
+}
