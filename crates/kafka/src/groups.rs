@@ -19,7 +19,8 @@ use kafka_protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
 use kafka_protocol::messages::offset_fetch_response::{
-    OffsetFetchResponsePartition, OffsetFetchResponseTopic,
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
 use kafka_protocol::messages::{
     BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
@@ -46,6 +47,29 @@ const CLASSIC: &str = "classic";
 /// A parked JoinGroup or SyncGroup gives up this long after the rebalance timeout (the group
 /// ends a join phase at that timeout, so this only fires if something is badly wrong).
 const PARK_SLACK: Duration = Duration::from_secs(5);
+
+/// One partition's answer in an OffsetFetch.
+struct CommittedPartition {
+    index: i32,
+    /// -1 when nothing is committed.
+    offset: i64,
+    leader_epoch: i32,
+    metadata: String,
+    error_code: i16,
+}
+
+impl CommittedPartition {
+    /// Nothing to show: no commit, or refused with `error_code`.
+    fn refused(index: i32, error_code: i16) -> CommittedPartition {
+        CommittedPartition {
+            index,
+            offset: -1,
+            leader_epoch: -1,
+            metadata: String::new(),
+            error_code,
+        }
+    }
+}
 
 /// A partition of an OffsetCommit: its index, and its error code or `None` if it is committed
 /// with the others.
@@ -482,31 +506,120 @@ impl Broker {
         response
     }
 
+    /// OffsetFetch: one group's committed offsets (v1-7), or several groups' (v8+, KIP-709).
+    /// Offsets committed come with leader epoch 0, this node's one epoch (v5+).
     pub(crate) fn offset_fetch(
         &self,
         request: OffsetFetchRequest,
         version: i16,
         peer: &Peer,
     ) -> OffsetFetchResponse {
-        let group = request.group_id.to_string();
-        let offsets = self.log.offsets();
-        let group_allowed = self.allowed(peer, Operation::Describe, ResourceType::Group, &group);
-        if !group_allowed && version >= 2 {
-            let mut response = OffsetFetchResponse::default();
-            response.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+        let mut response = OffsetFetchResponse::default();
+        if version >= 8 {
+            for asked in request.groups {
+                let topics = asked.topics.map(|topics| {
+                    topics
+                        .into_iter()
+                        .map(|t| (t.name.to_string(), t.partition_indexes))
+                        .collect()
+                });
+                let mut group = OffsetFetchResponseGroup::default();
+                match self.committed_offsets(&asked.group_id, topics, peer) {
+                    Ok(found) => {
+                        group.topics = found
+                            .into_iter()
+                            .map(|(name, partitions)| {
+                                let mut topic = OffsetFetchResponseTopics::default();
+                                topic.name = TopicName(str_bytes(name));
+                                topic.partitions = partitions
+                                    .into_iter()
+                                    .map(|p| {
+                                        let mut out = OffsetFetchResponsePartitions::default();
+                                        out.partition_index = p.index;
+                                        out.committed_offset = p.offset;
+                                        out.committed_leader_epoch = p.leader_epoch;
+                                        out.metadata = Some(str_bytes(p.metadata));
+                                        out.error_code = p.error_code;
+                                        out
+                                    })
+                                    .collect();
+                                topic
+                            })
+                            .collect();
+                    }
+                    Err(code) => group.error_code = code,
+                }
+                group.group_id = asked.group_id;
+                response.groups.push(group);
+            }
             return response;
         }
-        let wanted: Vec<(String, Vec<i32>)> = match request.topics {
-            Some(topics) => topics
+        let topics = request.topics.map(|topics| {
+            topics
                 .into_iter()
                 .map(|t| (t.name.to_string(), t.partition_indexes))
+                .collect::<Vec<_>>()
+        });
+        let found = match self.committed_offsets(&request.group_id, topics.clone(), peer) {
+            Ok(found) => found,
+            // v2+ says it once; v1 has no group-level error: each partition carries it.
+            Err(code) if version >= 2 => {
+                response.error_code = code;
+                return response;
+            }
+            Err(code) => topics
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, indexes)| {
+                    let refused = indexes
+                        .into_iter()
+                        .map(|index| CommittedPartition::refused(index, code))
+                        .collect();
+                    (name, refused)
+                })
                 .collect(),
-            // v2+: null means every partition the group has committed.
+        };
+        for (name, partitions) in found {
+            let mut topic = OffsetFetchResponseTopic::default();
+            topic.name = TopicName(str_bytes(name));
+            topic.partitions = partitions
+                .into_iter()
+                .map(|p| {
+                    let mut out = OffsetFetchResponsePartition::default();
+                    out.partition_index = p.index;
+                    out.committed_offset = p.offset;
+                    if version >= 5 {
+                        out.committed_leader_epoch = p.leader_epoch;
+                    }
+                    out.metadata = Some(str_bytes(p.metadata));
+                    out.error_code = p.error_code;
+                    out
+                })
+                .collect();
+            response.topics.push(topic);
+        }
+        response
+    }
+
+    /// A group's committed offsets for `topics` (`None`: every partition it committed, less
+    /// the topics the principal may not describe), or the group-level refusal.
+    fn committed_offsets(
+        &self,
+        group: &str,
+        topics: Option<Vec<(String, Vec<i32>)>>,
+        peer: &Peer,
+    ) -> Result<Vec<(String, Vec<CommittedPartition>)>, i16> {
+        if !self.allowed(peer, Operation::Describe, ResourceType::Group, group) {
+            return Err(codes::GROUP_AUTHORIZATION_FAILED);
+        }
+        let offsets = self.log.offsets();
+        let wanted = match topics {
+            Some(topics) => topics,
             None => {
                 let mut all: Vec<(String, Vec<i32>)> = Vec::new();
                 // Topics the principal may not describe are left out, as Kafka does.
                 let visible = offsets
-                    .group_offsets(&group)
+                    .group_offsets(group)
                     .into_iter()
                     .filter(|(topic, _, _)| {
                         self.allowed_quietly(peer, Operation::Describe, ResourceType::Topic, topic)
@@ -520,43 +633,34 @@ impl Broker {
                 all
             }
         };
-        let mut response = OffsetFetchResponse::default();
-        for (name, partitions) in wanted {
-            let mut topic = OffsetFetchResponseTopic::default();
-            // v1 has no group-level error: each partition carries it.
-            let refused = if !group_allowed {
-                Some(codes::GROUP_AUTHORIZATION_FAILED)
-            } else if !self.allowed(peer, Operation::Describe, ResourceType::Topic, &name) {
-                Some(codes::TOPIC_AUTHORIZATION_FAILED)
-            } else {
-                None
-            };
-            for index in partitions {
-                let mut partition = OffsetFetchResponsePartition::default();
-                partition.partition_index = index;
-                if let Some(code) = refused {
-                    partition.error_code = code;
-                    partition.committed_offset = -1;
-                    if version >= 5 {
-                        partition.committed_leader_epoch = -1;
-                    }
-                    partition.metadata = Some(StrBytes::default());
-                    topic.partitions.push(partition);
-                    continue;
-                }
-                let committed = offsets.fetch(&group, &name, index);
-                partition.committed_offset = committed.as_ref().map_or(-1, |c| c.offset);
-                if version >= 5 {
-                    partition.committed_leader_epoch = -1;
-                }
-                partition.metadata =
-                    Some(str_bytes(committed.map(|c| c.metadata).unwrap_or_default()));
-                topic.partitions.push(partition);
-            }
-            topic.name = TopicName(str_bytes(name));
-            response.topics.push(topic);
-        }
-        response
+        Ok(wanted
+            .into_iter()
+            .map(|(name, indexes)| {
+                let allowed = self.allowed(peer, Operation::Describe, ResourceType::Topic, &name);
+                let partitions = indexes
+                    .into_iter()
+                    .map(|index| {
+                        if !allowed {
+                            return CommittedPartition::refused(
+                                index,
+                                codes::TOPIC_AUTHORIZATION_FAILED,
+                            );
+                        }
+                        match offsets.fetch(group, &name, index) {
+                            Some(committed) => CommittedPartition {
+                                index,
+                                offset: committed.offset,
+                                leader_epoch: 0,
+                                metadata: committed.metadata,
+                                error_code: codes::NONE,
+                            },
+                            None => CommittedPartition::refused(index, codes::NONE),
+                        }
+                    })
+                    .collect();
+                (name, partitions)
+            })
+            .collect())
     }
 
     /// Every group with DESCRIBE on the cluster, otherwise the groups the principal may

@@ -109,7 +109,7 @@ impl Broker {
                 ResponseKind::DescribeConfigs(self.describe_configs(request, version, peer))
             }
             RequestKind::DescribeLogDirs(request) => {
-                ResponseKind::DescribeLogDirs(self.describe_log_dirs(request, peer))
+                ResponseKind::DescribeLogDirs(self.describe_log_dirs(request, version, peer))
             }
             RequestKind::FindCoordinator(request) => {
                 ResponseKind::FindCoordinator(self.find_coordinator(request, version, peer))
@@ -453,13 +453,20 @@ impl Broker {
     }
 
     /// Needs DESCRIBE on the cluster; without it the answer is empty (v1 has no error field).
+    /// From v3 a refusal is the answer's error code; v4 adds the file system's size and free
+    /// space.
     fn describe_log_dirs(
         &self,
         request: DescribeLogDirsRequest,
+        version: i16,
         peer: &Peer,
     ) -> DescribeLogDirsResponse {
         if !self.allowed_on_cluster(peer, Operation::Describe) {
-            return DescribeLogDirsResponse::default();
+            let mut refused = DescribeLogDirsResponse::default();
+            if version >= 3 {
+                refused.error_code = codes::CLUSTER_AUTHORIZATION_FAILED;
+            }
+            return refused;
         }
         let wanted: Vec<(String, Option<Vec<i32>>)> = match request.topics {
             None => self
@@ -495,6 +502,9 @@ impl Broker {
             }
             topic.name = topic_name(&name);
             result.topics.push(topic);
+        }
+        if version >= 4 {
+            (result.total_bytes, result.usable_bytes) = disk_space(self.log.dir());
         }
         let mut response = DescribeLogDirsResponse::default();
         response.results = vec![result];
@@ -570,4 +580,28 @@ fn record_count(mut batches: &[u8]) -> u64 {
         batches = rest;
     }
     count
+}
+
+/// The size and the space left to unprivileged writers of the file system holding `dir`, in
+/// bytes; -1 each when the system cannot say (Kafka's "unknown").
+#[allow(
+    unsafe_code,
+    reason = "statvfs(3) is a system call libc exposes only as unsafe FFI"
+)]
+fn disk_space(dir: &std::path::Path) -> (i64, i64) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return (-1, -1);
+    };
+    // SAFETY: `statvfs` is plain old data, for which all zero bytes are a valid value.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and outlives the call; `stats` is a valid out-parameter.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return (-1, -1);
+    }
+    let block = stats.f_frsize as i64;
+    (
+        (stats.f_blocks as i64).saturating_mul(block),
+        (stats.f_bavail as i64).saturating_mul(block),
+    )
 }

@@ -257,6 +257,22 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             ],
         },
         ApiKey::OffsetCommit => {
+            if v >= 8 {
+                // Group, generation, member, instance, then topics of partitions with their
+                // offset, leader epoch and metadata.
+                return Some(vec![
+                    CompactStr,
+                    I32,
+                    CompactStr,
+                    CompactStr,
+                    CompactArray(vec![
+                        CompactStr,
+                        CompactArray(vec![I32, I64, I32, CompactStr, Tags]),
+                        Tags,
+                    ]),
+                    Tags,
+                ]);
+            }
             let mut fields = vec![Str, I32, Str];
             if v >= 7 {
                 fields.push(Str);
@@ -272,8 +288,25 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             fields.push(Array(vec![Str, Array(partition)]));
             fields
         }
-        ApiKey::OffsetFetch | ApiKey::OffsetDelete => {
-            vec![Str, Array(vec![Str, Array(vec![I32])])]
+        ApiKey::OffsetDelete => vec![Str, Array(vec![Str, Array(vec![I32])])],
+        ApiKey::OffsetFetch => {
+            let flexible_topics = || CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]);
+            match v {
+                1..=5 => vec![Str, Array(vec![Str, Array(vec![I32])])],
+                6 => vec![CompactStr, flexible_topics(), Tags],
+                7 => vec![CompactStr, flexible_topics(), BOOL, Tags],
+                // A batch of groups (v9: with member id and epoch), then require_stable.
+                8 => vec![
+                    CompactArray(vec![CompactStr, flexible_topics(), Tags]),
+                    BOOL,
+                    Tags,
+                ],
+                _ => vec![
+                    CompactArray(vec![CompactStr, CompactStr, I32, flexible_topics(), Tags]),
+                    BOOL,
+                    Tags,
+                ],
+            }
         }
         ApiKey::ListGroups => match v {
             0..=2 => vec![],
@@ -291,7 +324,10 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             3 | 4 => vec![Array(vec![Str]), BOOL],
             _ => vec![CompactArray(vec![CompactStr]), BOOL, Tags],
         },
-        ApiKey::DeleteGroups => vec![Array(vec![Str])],
+        ApiKey::DeleteGroups => match v {
+            0 | 1 => vec![Array(vec![Str])],
+            _ => vec![CompactArray(vec![CompactStr]), Tags],
+        },
         ApiKey::SaslHandshake => vec![Str],
         ApiKey::DescribeUserScramCredentials => {
             vec![CompactArray(vec![CompactStr, Tags]), Tags]
@@ -305,7 +341,13 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             0 | 1 => vec![Bytes],
             _ => vec![CompactStr, Tags],
         },
-        ApiKey::DescribeLogDirs => vec![Array(vec![Str, Array(vec![I32])])],
+        ApiKey::DescribeLogDirs => match v {
+            1 => vec![Array(vec![Str, Array(vec![I32])])],
+            _ => vec![
+                CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
+                Tags,
+            ],
+        },
         // A filter or a binding: type, name, pattern type, principal, host, operation,
         // permission; flexible from v2.
         ApiKey::DescribeAcls | ApiKey::CreateAcls | ApiKey::DeleteAcls => {

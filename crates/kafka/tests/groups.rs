@@ -506,3 +506,73 @@ fn the_newest_group_versions_name_the_protocol_and_batch_coordinator_keys() {
         .collect();
     assert_eq!(keys, [("g", 0, 0), ("other", 0, 0)]);
 }
+
+#[test]
+fn offsets_of_several_groups_come_in_one_fetch_from_v8_and_commits_work_at_v9() {
+    use kafka_protocol::messages::offset_fetch_request::{
+        OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    // A commit from outside the group at v9 (flexible), with a leader epoch.
+    let mut partition = OffsetCommitRequestPartition::default();
+    partition.partition_index = 1;
+    partition.committed_offset = 42;
+    partition.committed_leader_epoch = 0;
+    partition.committed_metadata = Some(s("v9"));
+    let mut topic = OffsetCommitRequestTopic::default();
+    topic.name = TopicName(s("orders"));
+    topic.partitions = vec![partition];
+    let mut request = OffsetCommitRequest::default();
+    request.group_id = GroupId(s("g"));
+    request.generation_id_or_member_epoch = -1;
+    request.topics = vec![topic];
+    let committed: OffsetCommitResponse = call(&broker, ApiKey::OffsetCommit, 9, &request);
+    assert_eq!(committed.topics[0].partitions[0].error_code, 0);
+    // v8: group g (one partition asked), and group "other" (all it has: nothing).
+    let mut asked = OffsetFetchRequestTopics::default();
+    asked.name = TopicName(s("orders"));
+    asked.partition_indexes = vec![0, 1];
+    let mut g = OffsetFetchRequestGroup::default();
+    g.group_id = GroupId(s("g"));
+    g.topics = Some(vec![asked]);
+    let mut other = OffsetFetchRequestGroup::default();
+    other.group_id = GroupId(s("other"));
+    other.topics = None;
+    let mut fetch = OffsetFetchRequest::default();
+    fetch.groups = vec![g, other];
+    for version in [8, 9] {
+        let response: OffsetFetchResponse = call(&broker, ApiKey::OffsetFetch, version, &fetch);
+        assert_eq!(response.groups.len(), 2);
+        let partitions = &response.groups[0].topics[0].partitions;
+        let found: Vec<(i32, i64, i32, &str)> = partitions
+            .iter()
+            .map(|p| {
+                let metadata = p.metadata.as_deref().map_or("", |m| m);
+                (
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    metadata,
+                )
+            })
+            .collect();
+        // Committed: this node's one leader epoch; not committed: -1 and -1.
+        assert_eq!(found, [(0, -1, -1, ""), (1, 42, 0, "v9")], "v{version}");
+        assert_eq!(response.groups[1].group_id.as_str(), "other");
+        assert!(response.groups[1].topics.is_empty());
+    }
+    // DescribeLogDirs v4 adds the file system's size and free space.
+    let dirs: DescribeLogDirsResponse = call(
+        &broker,
+        ApiKey::DescribeLogDirs,
+        4,
+        &DescribeLogDirsRequest::default(),
+    );
+    let result = &dirs.results[0];
+    assert!(
+        result.total_bytes > 0 && result.usable_bytes > 0,
+        "{result:?}"
+    );
+    assert!(result.usable_bytes <= result.total_bytes);
+}
