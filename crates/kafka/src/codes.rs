@@ -36,6 +36,7 @@ pub(crate) const SECURITY_DISABLED: i16 = 54;
 pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
 pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = 58;
 pub(crate) const NON_EMPTY_GROUP: i16 = 68;
+pub(crate) const UNKNOWN_LEADER_EPOCH: i16 = 75;
 pub(crate) const RESOURCE_NOT_FOUND: i16 = 91;
 pub(crate) const DUPLICATE_RESOURCE: i16 = 92;
 pub(crate) const UNACCEPTABLE_CREDENTIAL: i16 = 93;

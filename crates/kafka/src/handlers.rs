@@ -103,7 +103,7 @@ impl Broker {
             }
             RequestKind::Fetch(request) => ResponseKind::Fetch(self.fetch(&request, version, peer)),
             RequestKind::ListOffsets(request) => {
-                ResponseKind::ListOffsets(self.list_offsets(request, peer))
+                ResponseKind::ListOffsets(self.list_offsets(request, version, peer))
             }
             RequestKind::DescribeConfigs(request) => {
                 ResponseKind::DescribeConfigs(self.describe_configs(request, version, peer))
@@ -197,16 +197,16 @@ impl Broker {
                 partition.index = data.index;
                 partition.base_offset = -1;
                 let outcome = match (refused, &data.records, acks_valid) {
-                    (Some(code), _, _) => Err(code),
-                    (None, _, false) => Err(codes::INVALID_REQUIRED_ACKS),
-                    (None, None, true) => Err(codes::CORRUPT_MESSAGE),
+                    (Some(code), _, _) => Err((code, None)),
+                    (None, _, false) => Err((codes::INVALID_REQUIRED_ACKS, None)),
+                    (None, None, true) => Err((codes::CORRUPT_MESSAGE, None)),
                     (None, Some(records), true) => {
                         // One copy: the batches' base offsets are rewritten in place.
                         let mut batches = records.to_vec();
                         let partition_index = u32::try_from(data.index).unwrap_or(u32::MAX);
                         self.log
                             .append(&topic.name.0, partition_index, &mut batches)
-                            .map_err(|e| codes::for_engine_error(&e))
+                            .map_err(|e| (codes::for_engine_error(&e), Some(e.to_string())))
                     }
                 };
                 match outcome {
@@ -226,7 +226,13 @@ impl Broker {
                             partition.log_start_offset = log.log_start_offset().0;
                         }
                     }
-                    Err(code) => partition.error_code = code,
+                    Err((code, message)) => {
+                        partition.error_code = code;
+                        // v8+ says why (KIP-467), as Kafka does for a batch it refuses.
+                        if version >= 8 {
+                            partition.error_message = message.map(StrBytes::from_string);
+                        }
+                    }
                 }
                 topic_response.partition_responses.push(partition);
             }
@@ -511,7 +517,17 @@ impl Broker {
         response
     }
 
-    fn list_offsets(&self, request: ListOffsetsRequest, peer: &Peer) -> ListOffsetsResponse {
+    /// ListOffsets v1-10: -2 the log start (and -4, KIP-405's local log start, the same here
+    /// without tiered storage), -1 the high watermark (also the last stable offset for
+    /// `read_committed`: logd has no transactions), -3 the record with the largest timestamp,
+    /// -5 and -6 (tiered storage's) none, a time the first record at or after it; from v4 the
+    /// leader epoch is this node's 0, and a client's epoch newer than that is refused.
+    fn list_offsets(
+        &self,
+        request: ListOffsetsRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> ListOffsetsResponse {
         let mut response = ListOffsetsResponse::default();
         for topic in request.topics {
             let mut topic_response = ListOffsetsTopicResponse::default();
@@ -526,8 +542,16 @@ impl Broker {
                 partition.partition_index = requested.partition_index;
                 partition.timestamp = -1;
                 partition.offset = -1;
+                if version >= 4 {
+                    partition.leader_epoch = -1;
+                }
                 if !allowed {
                     partition.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                    topic_response.partitions.push(partition);
+                    continue;
+                }
+                if version >= 4 && requested.current_leader_epoch > LEADER_EPOCH {
+                    partition.error_code = codes::UNKNOWN_LEADER_EPOCH;
                     topic_response.partitions.push(partition);
                     continue;
                 }
@@ -537,9 +561,10 @@ impl Broker {
                 ) {
                     Err(e) => partition.error_code = codes::for_engine_error(&e),
                     Ok(log) => match requested.timestamp {
-                        // -2: earliest; -1: latest (the high watermark); -3: the record with
-                        // the largest timestamp.
-                        -2 => partition.offset = log.log_start_offset().0,
+                        -2 | -4 => partition.offset = log.log_start_offset().0,
+                        // KIP-1005's earliest pending upload and latest tiered offset: none
+                        // without tiered storage.
+                        -5 | -6 => {}
                         -3 => match log.max_timestamp() {
                             Ok(Some((timestamp, offset))) => {
                                 partition.offset = offset.0;
@@ -548,7 +573,10 @@ impl Broker {
                             Ok(None) => {}
                             Err(e) => partition.error_code = codes::for_engine_error(&e.into()),
                         },
-                        ts if ts < 0 => partition.offset = log.high_watermark().0,
+                        -1 => partition.offset = log.high_watermark().0,
+                        ts if ts < 0 => {
+                            partition.error_code = codes::INVALID_REQUEST;
+                        }
                         ts => match log.offset_for_timestamp(ts) {
                             Ok(Some(offset)) => {
                                 partition.offset = offset.0;
@@ -560,6 +588,9 @@ impl Broker {
                         },
                     },
                 }
+                if version >= 4 && partition.offset >= 0 {
+                    partition.leader_epoch = LEADER_EPOCH;
+                }
                 topic_response.partitions.push(partition);
             }
             topic_response.name = topic.name;
@@ -568,6 +599,9 @@ impl Broker {
         response
     }
 }
+
+/// The leader epoch of every partition: one node, never a new leader.
+pub(crate) const LEADER_EPOCH: i32 = 0;
 
 /// Records in stored batches, read from their headers.
 fn record_count(mut batches: &[u8]) -> u64 {

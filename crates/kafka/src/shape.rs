@@ -63,7 +63,21 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
                 Tags,
             ],
         },
-        ApiKey::Produce => vec![Str, I16, I32, Array(vec![Str, Array(vec![I32, Bytes])])],
+        ApiKey::Produce => match v {
+            3..=8 => vec![Str, I16, I32, Array(vec![Str, Array(vec![I32, Bytes])])],
+            // Records as compact (nullable) bytes: the same encoding as a compact string.
+            _ => vec![
+                CompactStr,
+                I16,
+                I32,
+                CompactArray(vec![
+                    CompactStr,
+                    CompactArray(vec![I32, CompactStr, Tags]),
+                    Tags,
+                ]),
+                Tags,
+            ],
+        },
         ApiKey::Fetch => {
             let mut fields = vec![I32, I32, I32, I32, I8];
             if v >= 7 {
@@ -87,14 +101,28 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             }
             fields
         }
-        ApiKey::ListOffsets => {
-            let mut fields = vec![I32];
-            if v >= 2 {
-                fields.push(I8);
+        ApiKey::ListOffsets => match v {
+            1 => vec![I32, Array(vec![Str, Array(vec![I32, I64])])],
+            2 | 3 => vec![I32, I8, Array(vec![Str, Array(vec![I32, I64])])],
+            // The client's current leader epoch before each timestamp.
+            4 | 5 => vec![I32, I8, Array(vec![Str, Array(vec![I32, I32, I64])])],
+            _ => {
+                let mut fields = vec![
+                    I32,
+                    I8,
+                    CompactArray(vec![
+                        CompactStr,
+                        CompactArray(vec![I32, I32, I64, Tags]),
+                        Tags,
+                    ]),
+                ];
+                if v >= 10 {
+                    fields.push(I32); // timeout_ms
+                }
+                fields.push(Tags);
+                fields
             }
-            fields.push(Array(vec![Str, Array(vec![I32, I64])]));
-            fields
-        }
+        },
         ApiKey::CreateTopics => match v {
             2..=4 => vec![
                 Array(vec![
