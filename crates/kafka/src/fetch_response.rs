@@ -4,16 +4,21 @@
 //! therefore holds a few hundred bytes of the broker's memory per response, however large its
 //! fetch (Kafka reaches the same with `sendfile`).
 //!
-//! The layout is Fetch v4-v11's (the versions logd serves, all non-flexible), byte for byte what
-//! `kafka-protocol` encodes (tested against it):
+//! The layout is Fetch v4-v17's, byte for byte what `kafka-protocol` encodes (tested against
+//! it). v12+ are flexible: compact lengths (unsigned varint of length + 1, 0 for null), a
+//! tagged-field section after the header and after each structure (always empty here: logd
+//! never sets a diverging epoch, a leader hint or node endpoints), and from v13 the topic's
+//! 16-byte id in place of its name.
 //!
 //! ```text
-//! response header v0: correlation_id i32
+//! response header: correlation_id i32, [v12+] tagged fields
 //! throttle_time_ms i32, [v7+] error_code i16, session_id i32
-//! responses: i32 count, each: topic (i16 length + UTF-8), partitions: i32 count, each:
+//! responses: count, each: topic (name, or [v13+] 16-byte id), partitions: count, each:
 //!   partition_index i32, error_code i16, high_watermark i64, last_stable_offset i64,
-//!   [v5+] log_start_offset i64, aborted_transactions (i32 count or -1, each producer_id i64,
-//!   first_offset i64), [v11+] preferred_read_replica i32, records (i32 length or -1, bytes)
+//!   [v5+] log_start_offset i64, aborted_transactions (count or null, each producer_id i64,
+//!   first_offset i64 [v12+ tags]), [v11+] preferred_read_replica i32, records (length or null,
+//!   bytes) [v12+ tags]
+//! [v12+ tags after each topic and at the end]
 //! ```
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -22,7 +27,12 @@ use kafka_protocol::messages::FetchResponse;
 use crate::error::{Error, Result};
 
 /// The Fetch versions this encoder writes.
-pub(crate) const VERSIONS: std::ops::RangeInclusive<i16> = 4..=11;
+pub(crate) const VERSIONS: std::ops::RangeInclusive<i16> = 4..=17;
+
+/// The first flexible version.
+const FLEXIBLE: i16 = 12;
+/// The first version naming topics by id.
+const TOPIC_IDS: i16 = 13;
 
 /// The response frame (size prefix included) as pieces to write in order.
 pub(crate) fn encode(
@@ -34,22 +44,30 @@ pub(crate) fn encode(
         return Err(Error::Malformed {
             api_key: 1,
             version,
-            reason: "the zero-copy fetch encoder writes versions 4 to 11".into(),
+            reason: "the zero-copy fetch encoder writes versions 4 to 17".into(),
         });
     }
+    let flexible = version >= FLEXIBLE;
     let mut pieces = Vec::new();
     let mut head = BytesMut::with_capacity(256);
     head.put_i32(0); // frame size, patched below
     head.put_i32(correlation_id);
+    if flexible {
+        put_no_tags(&mut head);
+    }
     head.put_i32(response.throttle_time_ms);
     if version >= 7 {
         head.put_i16(response.error_code);
         head.put_i32(response.session_id);
     }
-    head.put_i32(count(response.responses.len())?);
+    put_count(&mut head, flexible, Some(response.responses.len()))?;
     for topic in &response.responses {
-        put_string(&mut head, &topic.topic.0)?;
-        head.put_i32(count(topic.partitions.len())?);
+        if version >= TOPIC_IDS {
+            head.put_slice(topic.topic_id.as_bytes());
+        } else {
+            put_string(&mut head, flexible, &topic.topic.0)?;
+        }
+        put_count(&mut head, flexible, Some(topic.partitions.len()))?;
         for p in &topic.partitions {
             head.put_i32(p.partition_index);
             head.put_i16(p.error_code);
@@ -58,31 +76,37 @@ pub(crate) fn encode(
             if version >= 5 {
                 head.put_i64(p.log_start_offset);
             }
-            match &p.aborted_transactions {
-                None => head.put_i32(-1),
-                Some(aborted) => {
-                    head.put_i32(count(aborted.len())?);
-                    for a in aborted {
-                        head.put_i64(a.producer_id.0);
-                        head.put_i64(a.first_offset);
-                    }
+            put_count(
+                &mut head,
+                flexible,
+                p.aborted_transactions.as_ref().map(Vec::len),
+            )?;
+            for a in p.aborted_transactions.iter().flatten() {
+                head.put_i64(a.producer_id.0);
+                head.put_i64(a.first_offset);
+                if flexible {
+                    put_no_tags(&mut head);
                 }
             }
             if version >= 11 {
                 head.put_i32(p.preferred_read_replica.0);
             }
-            match &p.records {
-                None => head.put_i32(-1),
-                Some(records) => {
-                    head.put_i32(count(records.len())?);
-                    if !records.is_empty() {
-                        pieces.push(head.split().freeze());
-                        // The stored bytes themselves: no copy.
-                        pieces.push(records.clone());
-                    }
-                }
+            put_count(&mut head, flexible, p.records.as_ref().map(Bytes::len))?;
+            if let Some(records) = p.records.as_ref().filter(|r| !r.is_empty()) {
+                pieces.push(head.split().freeze());
+                // The stored bytes themselves: no copy.
+                pieces.push(records.clone());
+            }
+            if flexible {
+                put_no_tags(&mut head);
             }
         }
+        if flexible {
+            put_no_tags(&mut head);
+        }
+    }
+    if flexible {
+        put_no_tags(&mut head);
     }
     pieces.push(head.freeze());
     let size: usize = pieces.iter().map(Bytes::len).sum::<usize>() - 4;
@@ -100,13 +124,42 @@ fn count(n: usize) -> Result<i32> {
     })
 }
 
-fn put_string(buf: &mut BytesMut, s: &str) -> Result<()> {
-    let len = i16::try_from(s.len()).map_err(|_| Error::Malformed {
-        api_key: 1,
-        version: -1,
-        reason: "a topic name is longer than i16".into(),
-    })?;
-    buf.put_i16(len);
+/// A count or length: `i32` (-1 for null), or in flexible versions an unsigned varint of
+/// n + 1 (0 for null).
+fn put_count(buf: &mut BytesMut, flexible: bool, n: Option<usize>) -> Result<()> {
+    match (flexible, n) {
+        (false, None) => buf.put_i32(-1),
+        (false, Some(n)) => buf.put_i32(count(n)?),
+        (true, None) => put_uvarint(buf, 0),
+        (true, Some(n)) => put_uvarint(buf, count(n)? as u32 + 1),
+    }
+    Ok(())
+}
+
+fn put_uvarint(buf: &mut BytesMut, mut value: u32) {
+    while value >= 0x80 {
+        buf.put_u8((value as u8) | 0x80);
+        value >>= 7;
+    }
+    buf.put_u8(value as u8);
+}
+
+/// An empty tagged-field section.
+fn put_no_tags(buf: &mut BytesMut) {
+    put_uvarint(buf, 0);
+}
+
+fn put_string(buf: &mut BytesMut, flexible: bool, s: &str) -> Result<()> {
+    if flexible {
+        put_count(buf, true, Some(s.len()))?;
+    } else {
+        let len = i16::try_from(s.len()).map_err(|_| Error::Malformed {
+            api_key: 1,
+            version: -1,
+            reason: "a topic name is longer than i16".into(),
+        })?;
+        buf.put_i16(len);
+    }
     buf.put_slice(s.as_bytes());
     Ok(())
 }
@@ -163,6 +216,15 @@ mod tests {
         p
     }
 
+    /// A 16-byte id made from a name (any bytes do: only the encoding is under test).
+    fn md5_like(name: &str) -> [u8; 16] {
+        let mut id = [0u8; 16];
+        for (i, b) in name.bytes().enumerate() {
+            id[i % 16] ^= b.rotate_left(i as u32);
+        }
+        id
+    }
+
     proptest! {
         #[test]
         fn every_version_is_byte_for_byte_what_kafka_protocol_writes(
@@ -187,7 +249,11 @@ mod tests {
                 .into_iter()
                 .map(|(name, partitions)| {
                     let mut t = FetchableTopicResponse::default();
-                    t.topic = TopicName(StrBytes::from_string(name));
+                    if version >= TOPIC_IDS {
+                        t.topic_id = uuid::Uuid::from_bytes(md5_like(&name));
+                    } else {
+                        t.topic = TopicName(StrBytes::from_string(name));
+                    }
                     t.partitions = partitions
                         .into_iter()
                         .enumerate()
@@ -213,14 +279,16 @@ mod tests {
         p.records = Some(stored.clone());
         topic.partitions = vec![p];
         response.responses = vec![topic];
-        let pieces = encode(1, 11, &response).unwrap();
-        assert!(
-            pieces
-                .iter()
-                .any(|piece| piece.as_ptr() == stored.as_ptr() && piece.len() == stored.len()),
-            "the records piece points at the stored bytes"
-        );
-        let overhead: usize = pieces.iter().map(Bytes::len).sum::<usize>() - stored.len();
-        assert!(overhead < 200, "{overhead} bytes of headers");
+        for version in [11, 12, 17] {
+            let pieces = encode(1, version, &response).unwrap();
+            assert!(
+                pieces
+                    .iter()
+                    .any(|piece| piece.as_ptr() == stored.as_ptr() && piece.len() == stored.len()),
+                "the records piece points at the stored bytes"
+            );
+            let overhead: usize = pieces.iter().map(Bytes::len).sum::<usize>() - stored.len();
+            assert!(overhead < 200, "{overhead} bytes of headers");
+        }
     }
 }

@@ -1,8 +1,6 @@
 //! One handler per API: a decoded request in, a response out, engine calls in between. Fields
 //! a response version does not carry are left at their defaults (the encoder refuses them).
 
-use std::time::{Duration, Instant};
-
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
@@ -11,21 +9,18 @@ use kafka_protocol::messages::describe_producers_response::{
     PartitionResponse as ProducersPartitionResponse, ProducerState,
     TopicResponse as ProducersTopicResponse,
 };
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
-    ApiVersionsResponse, FetchRequest, FetchResponse, InitProducerIdRequest,
-    InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse, ProduceRequest,
-    ProduceResponse, ProducerId, RequestHeader, RequestKind, ResponseKind, TopicName,
+    ApiVersionsResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
+    ListOffsetsResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, RequestKind,
+    ResponseKind, TopicName,
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
 use kafka_protocol::protocol::StrBytes;
-use logd_storage::Offset;
-use logd_storage::batch::BatchHeader;
 
 use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::auth::Peer;
@@ -243,124 +238,6 @@ impl Broker {
         (request.acks != 0).then_some(response)
     }
 
-    /// Long-polls until `min_bytes` are available or `max_wait_ms` passes, woken by appends.
-    fn fetch(&self, request: &FetchRequest, version: i16, peer: &Peer) -> FetchResponse {
-        let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
-        // Asked once, not at each look of a long poll.
-        let refused: Vec<bool> = request
-            .topics
-            .iter()
-            .map(|t| !self.allowed(peer, Operation::Read, ResourceType::Topic, &t.topic.0))
-            .collect();
-        loop {
-            let seen = self.log.append_count();
-            let (response, bytes, failed) = self.fetch_once(request, version, &refused);
-            let now = Instant::now();
-            if bytes >= request.min_bytes.max(0) as usize || failed || now >= deadline {
-                self.report_fetched(&response);
-                return response;
-            }
-            self.log.wait_for_append(seen, deadline - now);
-        }
-    }
-
-    /// Tells the observer what a fetch response carries, per topic.
-    fn report_fetched(&self, response: &FetchResponse) {
-        for topic in &response.responses {
-            let (mut records, mut bytes) = (0u64, 0u64);
-            for partition in &topic.partitions {
-                let Some(data) = &partition.records else {
-                    continue;
-                };
-                bytes += data.len() as u64;
-                records += record_count(data);
-            }
-            if bytes > 0 {
-                self.observer.fetched(&topic.topic.0, records, bytes);
-            }
-        }
-    }
-
-    /// One look at the partitions; `refused[i]` says the principal may not read topic `i`.
-    fn fetch_once(
-        &self,
-        request: &FetchRequest,
-        version: i16,
-        refused: &[bool],
-    ) -> (FetchResponse, usize, bool) {
-        let mut total = 0usize;
-        let mut failed = false;
-        let max_total = request.max_bytes.max(0) as usize;
-        let mut response = FetchResponse::default();
-        for (topic, refused) in request.topics.iter().zip(refused) {
-            let mut topic_response = FetchableTopicResponse::default();
-            topic_response.topic = topic.topic.clone();
-            for requested in &topic.partitions {
-                let mut data = PartitionData::default();
-                data.partition_index = requested.partition;
-                let partition = match refused {
-                    true => Err(None),
-                    false => self
-                        .log
-                        .partition(
-                            &topic.topic.0,
-                            u32::try_from(requested.partition).unwrap_or(u32::MAX),
-                        )
-                        .map_err(Some),
-                };
-                match partition {
-                    Err(None) => {
-                        data.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
-                        data.high_watermark = -1;
-                        failed = true;
-                    }
-                    Err(Some(e)) => {
-                        data.error_code = codes::for_engine_error(&e);
-                        data.high_watermark = -1;
-                        failed = true;
-                    }
-                    Ok(log) => {
-                        data.high_watermark = log.high_watermark().0;
-                        data.last_stable_offset = data.high_watermark;
-                        if version >= 5 {
-                            data.log_start_offset = log.log_start_offset().0;
-                        }
-                        // Up to the partition's and the response's byte limits, and at least
-                        // one batch per response even over them (KIP-74): `read` always
-                        // returns one whole batch.
-                        let room = max_total.saturating_sub(total);
-                        if total == 0 || room > 0 {
-                            let limit = (requested.partition_max_bytes.max(0) as usize).min(room);
-                            match log.read(Offset(requested.fetch_offset), limit) {
-                                // `read` returns at least one whole batch; past the first
-                                // partition with data that may not exceed the response's
-                                // limit (KIP-74), so it waits for the next fetch.
-                                Ok(bytes) if total > 0 && bytes.len() > room => {}
-                                Ok(bytes) => {
-                                    total += bytes.len();
-                                    data.records = Some(bytes);
-                                }
-                                Err(e) => {
-                                    data.error_code = codes::for_engine_error(&e.into());
-                                    failed = true;
-                                }
-                            }
-                        }
-                    }
-                }
-                if data.records.is_none() {
-                    data.records = Some(bytes::Bytes::new());
-                }
-                topic_response.partitions.push(data);
-            }
-            response.responses.push(topic_response);
-        }
-        (response, total, failed)
-    }
-
-    /// One log directory (the data directory) with the size of each requested partition
-    /// (every partition when `topics` is null); unknown topics and partitions are left out, as
-    /// Kafka does.
     /// A fresh producer id with epoch 0. Without a transactional id Kafka hands out a new id
     /// whatever the request carries (KIP-360's current id and epoch, v3+, matter only to
     /// transactional producers), so every version is answered alike.
@@ -458,8 +335,10 @@ impl Broker {
         response
     }
 
-    /// Needs DESCRIBE on the cluster; without it the answer is empty (v1 has no error field).
-    /// From v3 a refusal is the answer's error code; v4 adds the file system's size and free
+    /// One log directory (the data directory) with the size of each requested partition
+    /// (every partition when `topics` is null); unknown topics and partitions are left out, as
+    /// Kafka does. Needs DESCRIBE on the cluster: without it the answer is empty before v3
+    /// (no error field) and the refusal's code from v3; v4 adds the file system's size and free
     /// space.
     fn describe_log_dirs(
         &self,
@@ -602,19 +481,6 @@ impl Broker {
 
 /// The leader epoch of every partition: one node, never a new leader.
 pub(crate) const LEADER_EPOCH: i32 = 0;
-
-/// Records in stored batches, read from their headers.
-fn record_count(mut batches: &[u8]) -> u64 {
-    let mut count = 0;
-    while let Ok(header) = BatchHeader::parse(batches, 0) {
-        count += header.record_count.max(0) as u64;
-        let Some(rest) = batches.get(header.total_len()..) else {
-            break;
-        };
-        batches = rest;
-    }
-    count
-}
 
 /// The size and the space left to unprivileged writers of the file system holding `dir`, in
 /// bytes; -1 each when the system cannot say (Kafka's "unknown").

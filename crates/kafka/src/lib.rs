@@ -13,6 +13,7 @@ mod client;
 mod client_security;
 mod codes;
 mod error;
+mod fetch;
 mod fetch_response;
 mod group_client;
 mod groups;

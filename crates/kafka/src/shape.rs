@@ -79,6 +79,24 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             ],
         },
         ApiKey::Fetch => {
+            if v >= 12 {
+                // A topic is a name (v12) or a 16-byte id (v13+); the replica id left the
+                // request for a tagged field in v15.
+                let topic = || if v >= 13 { Fixed(16) } else { CompactStr };
+                let mut fields = Vec::new();
+                if v <= 14 {
+                    fields.push(I32);
+                }
+                fields.extend([I32, I32, I32, I8, I32, I32]);
+                fields.push(CompactArray(vec![
+                    topic(),
+                    CompactArray(vec![I32, I32, I64, I32, I64, I32, Tags]),
+                    Tags,
+                ]));
+                fields.push(CompactArray(vec![topic(), CompactArray(vec![I32]), Tags]));
+                fields.extend([CompactStr, Tags]);
+                return Some(fields);
+            }
             let mut fields = vec![I32, I32, I32, I32, I8];
             if v >= 7 {
                 fields.extend([I32, I32]);

@@ -12,7 +12,7 @@ use kafka_protocol::messages::ApiKey;
 /// (API, min version, max version) that logd serves.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 11),
-    (ApiKey::Fetch, 4, 11),
+    (ApiKey::Fetch, 4, 17),
     (ApiKey::ListOffsets, 1, 10),
     (ApiKey::Metadata, 0, 13),
     (ApiKey::ApiVersions, 0, 4),

@@ -129,3 +129,53 @@ fn list_offsets_answers_with_the_one_leader_epoch_and_knows_the_newer_specials()
     );
     assert_eq!(list_offset(&broker, 10, -9, -1).0, 42, "an unknown special");
 }
+
+/// Fetch at `version` of partition 0 of the topic with `id` (v13+) or named `orders`.
+fn fetch(broker: &Broker, version: i16, id: uuid::Uuid, epoch: i32) -> (i16, usize) {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    let mut partition = FetchPartition::default();
+    partition.current_leader_epoch = epoch;
+    partition.partition_max_bytes = 1 << 20;
+    let mut topic = FetchTopic::default();
+    if version >= 13 {
+        topic.topic_id = id;
+    } else {
+        topic.topic = TopicName(s("orders"));
+    }
+    topic.partitions = vec![partition];
+    let mut request = FetchRequest::default();
+    request.replica_id = BrokerId(-1);
+    request.max_bytes = 1 << 20;
+    request.topics = vec![topic];
+    let response: FetchResponse = call(broker, ApiKey::Fetch, version, &request);
+    let t = &response.responses[0];
+    if version >= 13 {
+        assert_eq!(t.topic_id, id);
+    }
+    let p = &t.partitions[0];
+    (p.error_code, p.records.as_ref().map_or(0, |r| r.len()))
+}
+
+#[test]
+fn fetch_finds_topics_by_id_from_v13_and_refuses_a_newer_leader_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    produce(&broker, 9, batch(4));
+    let id = uuid::Uuid::from_bytes(broker.log().describe_topic("orders").unwrap().id);
+    let stored = batch(4).len();
+    for version in [12, 13, 15, 16, 17] {
+        assert_eq!(fetch(&broker, version, id, 0), (0, stored), "v{version}");
+        assert_eq!(
+            fetch(&broker, version, id, -1),
+            (0, stored),
+            "no epoch, v{version}"
+        );
+        assert_eq!(
+            fetch(&broker, version, id, 1).0,
+            75,
+            "UNKNOWN_LEADER_EPOCH v{version}"
+        );
+    }
+    let stranger = uuid::Uuid::from_bytes([3; 16]);
+    assert_eq!(fetch(&broker, 13, stranger, 0).0, 100, "UNKNOWN_TOPIC_ID");
+}
