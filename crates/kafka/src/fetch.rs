@@ -1,4 +1,4 @@
-//! Fetch, v4 to v17: each requested partition read from its fetch offset up to the byte
+//! Fetch, v4 to v18: each requested partition read from its fetch offset up to the byte
 //! limits (at least one batch per response, KIP-74), long-polling until `min_bytes` arrive or
 //! `max_wait_ms` passes. Topics are named (v4-12) or identified by their stable id (v13+); a
 //! client's leader epoch newer than this node's 0 is refused (UNKNOWN_LEADER_EPOCH). The answer

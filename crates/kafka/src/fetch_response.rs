@@ -4,7 +4,7 @@
 //! therefore holds a few hundred bytes of the broker's memory per response, however large its
 //! fetch (Kafka reaches the same with `sendfile`).
 //!
-//! The layout is Fetch v4-v17's, byte for byte what `kafka-protocol` encodes (tested against
+//! The layout is Fetch v4-v18's, byte for byte what `kafka-protocol` encodes (tested against
 //! it). v12+ are flexible: compact lengths (unsigned varint of length + 1, 0 for null), a
 //! tagged-field section after the header and after each structure (always empty here: logd
 //! never sets a diverging epoch, a leader hint or node endpoints), and from v13 the topic's
@@ -27,7 +27,7 @@ use kafka_protocol::messages::FetchResponse;
 use crate::error::{Error, Result};
 
 /// The Fetch versions this encoder writes.
-pub(crate) const VERSIONS: std::ops::RangeInclusive<i16> = 4..=17;
+pub(crate) const VERSIONS: std::ops::RangeInclusive<i16> = 4..=18;
 
 /// The first flexible version.
 const FLEXIBLE: i16 = 12;
@@ -44,7 +44,7 @@ pub(crate) fn encode(
         return Err(Error::Malformed {
             api_key: 1,
             version,
-            reason: "the zero-copy fetch encoder writes versions 4 to 17".into(),
+            reason: "the zero-copy fetch encoder writes versions 4 to 18".into(),
         });
     }
     let flexible = version >= FLEXIBLE;

@@ -173,3 +173,27 @@ fn every_advertised_version_is_answered_in_that_version() {
     }
     assert!(answered > 100, "only {answered} versions");
 }
+
+#[test]
+fn docs_kafka_apis_lists_every_advertised_range() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/kafka-apis.md"
+    ))
+    .unwrap();
+    let rows: Vec<&str> = doc.lines().filter(|l| l.starts_with("| ")).collect();
+    for (key, min, max) in SUPPORTED {
+        let range = if min == max {
+            format!("{min}")
+        } else {
+            format!("{min}–{max}")
+        };
+        let wanted = format!("| {key:?} | {} | {range} |", *key as i16);
+        assert!(
+            rows.iter().any(|r| r.starts_with(&wanted)),
+            "docs/kafka-apis.md lacks `{wanted}`"
+        );
+    }
+    // And nothing more: a row per advertised API, plus the header.
+    assert_eq!(rows.len(), SUPPORTED.len() + 1, "rows: {rows:#?}");
+}
