@@ -84,6 +84,15 @@ stable = a.list_consumer_groups(states={ConsumerGroupState.STABLE}).result()
 print("STABLE", sorted(g.group_id for g in stable.valid))
 for g, f in a.describe_consumer_groups(["idle"]).items():
     print("DESCRIBED", g, f.result().state)
+
+# The group's offsets through the admin client (OffsetFetch as librdkafka 2.x sends it), all
+# partitions and named ones.
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+for g, f in a.list_consumer_group_offsets([ConsumerGroupTopicPartitions("idle")]).items():
+    print("OFFSETS", g, sorted((p.topic, p.partition, p.offset) for p in f.result().topic_partitions))
+named = ConsumerGroupTopicPartitions("idle", [TopicPartition("grow", 0), TopicPartition("grow", 2)])
+for g, f in a.list_consumer_group_offsets([named]).items():
+    print("NAMED", g, sorted((p.topic, p.partition, p.offset) for p in f.result().topic_partitions))
 "#;
 
 #[test]
@@ -109,6 +118,9 @@ fn confluent_kafkas_admin_client_creates_grows_alters_and_lists_as_on_kafka() {
         "EMPTY ['growers', 'idle']",
         "STABLE []",
         "DESCRIBED idle ConsumerGroupState.EMPTY",
+        // The one record `idle` read was on partition 2 at offset 0: it committed 1.
+        "OFFSETS idle [('grow', 2, 1)]",
+        "NAMED idle [('grow', 0, -1001), ('grow', 2, 1)]",
     ] {
         assert!(
             stdout.contains(expected),
@@ -184,4 +196,194 @@ fn logd_topics_alter_grows_a_topic_and_changes_its_configs() {
     let (ok, out, err) = logd(&["topics", "describe", "orders", "--bootstrap", &log], "");
     assert!(ok, "{err}");
     assert_eq!(partitions(&out), 4, "{out}");
+}
+
+/// A cooperative-sticky consumer subscribed by pattern: a new matching topic is assigned, and
+/// a deleted one revoked, within a few metadata refreshes, long before the session (45 s) or
+/// rebalance (300 s) timeouts a client falls back on.
+const PATTERN: &str = r#"
+import sys, time
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient, NewTopic
+addr = sys.argv[1]
+a = AdminClient({"bootstrap.servers": addr})
+a.create_topics([NewTopic("events.a", num_partitions=2)])["events.a"].result()
+owned = set()
+def on_assign(c, parts):
+    owned.update((p.topic, p.partition) for p in parts)
+def on_revoke(c, parts):
+    owned.difference_update((p.topic, p.partition) for p in parts)
+c = Consumer({"bootstrap.servers": addr, "group.id": "pattern",
+    "partition.assignment.strategy": "cooperative-sticky",
+    "topic.metadata.refresh.interval.ms": 1000, "auto.offset.reset": "earliest"})
+c.subscribe(["^events\\..*"], on_assign=on_assign, on_revoke=on_revoke)
+def wait(cond, limit=60):
+    t0 = time.time()
+    while not cond() and time.time() - t0 < limit:
+        c.poll(0.1)
+    return time.time() - t0
+wait(lambda: ("events.a", 1) in owned)
+a.create_topics([NewTopic("events.b", num_partitions=2)])["events.b"].result()
+print("ADDED %.1f" % wait(lambda: {("events.b", 0), ("events.b", 1)} <= owned))
+a.delete_topics(["events.b"])["events.b"].result()
+print("REMOVED %.1f" % wait(lambda: not any(t == "events.b" for t, _ in owned)))
+print("KEPT", sorted(owned))
+c.close()
+"#;
+
+/// Static members (`group.instance.id`): one joining a running group, one coming back within
+/// its session (no rebalance: the others keep what they own), each assigned promptly.
+const STATIC: &str = r#"
+import sys, time
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient, NewTopic
+addr = sys.argv[1]
+admin = AdminClient({"bootstrap.servers": addr})
+admin.create_topics([NewTopic("st", num_partitions=4)])["st"].result()
+events = []
+def member(name):
+    owned = set()
+    def on_assign(c, parts):
+        owned.update(p.partition for p in parts)
+    def on_revoke(c, parts):
+        events.append((name, "revoked"))
+        owned.difference_update(p.partition for p in parts)
+    c = Consumer({"bootstrap.servers": addr, "group.id": "static", "group.instance.id": name,
+        "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
+        "auto.offset.reset": "earliest"})
+    c.subscribe(["st"], on_assign=on_assign, on_revoke=on_revoke)
+    return c, owned
+def spin(consumers, cond, limit=30):
+    t0 = time.time()
+    while not cond() and time.time() - t0 < limit:
+        for c in consumers:
+            c.poll(0.05)
+    return time.time() - t0
+ca, oa = member("a")
+spin([ca], lambda: len(oa) == 4)
+cb, ob = member("b")
+print("JOINED %.1f" % spin([ca, cb], lambda: len(oa) == 2 and len(ob) == 2))
+b_owned = sorted(ob)
+cb.close()
+del events[:]
+cb, ob = member("b")
+print("RETURNED %.1f" % spin([ca, cb], lambda: len(ob) == 2))
+print("SAME", sorted(ob) == b_owned, "OTHERS REVOKED", [e for e in events if e[0] == "a"])
+"#;
+
+fn run(script: &str, addr: &str) -> String {
+    let out = python_script(script, &[addr]).output().expect("python3");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    stdout.into_owned()
+}
+
+/// The seconds printed after `tag` in `out`.
+fn seconds(out: &str, tag: &str) -> f64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix(tag))
+        .and_then(|rest| rest.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {tag} in {out}"))
+}
+
+#[test]
+fn a_pattern_subscription_picks_up_new_topics_and_drops_deleted_ones_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let out = run(PATTERN, &daemon.addr);
+    assert!(seconds(&out, "ADDED") < 10.0, "{out}");
+    assert!(seconds(&out, "REMOVED") < 10.0, "{out}");
+    assert!(
+        out.contains("KEPT [('events.a', 0), ('events.a', 1)]"),
+        "{out}"
+    );
+}
+
+#[test]
+fn static_members_are_assigned_promptly_and_a_returning_one_moves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--group-initial-rebalance-delay-ms", "0"]);
+    let out = run(STATIC, &daemon.addr);
+    // A join waits for the other member's next heartbeat (every second here).
+    assert!(seconds(&out, "JOINED") < 5.0, "{out}");
+    assert!(seconds(&out, "RETURNED") < 2.0, "{out}");
+    assert!(out.contains("SAME True OTHERS REVOKED []"), "{out}");
+}
+
+/// Two producers and two consumers of a group, every client reporting statistics every 100 ms
+/// (which makes librdkafka poll every broker's state), for ten seconds: every record is
+/// consumed once, and each client delivers its statistics throughout.
+const STATISTICS: &str = r#"
+import sys, time, json
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+addr = sys.argv[1]
+admin = AdminClient({"bootstrap.servers": addr})
+admin.create_topics([NewTopic("busy", num_partitions=4)])["busy"].result()
+stats = {}
+def counter(name):
+    def on_stats(raw):
+        json.loads(raw)
+        stats[name] = stats.get(name, 0) + 1
+    return on_stats
+producers = [Producer({"bootstrap.servers": addr, "statistics.interval.ms": 100,
+    "stats_cb": counter("p%d" % i), "linger.ms": 5}) for i in range(2)]
+consumers = [Consumer({"bootstrap.servers": addr, "group.id": "busy", "statistics.interval.ms": 100,
+    "stats_cb": counter("c%d" % i), "auto.offset.reset": "earliest"}) for i in range(2)]
+for c in consumers:
+    c.subscribe(["busy"])
+seen = set()
+sent = 0
+t0 = time.time()
+def consume(timeout):
+    for c in consumers:
+        for m in c.consume(500, timeout):
+            if not m.error():
+                seen.add(m.value())
+# About 2,000 records a second for ten seconds.
+while time.time() - t0 < 10:
+    tick = time.time()
+    for p in producers:
+        for _ in range(20):
+            p.produce("busy", b"%d" % sent, key=b"%d" % (sent % 97))
+            sent += 1
+        p.poll(0)
+    consume(0.005)
+    time.sleep(max(0.0, 0.02 - (time.time() - tick)))
+for p in producers:
+    p.flush(10)
+t1 = time.time()
+while len(seen) < sent and time.time() - t1 < 30:
+    consume(0.1)
+for c in consumers:
+    c.close()
+print("SENT", sent, "SEEN", len(seen))
+print("STATS", sorted(stats.items()))
+"#;
+
+#[test]
+fn clients_reporting_statistics_keep_working_through_a_busy_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--fsync", "interval"]);
+    let out = run(STATISTICS, &daemon.addr);
+    let line = out.lines().find(|l| l.starts_with("SENT")).expect("counts");
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(numbers[0] > 5_000 && numbers[0] == numbers[1], "{out}");
+    // Ten seconds at 100 ms: each client reported statistics many times.
+    let stats = out.lines().find(|l| l.starts_with("STATS")).expect("stats");
+    for client in ["c0", "c1", "p0", "p1"] {
+        let count: u64 = stats
+            .split(&format!("('{client}', "))
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(count >= 50, "{client}: {stats}");
+    }
 }
