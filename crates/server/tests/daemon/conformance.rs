@@ -231,6 +231,40 @@ print("KEPT", sorted(owned))
 c.close()
 "#;
 
+/// Two cooperative-sticky members subscribed to two topics by name; one topic is deleted:
+/// both give up its partitions within a few metadata refreshes and keep the other's.
+const DELETED: &str = r#"
+import sys, time
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient, NewTopic
+addr = sys.argv[1]
+a = AdminClient({"bootstrap.servers": addr})
+for t in ["gone", "stays"]:
+    a.create_topics([NewTopic(t, num_partitions=2)])[t].result()
+def member():
+    owned = set()
+    def on_assign(c, parts):
+        owned.update((p.topic, p.partition) for p in parts)
+    def on_revoke(c, parts):
+        owned.difference_update((p.topic, p.partition) for p in parts)
+    c = Consumer({"bootstrap.servers": addr, "group.id": "deleted",
+        "partition.assignment.strategy": "cooperative-sticky",
+        "topic.metadata.refresh.interval.ms": 1000, "auto.offset.reset": "earliest"})
+    c.subscribe(["gone", "stays"], on_assign=on_assign, on_revoke=on_revoke)
+    return c, owned
+(c1, o1), (c2, o2) = member(), member()
+def spin(cond, limit=60):
+    t0 = time.time()
+    while not cond() and time.time() - t0 < limit:
+        c1.poll(0.05)
+        c2.poll(0.05)
+    return time.time() - t0
+spin(lambda: len(o1) + len(o2) == 4 and o1 and o2)
+a.delete_topics(["gone"])["gone"].result()
+print("REMOVED %.1f" % spin(lambda: not any(t == "gone" for t, _ in o1 | o2)))
+print("KEPT", sorted(o1 | o2))
+"#;
+
 /// Static members (`group.instance.id`): one joining a running group, one coming back within
 /// its session (no rebalance: the others keep what they own), each assigned promptly.
 const STATIC: &str = r#"
@@ -300,6 +334,15 @@ fn a_pattern_subscription_picks_up_new_topics_and_drops_deleted_ones_promptly() 
         out.contains("KEPT [('events.a', 0), ('events.a', 1)]"),
         "{out}"
     );
+}
+
+#[test]
+fn members_subscribed_by_name_drop_a_deleted_topic_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let out = run(DELETED, &daemon.addr);
+    assert!(seconds(&out, "REMOVED") < 10.0, "{out}");
+    assert!(out.contains("KEPT [('stays', 0), ('stays', 1)]"), "{out}");
 }
 
 #[test]
