@@ -7,6 +7,7 @@ mod group_restart;
 mod groups;
 mod idempotence;
 mod keys;
+mod many_partitions;
 mod power_cut;
 mod rebalance;
 mod replay;

@@ -45,6 +45,10 @@ pub struct Config {
     pub producer_id_expiration_ms: i64,
     /// The engine's own timer: interval fsyncs, retention, expiry (on by default).
     pub housekeeping: Housekeeping,
+    /// Keep at most this many files open (least recently used closed first, written ones
+    /// synced before they close; see `logd_storage::CachedFs`), so partitions are limited by
+    /// disk and memory rather than descriptors; `None` keeps every file open.
+    pub max_open_files: Option<usize>,
 }
 
 impl Default for Config {
@@ -56,6 +60,7 @@ impl Default for Config {
             offsets: OffsetStoreConfig::default(),
             producer_id_expiration_ms: PRODUCER_ID_EXPIRATION_MS,
             housekeeping: Housekeeping::default(),
+            max_open_files: None,
         }
     }
 }
@@ -172,6 +177,12 @@ impl Log {
             },
             _ => io(e),
         })?;
+        // Behind the data directory's own lock (taken above on the real file system), the
+        // partitions' files may share a bounded set of descriptors.
+        let storage: Arc<dyn Storage> = match config.max_open_files {
+            Some(max) => Arc::new(logd_storage::CachedFs::new(storage, max)),
+            None => storage,
+        };
         let topics_dir = dir.join("topics");
         let mut topics = BTreeMap::new();
         for name in storage.list_dir(&topics_dir).map_err(io)? {

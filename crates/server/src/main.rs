@@ -141,6 +141,10 @@ struct ServeArgs {
     /// Create topics on first produce or metadata request (Kafka `auto.create.topics.enable`).
     #[arg(long, env = "LOGD_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
     auto_create_topics: bool,
+    /// Partition files (segments, indexes) kept open at most; others are closed, least
+    /// recently used first, and reopened when needed (default: half the open-file limit).
+    #[arg(long, env = "LOGD_MAX_OPEN_FILES")]
+    max_open_files: Option<usize>,
     /// Largest request frame accepted, in bytes (Kafka `socket.request.max.bytes`).
     #[arg(long, env = "LOGD_MAX_REQUEST_BYTES", default_value_t = 100 << 20)]
     max_request_bytes: usize,
@@ -425,6 +429,21 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         FsyncArg::Interval => Fsync::IntervalMs(1000),
         FsyncArg::Never => Fsync::Never,
     };
+    let soft_limit = match fd_limit::raise() {
+        Ok((soft, hard)) => {
+            tracing::info!(soft, hard, "open-file limit");
+            Some(soft)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the open-file limit");
+            None
+        }
+    };
+    // Partitions' files get half the descriptors; connections and the rest the other half.
+    let max_open_files = args
+        .max_open_files
+        .or_else(|| soft_limit.map(|soft| usize::try_from(soft / 2).unwrap_or(usize::MAX).max(64)));
+    tracing::info!(max_open_files = ?max_open_files, "partition files kept open at most");
     let config = Config {
         default_topic: TopicConfig {
             partitions: args.default_partitions,
@@ -447,12 +466,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             enabled: true,
             retention_check: Duration::from_millis(args.retention_check_ms.max(100)),
         },
+        max_open_files,
         ..Config::default()
     };
-    match fd_limit::raise() {
-        Ok((soft, hard)) => tracing::info!(soft, hard, "open-file limit"),
-        Err(e) => tracing::warn!(error = %e, "cannot read the open-file limit"),
-    }
     let metrics = Arc::new(Metrics::new());
     let storage = MeteredFs::new(Arc::new(RealFs), metrics.fsync_histogram());
     let log = Log::open_with(

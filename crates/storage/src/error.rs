@@ -219,7 +219,12 @@ fn limit_hint(source: &io::Error) -> &'static str {
         // EMFILE, ENFILE
         Some(24) | Some(23) => {
             " (too many open files: raise the file-descriptor limit, e.g. `ulimit -n` or \
-             systemd's LimitNOFILE=, or use fewer partitions)"
+             systemd's LimitNOFILE=, or lower --max-open-files)"
+        }
+        // ENOMEM, from mmap once vm.max_map_count mappings exist
+        Some(12) => {
+            " (out of memory or memory maps: raise vm.max_map_count, or use larger segments \
+             or fewer partitions)"
         }
         // ENOSPC
         Some(28) => " (the disk is full: free space, or lower retention)",

@@ -46,7 +46,7 @@ pub use config::{FsyncPolicy, LogConfig};
 pub use crc::crc32c;
 pub use error::{Error, Result};
 pub use io::{
-    CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile,
+    CachedFs, CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile,
     create_dir_durable, lock_holder, replace_file,
 };
 pub use log::PartitionLog;

@@ -5,6 +5,7 @@
 //! writeback early), directory fsync, rename, remove, and a read-only mapping. Everything
 //! durable in the log goes through it.
 
+mod cache;
 mod real;
 mod sim;
 
@@ -15,6 +16,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+pub use cache::CachedFs;
 pub use real::RealFs;
 pub use sim::{CrashMode, FaultKind, SimFs, SplitMix64};
 

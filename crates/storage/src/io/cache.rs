@@ -1,0 +1,378 @@
+//! [`CachedFs`]: a [`Storage`] that keeps at most `max_open_files` descriptors open, so the
+//! number of partitions is bounded by disk and memory rather than by the process's open-file
+//! limit (RocksDB's `max_open_files`). Its files are handles that open their descriptor on use
+//! and give it back when less recently used files need room.
+//!
+//! Durability is kept across a close: a file written since its last `fdatasync` is synced
+//! before its descriptor closes, and if that sync fails its error is kept and returned by the
+//! file's next `sync_data`, so the log owning it poisons itself exactly as if its own fsync had
+//! failed. Mappings outlive their descriptor. Directory locks are taken in process: whoever
+//! builds a `CachedFs` over a directory holds that directory's own lock, which keeps other
+//! processes out, so a lock per partition directory need not cost a descriptor.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use super::{DirLock, Storage, StorageFile};
+
+/// A file system whose files share a bounded set of open descriptors.
+pub struct CachedFs {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    inner: Arc<dyn Storage>,
+    max_open: usize,
+    open: Mutex<OpenFiles>,
+    locked: Mutex<HashSet<PathBuf>>,
+}
+
+/// The files with an open descriptor, least recently used first.
+#[derive(Default)]
+struct OpenFiles {
+    next_id: u64,
+    clock: u64,
+    /// Use time to file id, for the open ones.
+    by_use: BTreeMap<u64, u64>,
+    /// File id to its descriptor and last use time.
+    files: HashMap<u64, (Arc<dyn StorageFile>, u64)>,
+    /// Every live handle's id and state, open or not.
+    handles: HashMap<u64, Arc<HandleState>>,
+}
+
+/// What a handle keeps while its descriptor is closed.
+struct HandleState {
+    path: PathBuf,
+    /// Written since the last successful `fdatasync`.
+    dirty: AtomicBool,
+    /// A sync made while closing the descriptor failed: the next `sync_data` reports it.
+    failed_sync: Mutex<Option<(io::ErrorKind, String)>>,
+}
+
+impl CachedFs {
+    /// `inner`'s files, at most `max_open_files` of them open at once (at least 2).
+    pub fn new(inner: Arc<dyn Storage>, max_open_files: usize) -> CachedFs {
+        CachedFs {
+            shared: Arc::new(Shared {
+                inner,
+                max_open: max_open_files.max(2),
+                open: Mutex::new(OpenFiles::default()),
+                locked: Mutex::new(HashSet::new()),
+            }),
+        }
+    }
+
+    /// Descriptors open now (in-flight operations may hold a few more a moment longer).
+    pub fn open_files(&self) -> usize {
+        self.shared.open.lock().files.len()
+    }
+}
+
+impl fmt::Debug for CachedFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedFs")
+            .field("inner", &self.shared.inner)
+            .field("max_open", &self.shared.max_open)
+            .finish()
+    }
+}
+
+impl Shared {
+    /// The descriptor of handle `id`, opening it (and closing the least recently used others
+    /// past the limit) if need be.
+    fn descriptor(&self, id: u64) -> io::Result<Arc<dyn StorageFile>> {
+        let (file, evicted) = {
+            let mut open = self.open.lock();
+            open.clock += 1;
+            let now = open.clock;
+            let file = match open.files.get(&id).map(|(f, used)| (f.clone(), *used)) {
+                Some((file, used)) => {
+                    open.by_use.remove(&used);
+                    file
+                }
+                None => {
+                    let state =
+                        open.handles.get(&id).cloned().ok_or_else(|| {
+                            io::Error::other("file handle used after it was dropped")
+                        })?;
+                    self.inner.open(&state.path, false)?
+                }
+            };
+            open.files.insert(id, (file.clone(), now));
+            open.by_use.insert(now, id);
+            let mut evicted = Vec::new();
+            while open.files.len() > self.max_open {
+                let Some((&used, &victim)) = open.by_use.iter().next() else {
+                    break;
+                };
+                open.by_use.remove(&used);
+                if let Some((descriptor, _)) = open.files.remove(&victim)
+                    && let Some(state) = open.handles.get(&victim)
+                {
+                    evicted.push((state.clone(), descriptor));
+                }
+            }
+            (file, evicted)
+        };
+        // Outside the lock: a sync may take a while, and other files need not wait for it.
+        for (state, descriptor) in evicted {
+            state.close(descriptor);
+        }
+        Ok(file)
+    }
+
+    fn forget(&self, id: u64) {
+        let mut open = self.open.lock();
+        if let Some((_, used)) = open.files.remove(&id) {
+            open.by_use.remove(&used);
+        }
+        open.handles.remove(&id);
+    }
+}
+
+impl HandleState {
+    /// Gives back a descriptor, syncing first what was written through it.
+    fn close(&self, descriptor: Arc<dyn StorageFile>) {
+        if self.dirty.swap(false, Ordering::AcqRel)
+            && let Err(e) = descriptor.sync_data()
+        {
+            *self.failed_sync.lock() = Some((e.kind(), e.to_string()));
+        }
+    }
+}
+
+impl Storage for CachedFs {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.shared.inner.create_dir_all(path)
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        self.shared.inner.list_dir(path)
+    }
+
+    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn StorageFile>> {
+        let descriptor = self.shared.inner.open(path, create)?;
+        let state = Arc::new(HandleState {
+            path: path.to_owned(),
+            dirty: AtomicBool::new(false),
+            failed_sync: Mutex::new(None),
+        });
+        let id = {
+            let mut open = self.shared.open.lock();
+            open.next_id += 1;
+            let id = open.next_id;
+            open.handles.insert(id, state);
+            id
+        };
+        let handle = CachedFile {
+            id,
+            shared: self.shared.clone(),
+        };
+        // Count the descriptor just opened (and make room for it).
+        drop(descriptor);
+        handle.shared.descriptor(id)?;
+        Ok(Arc::new(handle))
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.shared.inner.remove_file(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.shared.inner.rename(from, to)
+    }
+
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.shared.inner.sync_dir(path)
+    }
+
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.shared.inner.remove_dir_all(path)
+    }
+
+    fn lock_dir(&self, path: &Path) -> io::Result<DirLock> {
+        if !self.shared.locked.lock().insert(path.to_owned()) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(DirLock(Box::new(InProcessLock {
+            shared: self.shared.clone(),
+            path: path.to_owned(),
+        })))
+    }
+}
+
+/// A directory lock kept in the `CachedFs`; released when dropped.
+struct InProcessLock {
+    shared: Arc<Shared>,
+    path: PathBuf,
+}
+
+impl Drop for InProcessLock {
+    fn drop(&mut self) {
+        self.shared.locked.lock().remove(&self.path);
+    }
+}
+
+/// A file of a [`CachedFs`]: opens its descriptor on use.
+struct CachedFile {
+    id: u64,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for CachedFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedFile").field("id", &self.id).finish()
+    }
+}
+
+impl CachedFile {
+    fn state(&self) -> Option<Arc<HandleState>> {
+        self.shared.open.lock().handles.get(&self.id).cloned()
+    }
+
+    fn mark_dirty(&self) {
+        if let Some(state) = self.state() {
+            state.dirty.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for CachedFile {
+    fn drop(&mut self) {
+        self.shared.forget(self.id);
+    }
+}
+
+impl StorageFile for CachedFile {
+    fn size(&self) -> io::Result<u64> {
+        self.shared.descriptor(self.id)?.size()
+    }
+
+    fn write_all_at(&self, buf: &[u8], pos: u64) -> io::Result<()> {
+        // Marked before the write: a close racing with it syncs, or leaves it marked.
+        self.mark_dirty();
+        self.shared.descriptor(self.id)?.write_all_at(buf, pos)
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()> {
+        self.shared.descriptor(self.id)?.read_exact_at(buf, pos)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.mark_dirty();
+        self.shared.descriptor(self.id)?.set_len(len)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        if let Some(state) = self.state()
+            && let Some((kind, message)) = state.failed_sync.lock().take()
+        {
+            return Err(io::Error::new(
+                kind,
+                format!("fsync when its descriptor was closed failed: {message}"),
+            ));
+        }
+        let descriptor = self.shared.descriptor(self.id)?;
+        let state = self.state();
+        let was_dirty = state
+            .as_ref()
+            .is_some_and(|s| s.dirty.swap(false, Ordering::AcqRel));
+        let synced = descriptor.sync_data();
+        if synced.is_err()
+            && was_dirty
+            && let Some(state) = state
+        {
+            state.dirty.store(true, Ordering::Release);
+        }
+        synced
+    }
+
+    fn start_writeback(&self, pos: u64, len: u64) -> io::Result<()> {
+        self.shared.descriptor(self.id)?.start_writeback(pos, len)
+    }
+
+    fn map(&self, len: u64) -> io::Result<Bytes> {
+        self.shared.descriptor(self.id)?.map(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{CrashMode, FaultKind, RealFs, SimFs};
+
+    #[test]
+    fn at_most_the_limit_stays_open_and_closed_files_reopen_with_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = CachedFs::new(Arc::new(RealFs), 3);
+        let files: Vec<_> = (0..10)
+            .map(|i| {
+                let file = fs.open(&dir.path().join(format!("f{i}")), true).unwrap();
+                file.write_all_at(format!("file {i}").as_bytes(), 0)
+                    .unwrap();
+                assert!(fs.open_files() <= 3);
+                file
+            })
+            .collect();
+        for (i, file) in files.iter().enumerate().rev() {
+            let mut buf = vec![0u8; format!("file {i}").len()];
+            file.read_exact_at(&mut buf, 0).unwrap();
+            assert_eq!(buf, format!("file {i}").as_bytes());
+            file.sync_data().unwrap();
+            assert_eq!(fs.open_files(), 3);
+        }
+        let mapped = files[0].map(6).unwrap();
+        drop(files);
+        assert_eq!(fs.open_files(), 0, "dropped handles close");
+        assert_eq!(&mapped[..], b"file 0", "a mapping outlives its descriptor");
+    }
+
+    #[test]
+    fn a_closed_dirty_file_is_synced_first_and_a_failed_sync_is_reported_later() {
+        let sim = SimFs::new();
+        let dir = Path::new("/d");
+        crate::io::create_dir_durable(&sim, dir).unwrap();
+        let fs = CachedFs::new(Arc::new(sim.clone()), 2);
+        let first = fs.open(&dir.join("a"), true).unwrap();
+        first.write_all_at(b"acknowledged", 0).unwrap();
+        // Opening two more files closes `a`'s descriptor, syncing it: its bytes are durable.
+        let _b = fs.open(&dir.join("b"), true).unwrap();
+        let _c = fs.open(&dir.join("c"), true).unwrap();
+        sim.sync_dir(dir).unwrap();
+        let crashed = sim.crash_image(CrashMode::DropUnsynced, 1);
+        let survivor = crashed.open(&dir.join("a"), false).unwrap();
+        let mut buf = [0u8; 12];
+        survivor.read_exact_at(&mut buf, 0).unwrap();
+        assert_eq!(&buf, b"acknowledged");
+        // A sync at close that fails is the file's next sync_data's error.
+        first.write_all_at(b"lost?", 12).unwrap();
+        sim.fail_nth(FaultKind::Sync, 0, 5);
+        let _d = fs.open(&dir.join("d"), true).unwrap();
+        let _e = fs.open(&dir.join("e"), true).unwrap();
+        assert!(
+            first.sync_data().is_err(),
+            "the failure is reported, not lost"
+        );
+    }
+
+    #[test]
+    fn directory_locks_are_exclusive_in_process_and_cost_no_descriptor() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = CachedFs::new(Arc::new(RealFs), 2);
+        let held = fs.lock_dir(dir.path()).unwrap();
+        assert_eq!(
+            fs.lock_dir(dir.path()).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        assert_eq!(fs.open_files(), 0);
+        drop(held);
+        fs.lock_dir(dir.path()).unwrap();
+    }
+}
