@@ -1,9 +1,17 @@
 //! Runs the engine with many partitions under a small open-file limit: sets its own soft
-//! `RLIMIT_NOFILE`, creates the topics, appends one record to every partition, reads every
-//! partition back, closes, reopens and reads again. Prints `OK PARTITIONS REOPEN_MS` or the
-//! first error (exit 1).
+//! `RLIMIT_NOFILE`; `create` makes the topics, appends one record to every partition, reads
+//! every partition back, closes, reopens and reads again; `open` (on what `create` left) only
+//! opens and reads, in a fresh process, so its memory is the open engine's alone. Prints
+//! `OK PARTITIONS OPEN_MS ANON_BYTES_PER_PARTITION` (the anonymous memory the last open added
+//! per partition, from `/proc/self/status`) or the first error (exit 1).
 //!
-//! Usage: `logd-many-partitions DIR TOPICS PARTITIONS_PER_TOPIC NOFILE [MAX_OPEN_FILES]`
+//! `produce` (the benchmark in `benches/partitions.sh`) makes a topic of one partition and one
+//! of TOPICS x PARTITIONS_PER_TOPIC partitions under fsync `interval`, and sends the same
+//! randomly keyed 100-byte records through the embedded producer to each in turn, three
+//! rounds: prints `ROUND ONE_PER_S MANY_PER_S RATIO` per round.
+//!
+//! Usage: `logd-many-partitions create|open|produce DIR TOPICS PARTITIONS_PER_TOPIC NOFILE
+//! [MAX_OPEN_FILES [never]]` (`never`: the produce benchmark under fsync `never`)
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -34,19 +42,37 @@ fn limit_open_files(soft: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-fn run(args: &[String]) -> Result<(u32, u128), String> {
+/// The process's anonymous resident memory in bytes (`RssAnon`).
+fn anonymous_memory() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("RssAnon:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn run(args: &[String]) -> Result<(u32, u128, u64), String> {
     let number = |i: usize| -> Result<u64, String> {
         args.get(i)
             .and_then(|a| a.parse().ok())
             .ok_or_else(|| format!("argument {i} must be a number"))
     };
-    let dir = args
-        .get(1)
-        .ok_or("usage: DIR TOPICS PARTITIONS NOFILE [MAX_OPEN_FILES]")?;
-    let (topics, partitions, nofile) = (number(2)?, number(3)? as u32, number(4)?);
+    let usage = "usage: create|open DIR TOPICS PARTITIONS NOFILE [MAX_OPEN_FILES]";
+    let create = match args.get(1).map(String::as_str) {
+        Some("create") => true,
+        Some("open") => false,
+        Some("produce") => return produce(args, number(3)? as u32 * number(4)? as u32),
+        _ => return Err(usage.into()),
+    };
+    let dir = args.get(2).ok_or(usage)?;
+    let (topics, partitions, nofile) = (number(3)?, number(4)? as u32, number(5)?);
     let max_open_files = args
-        .get(5)
-        .map(|_| number(5))
+        .get(6)
+        .map(|_| number(6))
         .transpose()?
         .map(|n| n as usize);
     limit_open_files(nofile).map_err(|e| format!("setrlimit: {e}"))?;
@@ -60,7 +86,7 @@ fn run(args: &[String]) -> Result<(u32, u128), String> {
         ..TopicConfig::default()
     };
     let names: Vec<String> = (0..topics).map(|t| format!("tenant-{t}")).collect();
-    {
+    if create {
         let log = Log::open(dir, config.clone()).map_err(|e| format!("open: {e}"))?;
         for name in &names {
             log.create_topic(name, topic.clone())
@@ -75,11 +101,71 @@ fn run(args: &[String]) -> Result<(u32, u128), String> {
         }
         read_all(&log, &names, partitions)?;
     }
+    let before = anonymous_memory();
     let started = Instant::now();
     let log = Log::open(dir, config).map_err(|e| format!("reopen: {e}"))?;
     let reopen_ms = started.elapsed().as_millis();
+    let total = topics as u32 * partitions;
+    let per_partition = anonymous_memory().saturating_sub(before) / u64::from(total.max(1));
     read_all(&log, &names, partitions)?;
-    Ok((topics as u32 * partitions, reopen_ms))
+    Ok((total, reopen_ms, per_partition))
+}
+
+/// Records per round of the produce benchmark.
+const RECORDS: u64 = 3_000_000;
+
+/// The produce benchmark: one partition against `many` partitions, in the same run.
+fn produce(args: &[String], many: u32) -> Result<(u32, u128, u64), String> {
+    use logd::{Producer, ProducerConfig, ProducerRecord};
+    let dir = args
+        .get(2)
+        .ok_or("usage: produce DIR TOPICS PARTITIONS NOFILE [MAX_OPEN]")?;
+    let nofile: u64 = args.get(5).and_then(|a| a.parse().ok()).ok_or("NOFILE")?;
+    let max_open_files = args.get(6).and_then(|a| a.parse().ok());
+    limit_open_files(nofile).map_err(|e| format!("setrlimit: {e}"))?;
+    let config = Config {
+        max_open_files,
+        ..Config::default()
+    };
+    let log = Log::open(dir, config).map_err(|e| format!("open: {e}"))?;
+    // `interval` (1 s) unless the seventh argument says `never`.
+    let fsync = match args.get(7).map(String::as_str) {
+        Some("never") => Fsync::Never,
+        _ => Fsync::IntervalMs(1000),
+    };
+    for (name, partitions) in [("one", 1), ("many", many)] {
+        let topic = TopicConfig {
+            partitions,
+            fsync,
+            ..TopicConfig::default()
+        };
+        log.create_topic(name, topic)
+            .map_err(|e| format!("create {name}: {e}"))?;
+    }
+    let producer = Producer::new(&log, ProducerConfig::default());
+    let value = [b'v'; 100];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut send_all = |topic: &str| -> Result<f64, String> {
+        let started = Instant::now();
+        for _ in 0..RECORDS {
+            // xorshift: a random key per record, so records spread over every partition.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let key = state.to_le_bytes();
+            producer
+                .send(ProducerRecord::new(topic, &value[..]).key(&key[..]))
+                .map_err(|e| format!("send: {e}"))?;
+        }
+        producer.flush().map_err(|e| format!("flush: {e}"))?;
+        Ok(RECORDS as f64 / started.elapsed().as_secs_f64())
+    };
+    for round in 1..=3 {
+        let one = send_all("one")?;
+        let spread = send_all("many")?;
+        println!("ROUND {round} {one:.0} {spread:.0} {:.2}", spread / one);
+    }
+    Ok((many, 0, 0))
 }
 
 /// Reads every partition's one record back.
@@ -105,8 +191,8 @@ fn read_all(log: &Log, names: &[String], partitions: u32) -> Result<(), String> 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     match run(&args) {
-        Ok((partitions, reopen_ms)) => {
-            println!("OK {partitions} {reopen_ms}");
+        Ok((partitions, reopen_ms, per_partition)) => {
+            println!("OK {partitions} {reopen_ms} {per_partition}");
             ExitCode::SUCCESS
         }
         Err(e) => {

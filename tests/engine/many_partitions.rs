@@ -10,7 +10,10 @@ fn many_partitions(topics: &str, partitions: &str, max_open_files: Option<&str>)
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let mut command = Command::new(env!("CARGO_BIN_EXE_logd-many-partitions"));
-    command.arg(&data).args([topics, partitions, "1024"]);
+    command
+        .arg("create")
+        .arg(&data)
+        .args([topics, partitions, "1024"]);
     command.args(max_open_files);
     let out = command.output().expect("run logd-many-partitions");
     let text = format!(
