@@ -1,16 +1,18 @@
 //! Runs the engine with many partitions under a small open-file limit: sets its own soft
 //! `RLIMIT_NOFILE`; `create` makes the topics, appends one record to every partition, reads
 //! every partition back, closes, reopens and reads again; `open` (on what `create` left) only
-//! opens and reads, in a fresh process, so its memory is the open engine's alone. Prints
-//! `OK PARTITIONS OPEN_MS ANON_BYTES_PER_PARTITION` (the anonymous memory the last open added
-//! per partition, from `/proc/self/status`) or the first error (exit 1).
+//! opens and reads, in a fresh process, so its memory is the open engine's alone; `crash` opens,
+//! appends a second record to every hundredth partition and exits without closing. Prints
+//! `OK PARTITIONS OPEN_MS ANON_BYTES_PER_PARTITION SCANNED TWICE`: the anonymous memory the last
+//! open added per partition (from `/proc/self/status`), the partitions whose recovery had to
+//! scan a tail, and those holding a second record; or the first error (exit 1).
 //!
 //! `produce` (the benchmark in `benches/partitions.sh`) makes a topic of one partition and one
 //! of TOPICS x PARTITIONS_PER_TOPIC partitions under fsync `interval`, and sends the same
 //! randomly keyed 100-byte records through the embedded producer to each in turn, three
 //! rounds: prints `ROUND ONE_PER_S MANY_PER_S RATIO` per round.
 //!
-//! Usage: `logd-many-partitions create|open|produce DIR TOPICS PARTITIONS_PER_TOPIC NOFILE
+//! Usage: `logd-many-partitions create|open|crash|produce DIR TOPICS PARTITIONS_PER_TOPIC NOFILE
 //! [MAX_OPEN_FILES [never]]` (`never`: the produce benchmark under fsync `never`)
 
 use std::process::ExitCode;
@@ -55,7 +57,11 @@ fn anonymous_memory() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-fn run(args: &[String]) -> Result<(u32, u128, u64), String> {
+/// What a run found: partitions, open time (ms), anonymous bytes per partition, partitions
+/// recovery scanned, partitions with a second record.
+type Found = (u32, u128, u64, usize, usize);
+
+fn run(args: &[String]) -> Result<Found, String> {
     let number = |i: usize| -> Result<u64, String> {
         args.get(i)
             .and_then(|a| a.parse().ok())
@@ -65,6 +71,7 @@ fn run(args: &[String]) -> Result<(u32, u128, u64), String> {
     let create = match args.get(1).map(String::as_str) {
         Some("create") => true,
         Some("open") => false,
+        Some("crash") => return crash(args),
         Some("produce") => return produce(args, number(3)? as u32 * number(4)? as u32),
         _ => return Err(usage.into()),
     };
@@ -107,15 +114,57 @@ fn run(args: &[String]) -> Result<(u32, u128, u64), String> {
     let reopen_ms = started.elapsed().as_millis();
     let total = topics as u32 * partitions;
     let per_partition = anonymous_memory().saturating_sub(before) / u64::from(total.max(1));
-    read_all(&log, &names, partitions)?;
-    Ok((total, reopen_ms, per_partition))
+    let twice = read_all(&log, &names, partitions)?;
+    let mut scanned = 0;
+    for name in &names {
+        for p in 0..partitions {
+            let partition = log.partition(name, p).map_err(|e| e.to_string())?;
+            if partition.recovery_report().scanned_bytes > 0 {
+                scanned += 1;
+            }
+        }
+    }
+    Ok((total, reopen_ms, per_partition, scanned, twice))
+}
+
+/// Opens the engine, appends a second record to every hundredth partition, and exits: a
+/// crash with unflushed tails in those partitions only.
+fn crash(args: &[String]) -> Result<Found, String> {
+    let dir = args
+        .get(2)
+        .ok_or("usage: crash DIR TOPICS PARTITIONS NOFILE [MAX_OPEN]")?;
+    let number = |i: usize| -> Result<u64, String> {
+        args.get(i)
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(|| format!("argument {i} must be a number"))
+    };
+    let (topics, partitions) = (number(3)?, number(4)? as u32);
+    let config = Config {
+        max_open_files: args.get(6).and_then(|a| a.parse().ok()),
+        ..Config::default()
+    };
+    limit_open_files(number(5)?).map_err(|e| format!("setrlimit: {e}"))?;
+    let log = Log::open(dir, config).map_err(|e| format!("open: {e}"))?;
+    for t in 0..topics {
+        let name = format!("tenant-{t}");
+        for p in (0..partitions).step_by(100) {
+            let mut builder = BatchBuilder::new(Compression::None);
+            builder.push(1, None, Some(format!("{name}/{p}/again").as_bytes()), &[]);
+            let mut batch = builder.build(0).map_err(|e| e.to_string())?;
+            log.append(&name, p, &mut batch)
+                .map_err(|e| format!("append {name}/{p}: {e}"))?;
+        }
+    }
+    // No close, no checkpoint (`exit` runs no destructor): as kill -9 would leave it, without
+    // the core dump an abort may write.
+    std::process::exit(3);
 }
 
 /// Records per round of the produce benchmark.
 const RECORDS: u64 = 3_000_000;
 
 /// The produce benchmark: one partition against `many` partitions, in the same run.
-fn produce(args: &[String], many: u32) -> Result<(u32, u128, u64), String> {
+fn produce(args: &[String], many: u32) -> Result<Found, String> {
     use logd::{Producer, ProducerConfig, ProducerRecord};
     let dir = args
         .get(2)
@@ -165,11 +214,13 @@ fn produce(args: &[String], many: u32) -> Result<(u32, u128, u64), String> {
         let spread = send_all("many")?;
         println!("ROUND {round} {one:.0} {spread:.0} {:.2}", spread / one);
     }
-    Ok((many, 0, 0))
+    Ok((many, 0, 0, 0, 0))
 }
 
-/// Reads every partition's one record back.
-fn read_all(log: &Log, names: &[String], partitions: u32) -> Result<(), String> {
+/// Reads every partition's record back (and, where `crash` wrote one, its second); returns how
+/// many partitions hold two.
+fn read_all(log: &Log, names: &[String], partitions: u32) -> Result<usize, String> {
+    let mut twice = 0;
     for name in names {
         for p in 0..partitions {
             let partition = log
@@ -180,19 +231,27 @@ fn read_all(log: &Log, names: &[String], partitions: u32) -> Result<(), String> 
                 .map_err(|e| format!("read {name}/{p}: {e}"))?;
             let records = Record::decode_all(&bytes, 1 << 20).map_err(|e| e.to_string())?;
             let expected = format!("{name}/{p}");
-            if records.len() != 1 || records[0].value.as_deref() != Some(expected.as_bytes()) {
-                return Err(format!("{name}/{p} holds {records:?}"));
+            let again = format!("{name}/{p}/again");
+            let values: Vec<Option<&[u8]>> = records.iter().map(|r| r.value.as_deref()).collect();
+            match values[..] {
+                [Some(first)] if first == expected.as_bytes() => {}
+                [Some(first), Some(second)]
+                    if first == expected.as_bytes() && second == again.as_bytes() =>
+                {
+                    twice += 1
+                }
+                _ => return Err(format!("{name}/{p} holds {records:?}")),
             }
         }
     }
-    Ok(())
+    Ok(twice)
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     match run(&args) {
-        Ok((partitions, reopen_ms, per_partition)) => {
-            println!("OK {partitions} {reopen_ms} {per_partition}");
+        Ok((partitions, reopen_ms, per_partition, scanned, twice)) => {
+            println!("OK {partitions} {reopen_ms} {per_partition} {scanned} {twice}");
             ExitCode::SUCCESS
         }
         Err(e) => {
