@@ -28,9 +28,13 @@ enum Field {
     /// A tagged-field section: unsigned varint count, then per field a varint tag, a varint
     /// size and that many bytes (flexible versions, after each structure).
     Tags,
+    /// A tagged-field section with fields the codec knows: it decodes those by their layout,
+    /// ignoring the size sent, so each must take exactly its declared size (or the codec would
+    /// read from where this walk did not look).
+    KnownTags(Vec<(u32, Vec<Field>)>),
 }
 
-use Field::{Array, Bytes, CompactArray, CompactStr, Fixed, Str, Tags};
+use Field::{Array, Bytes, CompactArray, CompactStr, Fixed, KnownTags, Str, Tags};
 
 const I8: Field = Fixed(1);
 const I16: Field = Fixed(2);
@@ -88,13 +92,21 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
                     fields.push(I32);
                 }
                 fields.extend([I32, I32, I32, I8, I32, I32]);
+                // A partition's known tags: the replica's directory id (v17+) and high
+                // watermark (v18).
+                let partition_tags = KnownTags(vec![(0, vec![Fixed(16)]), (1, vec![I64])]);
                 fields.push(CompactArray(vec![
                     topic(),
-                    CompactArray(vec![I32, I32, I64, I32, I64, I32, Tags]),
+                    CompactArray(vec![I32, I32, I64, I32, I64, I32, partition_tags]),
                     Tags,
                 ]));
                 fields.push(CompactArray(vec![topic(), CompactArray(vec![I32]), Tags]));
-                fields.extend([CompactStr, Tags]);
+                fields.push(CompactStr);
+                // The request's known tags: the cluster id and (v15+) the replica's state.
+                fields.push(KnownTags(vec![
+                    (0, vec![CompactStr]),
+                    (1, vec![I32, I64, Tags]),
+                ]));
                 return Some(fields);
             }
             let mut fields = vec![I32, I32, I32, I32, I8];
@@ -458,12 +470,21 @@ fn walk(fields: &[Field], buf: &[u8], pos: &mut usize) -> Result<(), &'static st
                 let count = uvarint(buf, pos)?.saturating_sub(1) as usize;
                 walk_elements(element, count, buf, pos)?;
             }
-            Tags => {
+            Tags => walk(&[KnownTags(Vec::new())], buf, pos)?,
+            KnownTags(known) => {
                 let count = uvarint(buf, pos)?;
                 for _ in 0..count {
-                    uvarint(buf, pos)?;
-                    let size = uvarint(buf, pos)?;
-                    take(buf, pos, size as usize)?;
+                    let tag = uvarint(buf, pos)?;
+                    let size = uvarint(buf, pos)? as usize;
+                    let start = *pos;
+                    take(buf, pos, size)?;
+                    if let Some((_, layout)) = known.iter().find(|(t, _)| *t == tag) {
+                        let mut inner = 0;
+                        walk(layout, &buf[start..start + size], &mut inner)?;
+                        if inner != size {
+                            return Err("a tagged field's size is not its contents'");
+                        }
+                    }
                 }
             }
         }
@@ -660,6 +681,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_known_tagged_field_must_take_exactly_its_declared_size() {
+        // Fetch v17 with one topic (by id) of one partition, whose tag 0 (a 16-byte directory
+        // id) declares 2 bytes: the codec would read 16 and then take later bytes for counts.
+        let body = |size: u8, id_len: usize| {
+            let mut b = Vec::new();
+            b.extend_from_slice(&[0; 4]); // max_wait_ms
+            b.extend_from_slice(&[0; 4]); // min_bytes
+            b.extend_from_slice(&[0; 4]); // max_bytes
+            b.push(0); // isolation_level
+            b.extend_from_slice(&[0; 8]); // session id and epoch
+            b.push(2); // one topic
+            b.extend_from_slice(&[7; 16]); // its id
+            b.push(2); // one partition
+            b.extend_from_slice(&[0; 4 + 4 + 8 + 4 + 8 + 4]); // its fixed fields
+            b.extend_from_slice(&[1, 0, size]); // one tag: 0, of `size` bytes
+            b.extend_from_slice(&vec![0; id_len]);
+            b.push(0); // the topic's tags
+            b.push(1); // no forgotten topics
+            b.push(1); // rack id ""
+            b.push(0); // the request's tags
+            b
+        };
+        assert_eq!(check(ApiKey::Fetch, 17, &body(16, 16)), Ok(()));
+        assert!(check(ApiKey::Fetch, 17, &body(2, 2)).is_err());
     }
 
     #[test]
