@@ -179,16 +179,16 @@ impl Broker {
             Ok(known)
         };
         let described = exists.and_then(|exists| match exists {
-            true => self.log.describe_topic(name).map(Some),
+            true => self.log.topic_id_and_partitions(name).map(Some),
             false => Ok(None),
         });
         let node = BrokerId(self.config.node_id);
         match described {
-            Ok(Some(described)) => {
+            Ok(Some((id, partitions))) => {
                 if version >= 10 {
-                    topic.topic_id = Uuid::from_bytes(described.id);
+                    topic.topic_id = Uuid::from_bytes(id);
                 }
-                topic.partitions = (0..described.partitions.len() as i32)
+                topic.partitions = (0..partitions as i32)
                     .map(|index| {
                         let mut p = MetadataResponsePartition::default();
                         p.partition_index = index;

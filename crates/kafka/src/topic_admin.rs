@@ -333,11 +333,7 @@ impl Broker {
         if id.is_nil() {
             return None;
         }
-        self.log.list_topics().into_iter().find(|name| {
-            self.log
-                .describe_topic(name)
-                .is_ok_and(|t| t.id == *id.as_bytes())
-        })
+        self.log.topic_name_by_id(id.as_bytes())
     }
 
     /// CreatePartitions: grows topics (ALTER on each), never shrinks; `validate_only` checks

@@ -314,6 +314,24 @@ impl Log {
         self.shared.topics.read().keys().cloned().collect()
     }
 
+    /// A topic's stable id and partition count, without describing each partition (Metadata
+    /// answers every client's refresh with them).
+    pub fn topic_id_and_partitions(&self, name: &str) -> Result<([u8; 16], u32)> {
+        let topic = self.topic(name)?;
+        Ok((topic.id, topic.partition_count()))
+    }
+
+    /// The name of the topic whose stable id is `id` (Kafka clients name topics by id in
+    /// Fetch v13+ and Metadata v10+).
+    pub fn topic_name_by_id(&self, id: &[u8; 16]) -> Option<String> {
+        self.shared
+            .topics
+            .read()
+            .iter()
+            .find(|(_, topic)| topic.id == *id)
+            .map(|(name, _)| name.clone())
+    }
+
     pub(crate) fn topic(&self, name: &str) -> Result<Arc<Topic>> {
         self.shared
             .topics

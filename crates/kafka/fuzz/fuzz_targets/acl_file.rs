@@ -22,10 +22,14 @@ fuzz_target!(|data: &[u8]| {
     let at = (split as u8 as usize).min(text.len());
     let at = (0..=at).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
     let (name, principal) = text.split_at(at);
-    if let Ok(binding) = AclBinding::from_wire(rt, name, pt, principal, "*", op, perm) {
+    let binding = AclBinding::from_wire(rt, name, pt, principal, "*", op, perm);
+    if let Ok(binding) = &binding {
         assert!(binding.validate().is_ok());
     }
-    if let Ok(filter) = AclFilter::from_wire(rt, Some(name), pt, Some(principal), None, op, perm) {
-        let _ = filter.matches_everything();
+    if let Ok(filter) = AclFilter::from_wire(rt, Some(name), pt, Some(principal), None, op, perm)
+        && let Ok(binding) = &binding
+    {
+        // A filter of the very same codes and names selects the binding.
+        assert!(filter.matches(binding));
     }
 });

@@ -387,12 +387,6 @@ impl AclFilter {
             PatternType::Any | PatternType::Match => false,
         }
     }
-
-    /// Whether the filter selects every binding there could be (DeleteAcls answers such a
-    /// filter as any other, but tools warn about it).
-    pub fn matches_everything(&self) -> bool {
-        *self == AclFilter::all()
-    }
 }
 
 #[cfg(test)]
@@ -505,7 +499,5 @@ mod tests {
         by_principal.principal = Some("User:alice".into());
         by_principal.operation = Operation::Write;
         assert_eq!(selected(&by_principal), 0);
-        assert!(AclFilter::all().matches_everything());
-        assert!(!by_principal.matches_everything());
     }
 }

@@ -89,35 +89,28 @@ impl fmt::Debug for CachedFs {
 }
 
 impl Shared {
-    /// The descriptor of handle `id`, opening it (and closing the least recently used others
-    /// past the limit) if need be.
-    fn descriptor(&self, id: u64) -> io::Result<Arc<dyn StorageFile>> {
-        self.use_descriptor(id, None)
-    }
-
-    /// As [`Shared::descriptor`], with `opened` as the descriptor when it has none.
-    fn use_descriptor(
+    /// The descriptor of handle `id`, reopening `path` (and closing the least recently used
+    /// others past the limit) if need be; `opened` is taken as the descriptor when it has none.
+    fn descriptor(
         &self,
         id: u64,
+        path: &Path,
         opened: Option<Arc<dyn StorageFile>>,
     ) -> io::Result<Arc<dyn StorageFile>> {
         let (file, evicted) = {
             let mut open = self.open.lock();
             open.clock += 1;
             let now = open.clock;
-            let file = match open.files.get(&id).map(|(f, used)| (f.clone(), *used)) {
-                Some((file, used)) => {
+            let file = match (
+                open.files.get(&id).map(|(f, used)| (f.clone(), *used)),
+                opened,
+            ) {
+                (Some((file, used)), _) => {
                     open.by_use.remove(&used);
                     file
                 }
-                None if opened.is_some() => opened.expect("checked"),
-                None => {
-                    let state =
-                        open.handles.get(&id).cloned().ok_or_else(|| {
-                            io::Error::other("file handle used after it was dropped")
-                        })?;
-                    self.inner.open(&state.path, false)?
-                }
+                (None, Some(opened)) => opened,
+                (None, None) => self.inner.open(path, false)?,
             };
             open.files.insert(id, (file.clone(), now));
             open.by_use.insert(now, id);
@@ -196,15 +189,16 @@ impl Storage for CachedFs {
             let mut open = self.shared.open.lock();
             open.next_id += 1;
             let id = open.next_id;
-            open.handles.insert(id, state);
+            open.handles.insert(id, state.clone());
             id
         };
         let handle = CachedFile {
             id,
+            state,
             shared: self.shared.clone(),
         };
         // Count the descriptor just opened (and make room for it).
-        handle.shared.use_descriptor(id, Some(descriptor))?;
+        handle.descriptor(Some(descriptor))?;
         Ok(Arc::new(handle))
     }
 
@@ -250,6 +244,7 @@ impl Drop for InProcessLock {
 /// A file of a [`CachedFs`]: opens its descriptor on use.
 struct CachedFile {
     id: u64,
+    state: Arc<HandleState>,
     shared: Arc<Shared>,
 }
 
@@ -260,14 +255,12 @@ impl fmt::Debug for CachedFile {
 }
 
 impl CachedFile {
-    fn state(&self) -> Option<Arc<HandleState>> {
-        self.shared.open.lock().handles.get(&self.id).cloned()
+    fn descriptor(&self, opened: Option<Arc<dyn StorageFile>>) -> io::Result<Arc<dyn StorageFile>> {
+        self.shared.descriptor(self.id, &self.state.path, opened)
     }
 
     fn mark_dirty(&self) {
-        if let Some(state) = self.state() {
-            state.dirty.store(true, Ordering::Release);
-        }
+        self.state.dirty.store(true, Ordering::Release);
     }
 }
 
@@ -279,54 +272,46 @@ impl Drop for CachedFile {
 
 impl StorageFile for CachedFile {
     fn size(&self) -> io::Result<u64> {
-        self.shared.descriptor(self.id)?.size()
+        self.descriptor(None)?.size()
     }
 
     fn write_all_at(&self, buf: &[u8], pos: u64) -> io::Result<()> {
         // Marked before the write: a close racing with it syncs, or leaves it marked.
         self.mark_dirty();
-        self.shared.descriptor(self.id)?.write_all_at(buf, pos)
+        self.descriptor(None)?.write_all_at(buf, pos)
     }
 
     fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()> {
-        self.shared.descriptor(self.id)?.read_exact_at(buf, pos)
+        self.descriptor(None)?.read_exact_at(buf, pos)
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.mark_dirty();
-        self.shared.descriptor(self.id)?.set_len(len)
+        self.descriptor(None)?.set_len(len)
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        if let Some(state) = self.state()
-            && let Some((kind, message)) = state.failed_sync.lock().take()
-        {
+        if let Some((kind, message)) = self.state.failed_sync.lock().take() {
             return Err(io::Error::new(
                 kind,
                 format!("fsync when its descriptor was closed failed: {message}"),
             ));
         }
-        let descriptor = self.shared.descriptor(self.id)?;
-        let state = self.state();
-        let was_dirty = state
-            .as_ref()
-            .is_some_and(|s| s.dirty.swap(false, Ordering::AcqRel));
+        let descriptor = self.descriptor(None)?;
+        let was_dirty = self.state.dirty.swap(false, Ordering::AcqRel);
         let synced = descriptor.sync_data();
-        if synced.is_err()
-            && was_dirty
-            && let Some(state) = state
-        {
-            state.dirty.store(true, Ordering::Release);
+        if synced.is_err() && was_dirty {
+            self.state.dirty.store(true, Ordering::Release);
         }
         synced
     }
 
     fn start_writeback(&self, pos: u64, len: u64) -> io::Result<()> {
-        self.shared.descriptor(self.id)?.start_writeback(pos, len)
+        self.descriptor(None)?.start_writeback(pos, len)
     }
 
     fn map(&self, len: u64) -> io::Result<Bytes> {
-        self.shared.descriptor(self.id)?.map(len)
+        self.descriptor(None)?.map(len)
     }
 }
 
