@@ -155,6 +155,46 @@ fn linger_sends_a_partial_batch_without_a_flush() {
 }
 
 #[test]
+fn a_batch_lingers_from_its_own_first_record() {
+    // The linger thread keeps batches in the order they opened; the first batch here closes
+    // early (full), and the second, opened half a linger later, must still get a whole linger
+    // rather than leave when the first one's time comes up.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path());
+    super::topic(&log, "t", 1);
+    let linger = Duration::from_secs(1);
+    let value = [b'v'; 100];
+    let producer = Producer::new(
+        &log,
+        ProducerConfig {
+            linger,
+            batch_bytes: 150,
+            ..ProducerConfig::default()
+        },
+    );
+    let log_end = || log.describe_topic("t").unwrap().partitions[0].log_end;
+    let first = producer.send(ProducerRecord::new("t", &value[..])).unwrap();
+    std::thread::sleep(linger / 2);
+    let opened = Instant::now();
+    let second = producer.send(ProducerRecord::new("t", &value[..])).unwrap();
+    assert_eq!(
+        first.wait().unwrap().offset,
+        0,
+        "the full batch left at once"
+    );
+    std::thread::sleep(linger * 7 / 10);
+    // Past the first batch's linger, before the second's (unless this thread slept late).
+    if opened.elapsed() < linger * 19 / 20 {
+        assert_eq!(log_end(), 1, "the second batch is still lingering");
+    }
+    assert_eq!(second.wait().unwrap().offset, 1);
+    assert!(
+        opened.elapsed() >= linger * 9 / 10,
+        "held for its own linger"
+    );
+}
+
+#[test]
 fn batches_stay_within_batch_bytes_and_flush_reports_a_lost_batch() {
     let dir = tempfile::tempdir().unwrap();
     let log = open(dir.path());

@@ -160,14 +160,16 @@ impl Delivery {
 
 #[derive(Debug)]
 struct Pending {
+    /// Tells this batch from later ones of the same partition in [`PendingBatches::opened`].
+    id: u64,
     builder: BatchBuilder,
     slot: Arc<BatchSlot>,
-    started: Instant,
 }
 
 impl Pending {
-    fn new(compression: Compression, topic: Arc<str>, partition: u32) -> Pending {
+    fn new(id: u64, compression: Compression, topic: Arc<str>, partition: u32) -> Pending {
         Pending {
+            id,
             builder: BatchBuilder::new(compression),
             slot: Arc::new(BatchSlot {
                 topic,
@@ -175,7 +177,6 @@ impl Pending {
                 outcome: Mutex::new(None),
                 done: Condvar::new(),
             }),
-            started: Instant::now(),
         }
     }
 }
@@ -229,8 +230,26 @@ struct Identity {
     epoch: i16,
 }
 
-/// Pending batches by topic name (a producer writes few topics: a sorted map beats hashing).
-type PendingBatches = BTreeMap<Arc<str>, TopicBatches>;
+/// A batch opened at `started`, due to be appended `linger` later if still open then.
+#[derive(Debug)]
+struct Opened {
+    started: Instant,
+    topic: Arc<str>,
+    partition: u32,
+    id: u64,
+}
+
+/// Every open batch, and when each opened.
+#[derive(Debug, Default)]
+struct PendingBatches {
+    /// By topic name (a producer writes few topics: a sorted map beats hashing).
+    topics: BTreeMap<Arc<str>, TopicBatches>,
+    /// Batches in the order they opened, so the linger thread finds the due ones at the front
+    /// instead of looking at every partition of every topic (10,000 of them, say) each time.
+    /// Entries of batches closed meanwhile (full, or flushed) are skipped when they come up.
+    opened: VecDeque<Opened>,
+    next_id: u64,
+}
 
 #[derive(Debug)]
 struct Shared {
@@ -270,7 +289,7 @@ impl Producer {
             log: log.clone(),
             config,
             partitioner,
-            pending: Mutex::new(BTreeMap::new()),
+            pending: Mutex::new(PendingBatches::default()),
             identity: Mutex::new(None),
             failed: Mutex::new(None),
             closing: Mutex::new(false),
@@ -293,8 +312,9 @@ impl Producer {
         let timestamp = record
             .timestamp
             .unwrap_or_else(|| shared.log.clock().now_ms());
-        let mut pending = shared.pending.lock();
-        if !pending.contains_key(record.topic) {
+        let mut guard = shared.pending.lock();
+        let pending = &mut *guard;
+        if !pending.topics.contains_key(record.topic) {
             let topic = shared.log.topic_for_produce(record.topic)?;
             let batches = TopicBatches {
                 name: topic.name.clone(),
@@ -303,9 +323,12 @@ impl Producer {
                 sends: 0,
                 batches: Vec::new(),
             };
-            pending.insert(topic.name.clone(), batches);
+            pending.topics.insert(topic.name.clone(), batches);
         }
-        let topic = pending.get_mut(record.topic).expect("inserted above");
+        let topic = pending
+            .topics
+            .get_mut(record.topic)
+            .expect("inserted above");
         topic.sends = topic.sends.wrapping_add(1);
         if topic.sends.is_multiple_of(METADATA_CHECK_EVERY)
             && topic.checked.elapsed() >= METADATA_MAX_AGE
@@ -352,9 +375,20 @@ impl Producer {
             slot.close();
             (topic.name.clone(), partition, slot.appender.clone())
         });
-        let name = &topic.name;
         let batch = slot.open.get_or_insert_with(|| {
-            Pending::new(shared.config.compression, name.clone(), partition)
+            pending.next_id += 1;
+            pending.opened.push_back(Opened {
+                started: Instant::now(),
+                topic: topic.name.clone(),
+                partition,
+                id: pending.next_id,
+            });
+            Pending::new(
+                pending.next_id,
+                shared.config.compression,
+                topic.name.clone(),
+                partition,
+            )
         });
         let delivery = Delivery {
             slot: batch.slot.clone(),
@@ -369,7 +403,7 @@ impl Producer {
         batch
             .builder
             .push(timestamp, record.key, record.value, &headers);
-        drop(pending);
+        drop(guard);
         if let Some((topic, partition, appender)) = closed {
             // A failure reaches every delivery of that batch, and the next `flush`.
             shared.drain(&topic, partition, &appender);
@@ -385,6 +419,7 @@ impl Producer {
         let partitions: Vec<(Arc<str>, u32, Arc<Mutex<Appender>>)> = {
             let mut pending = self.shared.pending.lock();
             pending
+                .topics
                 .values_mut()
                 .flat_map(|t| {
                     let name = t.name.clone();
@@ -407,17 +442,20 @@ impl Producer {
 }
 
 impl Shared {
-    /// Appends a partition's queued batches in order, holding its appender.
+    /// Appends a partition's queued batches in order, holding its appender. Whoever closes a
+    /// batch drains its partition afterwards, so one look at the queue is enough: a batch
+    /// queued meanwhile is its closer's to append.
     fn drain(&self, topic: &Arc<str>, partition: u32, appender: &Mutex<Appender>) {
         let mut appender = appender.lock();
-        loop {
-            let next = self
-                .pending
-                .lock()
-                .get_mut(topic)
-                .and_then(|t| t.batches.get_mut(partition as usize))
-                .and_then(|b| b.ready.pop_front());
-            let Some(batch) = next else { return };
+        let queued = self
+            .pending
+            .lock()
+            .topics
+            .get_mut(topic)
+            .and_then(|t| t.batches.get_mut(partition as usize))
+            .map(|b| std::mem::take(&mut b.ready))
+            .unwrap_or_default();
+        for batch in queued {
             self.append(batch, &mut appender);
         }
     }
@@ -493,23 +531,9 @@ fn linger_loop(shared: Weak<Shared>) {
             return;
         };
         let linger = shared.config.linger;
-        let due: Vec<(Arc<str>, u32, Arc<Mutex<Appender>>)> = {
-            let mut pending = shared.pending.lock();
-            let mut due = Vec::new();
-            for topic in pending.values_mut() {
-                for (p, batches) in topic.batches.iter_mut().enumerate() {
-                    if batches
-                        .open
-                        .as_ref()
-                        .is_some_and(|b| b.started.elapsed() >= linger)
-                    {
-                        batches.close();
-                        due.push((topic.name.clone(), p as u32, batches.appender.clone()));
-                    }
-                }
-            }
-            due
-        };
+        let (due, next_due) = shared.close_due_batches(linger);
+        // One partition at a time, each taking the pending lock briefly: sends wait less than
+        // behind one long hold that would take every due partition's queue at once.
         for (topic, partition, appender) in due {
             shared.drain(&topic, partition, &appender);
         }
@@ -517,12 +541,49 @@ fn linger_loop(shared: Weak<Shared>) {
         if *closing {
             return;
         }
+        // Until the oldest open batch is due; with none open, a batch opened meanwhile waits at
+        // most half a linger longer than it should.
+        let pause = next_due.map_or(linger / 2, |due| {
+            due.saturating_duration_since(Instant::now())
+        });
         shared
             .wake
-            .wait_for(&mut closing, linger.max(Duration::from_millis(1)) / 2);
+            .wait_for(&mut closing, pause.max(Duration::from_millis(1)));
         if *closing {
             return;
         }
+    }
+}
+
+/// A partition with a batch to append, and its appender.
+type Due = (Arc<str>, u32, Arc<Mutex<Appender>>);
+
+impl Shared {
+    /// Closes every batch open for `linger` or longer; returns their partitions and when the
+    /// oldest batch still open is due.
+    fn close_due_batches(&self, linger: Duration) -> (Vec<Due>, Option<Instant>) {
+        let mut guard = self.pending.lock();
+        let pending = &mut *guard;
+        let now = Instant::now();
+        let mut due = Vec::new();
+        while let Some(first) = pending.opened.front() {
+            if now.saturating_duration_since(first.started) < linger {
+                return (due, Some(first.started + linger));
+            }
+            let first = pending.opened.pop_front().expect("looked at above");
+            let Some(batches) = pending
+                .topics
+                .get_mut(&first.topic)
+                .and_then(|t| t.batches.get_mut(first.partition as usize))
+            else {
+                continue;
+            };
+            if batches.open.as_ref().is_some_and(|b| b.id == first.id) {
+                batches.close();
+                due.push((first.topic, first.partition, batches.appender.clone()));
+            }
+        }
+        (due, None)
     }
 }
 
