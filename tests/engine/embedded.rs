@@ -11,7 +11,7 @@ use logd::{
     TopicConfig, TopicPartition,
 };
 use logd_storage::batch::{BatchBuilder, Compression};
-use logd_storage::{CrashMode, LogConfig, PartitionLog, SimFs};
+use logd_storage::{CrashMode, FaultKind, LogConfig, PartitionLog, SimFs};
 
 use super::{open, topic};
 
@@ -74,6 +74,35 @@ fn an_interval_topic_is_made_durable_within_its_interval_without_the_embedder() 
     });
     std::thread::sleep(Duration::from_millis(400));
     assert_eq!(durable_records(&fs), 0);
+}
+
+#[test]
+fn interval_syncs_go_on_past_a_poisoned_partition_and_poison_only_what_they_were_for() {
+    // Housekeeping off: the test runs the rounds itself.
+    let (fs, log) = interval_engine(Housekeeping {
+        enabled: false,
+        ..Housekeeping::default()
+    });
+    log.add_partitions("t", 3).unwrap();
+    // Partition 0's own fsync fails: it alone is poisoned.
+    fs.fail_nth(FaultKind::Sync, 0, 5);
+    assert!(log.partition("t", 0).unwrap().flush().is_err());
+    assert!(log.partition("t", 0).unwrap().is_poisoned());
+    // Partition 2 (after the poisoned one) still gets its records synced by the next round.
+    log.append("t", 2, &mut one_record(0)).unwrap();
+    log.flush_interval_topics().unwrap();
+    let durable = |p: u32| log.partition("t", p).unwrap().durable_end_offset().0;
+    assert_eq!(durable(2), 1);
+    // A failed round poisons the partitions with records waiting, and no other.
+    log.append("t", 2, &mut one_record(0)).unwrap();
+    fs.fail_nth(FaultKind::Sync, 0, 5);
+    assert!(log.flush_interval_topics().is_err());
+    assert!(log.partition("t", 2).unwrap().is_poisoned());
+    assert!(
+        !log.partition("t", 1).unwrap().is_poisoned(),
+        "nothing waited in it"
+    );
+    log.append("t", 1, &mut one_record(0)).unwrap();
 }
 
 #[test]

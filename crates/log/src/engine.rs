@@ -655,19 +655,19 @@ impl Log {
     /// `Fsync::IntervalMs`: housekeeping calls this so their data does not wait for the next
     /// append to find the last fsync old. `Always` topics are durable already; `Never` ones are left
     /// to checkpoints and the kernel, as their policy says.
+    ///
+    /// Every such partition with records waiting is synced by one `syncfs` of the data
+    /// directory's file system rather than an `fdatasync` each (see
+    /// [`logd_storage::sync_logs`]); a failure poisons those partitions and is returned, and a
+    /// partition poisoned before is skipped rather than stopping the others.
     pub fn flush_interval_topics(&self) -> Result<()> {
         let topics: Vec<Arc<Topic>> = self.shared.topics.read().values().cloned().collect();
-        for topic in topics {
-            if !matches!(
-                topic.config.read().fsync,
-                crate::topic::Fsync::IntervalMs(_)
-            ) {
-                continue;
-            }
-            for log in topic.partitions.read().iter() {
-                log.flush()?;
-            }
-        }
+        let logs: Vec<Arc<PartitionLog>> = topics
+            .iter()
+            .filter(|t| matches!(t.config.read().fsync, crate::topic::Fsync::IntervalMs(_)))
+            .flat_map(|t| t.partitions.read().clone())
+            .collect();
+        logd_storage::sync_logs(&*self.shared.storage, &self.shared.dir, &logs)?;
         Ok(())
     }
 
@@ -677,15 +677,16 @@ impl Log {
         self.shared.coordinator.tick_all(self.shared.clock.now_ms());
     }
 
-    /// How often housekeeping must run for every `IntervalMs` topic to keep its promise: the
-    /// smallest such interval, or a second when there is none.
+    /// How often housekeeping runs for every `IntervalMs` topic to keep its promise: half the
+    /// smallest such interval (so each partition's last sync stays younger than its interval
+    /// and appends leave the syncing to housekeeping), or a second when there is none.
     pub(crate) fn tick_period(&self) -> Duration {
         self.shared
             .topics
             .read()
             .values()
             .filter_map(|t| match t.config.read().fsync {
-                crate::topic::Fsync::IntervalMs(ms) => Some(Duration::from_millis(ms)),
+                crate::topic::Fsync::IntervalMs(ms) => Some(Duration::from_millis(ms) / 2),
                 _ => None,
             })
             .min()

@@ -59,6 +59,10 @@ impl Storage for MeteredFs {
         timed(&self.fsyncs, || self.inner.sync_dir(path))
     }
 
+    fn sync_fs(&self, path: &Path) -> io::Result<()> {
+        timed(&self.fsyncs, || self.inner.sync_fs(path))
+    }
+
     fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.remove_dir_all(path)
     }

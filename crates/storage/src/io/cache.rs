@@ -15,7 +15,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -54,8 +54,11 @@ struct OpenFiles {
 /// What a handle keeps while its descriptor is closed.
 struct HandleState {
     path: PathBuf,
-    /// Written since the last successful `fdatasync`.
+    /// Written since the last successful `fdatasync` (or `sync_fs`).
     dirty: AtomicBool,
+    /// Writes and truncations under way: `sync_fs` leaves a file written-to while one is,
+    /// since it may land after the file system's sync began.
+    changing: AtomicUsize,
     /// A sync made while closing the descriptor failed: the next `sync_data` reports it.
     failed_sync: Mutex<Option<(io::ErrorKind, String)>>,
 }
@@ -178,11 +181,42 @@ impl Storage for CachedFs {
         self.shared.inner.list_dir(path)
     }
 
+    /// After it succeeds, the files written before it have nothing left to sync, so closing
+    /// their descriptors costs no fsync; if it fails they stay written-to, and closing one
+    /// syncs it (and keeps that sync's error for its owner) as before.
+    fn sync_fs(&self, path: &Path) -> io::Result<()> {
+        // Cleared before the sync, then put back for a file with a change under way: a change
+        // that ended before that look is in the page cache the sync writes, and one that
+        // starts after the clear marks its file again itself.
+        let written: Vec<Arc<HandleState>> = self
+            .shared
+            .open
+            .lock()
+            .handles
+            .values()
+            .filter(|s| s.dirty.swap(false, Ordering::SeqCst))
+            .cloned()
+            .collect();
+        for state in &written {
+            if state.changing.load(Ordering::SeqCst) > 0 {
+                state.dirty.store(true, Ordering::SeqCst);
+            }
+        }
+        let result = self.shared.inner.sync_fs(path);
+        if result.is_err() {
+            for state in written {
+                state.dirty.store(true, Ordering::SeqCst);
+            }
+        }
+        result
+    }
+
     fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn StorageFile>> {
         let descriptor = self.shared.inner.open(path, create)?;
         let state = Arc::new(HandleState {
             path: path.to_owned(),
             dirty: AtomicBool::new(false),
+            changing: AtomicUsize::new(0),
             failed_sync: Mutex::new(None),
         });
         let id = {
@@ -259,8 +293,15 @@ impl CachedFile {
         self.shared.descriptor(self.id, &self.state.path, opened)
     }
 
-    fn mark_dirty(&self) {
-        self.state.dirty.store(true, Ordering::Release);
+    /// Runs a write or truncation, marking the file written-to before it and counting it as
+    /// under way until it returns.
+    fn change(&self, op: impl FnOnce(&dyn StorageFile) -> io::Result<()>) -> io::Result<()> {
+        self.state.changing.fetch_add(1, Ordering::SeqCst);
+        // Marked before the change: a close racing with it syncs, or leaves it marked.
+        self.state.dirty.store(true, Ordering::SeqCst);
+        let result = self.descriptor(None).and_then(|d| op(&*d));
+        self.state.changing.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 }
 
@@ -276,9 +317,7 @@ impl StorageFile for CachedFile {
     }
 
     fn write_all_at(&self, buf: &[u8], pos: u64) -> io::Result<()> {
-        // Marked before the write: a close racing with it syncs, or leaves it marked.
-        self.mark_dirty();
-        self.descriptor(None)?.write_all_at(buf, pos)
+        self.change(|file| file.write_all_at(buf, pos))
     }
 
     fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()> {
@@ -286,8 +325,7 @@ impl StorageFile for CachedFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.mark_dirty();
-        self.descriptor(None)?.set_len(len)
+        self.change(|file| file.set_len(len))
     }
 
     fn sync_data(&self) -> io::Result<()> {
@@ -400,6 +438,37 @@ mod tests {
         let _third = fs.open(&dir.join("third"), true).unwrap();
         assert!(!durable(&sim, &dir.join("written"), b"pending"));
         assert_eq!(fs.open_files(), 2);
+    }
+
+    #[test]
+    fn after_a_file_system_sync_closing_a_written_file_syncs_nothing_unless_it_failed() {
+        let sim = SimFs::new();
+        let dir = Path::new("/d");
+        crate::io::create_dir_durable(&sim, dir).unwrap();
+        let fs = CachedFs::new(Arc::new(sim.clone()), 2);
+        let written = |name: &str| {
+            let file = fs.open(&dir.join(name), true).unwrap();
+            file.write_all_at(name.as_bytes(), 0).unwrap();
+            file
+        };
+        let (_a, _b) = (written("a"), written("b"));
+        fs.sync_fs(dir).unwrap();
+        assert!(durable(&sim, &dir.join("a"), b"a") && durable(&sim, &dir.join("b"), b"b"));
+        // Both are clean now: opening a third closes `a` with no sync (one op: the create).
+        let before = sim.ops();
+        let _c = fs.open(&dir.join("c"), true).unwrap();
+        assert_eq!(sim.ops() - before, 1, "no fsync at close");
+        // A failed file-system sync leaves the files written-to: closing one syncs it.
+        let (_x, _y) = (written("x"), written("y"));
+        sim.fail_nth(FaultKind::Sync, 0, 5);
+        assert!(fs.sync_fs(dir).is_err());
+        sim.sync_dir(dir).unwrap();
+        assert!(!durable(&sim, &dir.join("x"), b"x"));
+        let _z = written("z");
+        assert!(
+            durable(&sim, &dir.join("x"), b"x"),
+            "synced before its descriptor closed"
+        );
     }
 
     #[test]

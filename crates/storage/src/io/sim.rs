@@ -34,7 +34,7 @@ pub enum CrashMode {
 pub enum FaultKind {
     /// `write_all_at`: the write stores a prefix of its bytes, then fails.
     Write,
-    /// `sync_data`: nothing becomes durable and the call fails.
+    /// `sync_data` or `sync_fs`: nothing becomes durable and the call fails.
     Sync,
     /// `open` creating a file: nothing is created (as when the process is out of
     /// descriptors, EMFILE).
@@ -398,6 +398,24 @@ impl Storage for SimFs {
         let dir = state.dir(path)?;
         dir.durable = dir.written.clone();
         dir.pending.clear();
+        Ok(())
+    }
+
+    /// Every file's written bytes and every directory's entries become durable at once; a
+    /// `Sync` fault fails it with nothing made durable.
+    fn sync_fs(&self, _path: &Path) -> io::Result<()> {
+        let mut state = self.state.lock();
+        state.tick()?;
+        if let Some(err) = state.fault(FaultKind::Sync) {
+            return Err(err);
+        }
+        for inode in &mut state.inodes {
+            inode.durable = inode.written.clone();
+        }
+        for dir in state.dirs.values_mut() {
+            dir.durable = dir.written.clone();
+            dir.pending.clear();
+        }
         Ok(())
     }
 

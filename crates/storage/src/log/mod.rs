@@ -10,6 +10,7 @@ mod append;
 mod read;
 mod recover;
 mod state;
+mod sync_many;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,6 +24,8 @@ use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{Error, Result};
 use crate::io::{DirLock, RealFs, Storage};
 use crate::{Offset, ProducerInfo, RecoveryReport, RetentionReport};
+
+pub use self::sync_many::sync_logs;
 
 /// One partition's log in one directory. Share it between threads with `Arc`.
 #[derive(Debug)]

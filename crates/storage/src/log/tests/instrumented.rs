@@ -78,6 +78,9 @@ impl Storage for Instrumented {
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
         self.inner.sync_dir(path)
     }
+    fn sync_fs(&self, path: &Path) -> io::Result<()> {
+        self.inner.sync_fs(path)
+    }
     fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.remove_dir_all(path)
     }

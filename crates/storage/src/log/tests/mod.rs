@@ -8,6 +8,7 @@ mod group_commit;
 mod instrumented;
 mod model;
 mod producers;
+mod sync_many;
 mod torn_tail;
 mod writeback;
 
