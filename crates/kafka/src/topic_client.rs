@@ -24,12 +24,19 @@ fn text(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_owned())
 }
 
-fn refused(topic: &str, code: i16, message: Option<&StrBytes>) -> ClientError {
+/// The broker's answer for `topic`, from its one result's code and message (`None` when the
+/// response has no result at all).
+fn topic_outcome(topic: &str, result: Option<(i16, Option<&StrBytes>)>) -> Result<(), ClientError> {
+    let (code, message) = match result {
+        Some((0, _)) => return Ok(()),
+        Some(refused) => refused,
+        None => (-1, None),
+    };
     let what = match message.filter(|m| !m.is_empty()) {
         Some(message) => format!("topic {topic} [broker: {}]", message.as_str()),
         None => format!("topic {topic}"),
     };
-    ClientError::Kafka { what, code }
+    Err(ClientError::Kafka { what, code })
 }
 
 impl AsyncClient {
@@ -45,15 +52,11 @@ impl AsyncClient {
         let response: CreatePartitionsResponse = self
             .call(ApiKey::CreatePartitions, CREATE_PARTITIONS, &request)
             .await?;
-        match response.results.first() {
-            Some(result) if result.error_code == 0 => Ok(()),
-            Some(result) => Err(refused(
-                topic,
-                result.error_code,
-                result.error_message.as_ref(),
-            )),
-            None => Err(refused(topic, -1, None)),
-        }
+        let result = response.results.first();
+        topic_outcome(
+            topic,
+            result.map(|r| (r.error_code, r.error_message.as_ref())),
+        )
     }
 
     /// Sets the configs in `set` and returns those in `reset` to the broker's default, all or
@@ -88,14 +91,10 @@ impl AsyncClient {
                 &request,
             )
             .await?;
-        match response.responses.first() {
-            Some(result) if result.error_code == 0 => Ok(()),
-            Some(result) => Err(refused(
-                topic,
-                result.error_code,
-                result.error_message.as_ref(),
-            )),
-            None => Err(refused(topic, -1, None)),
-        }
+        let result = response.responses.first();
+        topic_outcome(
+            topic,
+            result.map(|r| (r.error_code, r.error_message.as_ref())),
+        )
     }
 }

@@ -239,16 +239,56 @@ struct Opened {
     id: u64,
 }
 
+/// `opened` is never cleared of closed batches' entries below this length.
+const OPENED_COMPACT_MIN: usize = 1024;
+
 /// Every open batch, and when each opened.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct PendingBatches {
     /// By topic name (a producer writes few topics: a sorted map beats hashing).
     topics: BTreeMap<Arc<str>, TopicBatches>,
     /// Batches in the order they opened, so the linger thread finds the due ones at the front
     /// instead of looking at every partition of every topic (10,000 of them, say) each time.
-    /// Entries of batches closed meanwhile (full, or flushed) are skipped when they come up.
+    /// Entries of batches closed meanwhile (full, or flushed) are skipped when they come up,
+    /// and dropped whenever the queue reaches `compact_at`: a long linger under steady
+    /// traffic that fills batches would otherwise keep one entry per batch sent within it.
     opened: VecDeque<Opened>,
+    compact_at: usize,
     next_id: u64,
+}
+
+impl Default for PendingBatches {
+    fn default() -> PendingBatches {
+        PendingBatches {
+            topics: BTreeMap::new(),
+            opened: VecDeque::new(),
+            compact_at: OPENED_COMPACT_MIN,
+            next_id: 0,
+        }
+    }
+}
+
+impl PendingBatches {
+    /// The open batch `opened` names, if it is still open.
+    fn still_open(&mut self, opened: &Opened) -> Option<&mut PartitionBatches> {
+        self.topics
+            .get_mut(&opened.topic)
+            .and_then(|t| t.batches.get_mut(opened.partition as usize))
+            .filter(|b| b.open.as_ref().is_some_and(|batch| batch.id == opened.id))
+    }
+
+    /// Queues a newly opened batch; drops the entries of closed batches once the queue has
+    /// doubled since the last time (amortised constant work per batch), so it holds at most
+    /// about twice as many entries as there are open batches.
+    fn remember(&mut self, opened: Opened) {
+        self.opened.push_back(opened);
+        if self.opened.len() >= self.compact_at {
+            let mut opened = std::mem::take(&mut self.opened);
+            opened.retain(|o| self.still_open(o).is_some());
+            self.opened = opened;
+            self.compact_at = (2 * self.opened.len()).max(OPENED_COMPACT_MIN);
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -375,14 +415,16 @@ impl Producer {
             slot.close();
             (topic.name.clone(), partition, slot.appender.clone())
         });
-        let batch = slot.open.get_or_insert_with(|| {
+        let opening = slot.open.is_none().then(|| {
             pending.next_id += 1;
-            pending.opened.push_back(Opened {
+            Opened {
                 started: Instant::now(),
                 topic: topic.name.clone(),
                 partition,
                 id: pending.next_id,
-            });
+            }
+        });
+        let batch = slot.open.get_or_insert_with(|| {
             Pending::new(
                 pending.next_id,
                 shared.config.compression,
@@ -403,6 +445,9 @@ impl Producer {
         batch
             .builder
             .push(timestamp, record.key, record.value, &headers);
+        if let Some(opened) = opening {
+            pending.remember(opened);
+        }
         drop(guard);
         if let Some((topic, partition, appender)) = closed {
             // A failure reaches every delivery of that batch, and the next `flush`.
@@ -416,7 +461,7 @@ impl Producer {
     pub fn flush(&self) -> Result<()> {
         // Every partition, even one with nothing queued: taking its appender waits for an
         // append another thread has in flight.
-        let partitions: Vec<(Arc<str>, u32, Arc<Mutex<Appender>>)> = {
+        let partitions: Vec<Due> = {
             let mut pending = self.shared.pending.lock();
             pending
                 .topics
@@ -441,7 +486,29 @@ impl Producer {
     }
 }
 
+/// A partition with a batch to append, and its appender.
+type Due = (Arc<str>, u32, Arc<Mutex<Appender>>);
+
 impl Shared {
+    /// Closes every batch open for `linger` or longer; returns their partitions and when the
+    /// oldest batch still open is due.
+    fn close_due_batches(&self, linger: Duration) -> (Vec<Due>, Option<Instant>) {
+        let mut pending = self.pending.lock();
+        let now = Instant::now();
+        let mut due = Vec::new();
+        while let Some(first) = pending.opened.front() {
+            if now.saturating_duration_since(first.started) < linger {
+                return (due, Some(first.started + linger));
+            }
+            let first = pending.opened.pop_front().expect("looked at above");
+            if let Some(batches) = pending.still_open(&first) {
+                batches.close();
+                due.push((first.topic, first.partition, batches.appender.clone()));
+            }
+        }
+        (due, None)
+    }
+
     /// Appends a partition's queued batches in order, holding its appender. Whoever closes a
     /// batch drains its partition afterwards, so one look at the queue is enough: a batch
     /// queued meanwhile is its closer's to append.
@@ -555,38 +622,6 @@ fn linger_loop(shared: Weak<Shared>) {
     }
 }
 
-/// A partition with a batch to append, and its appender.
-type Due = (Arc<str>, u32, Arc<Mutex<Appender>>);
-
-impl Shared {
-    /// Closes every batch open for `linger` or longer; returns their partitions and when the
-    /// oldest batch still open is due.
-    fn close_due_batches(&self, linger: Duration) -> (Vec<Due>, Option<Instant>) {
-        let mut guard = self.pending.lock();
-        let pending = &mut *guard;
-        let now = Instant::now();
-        let mut due = Vec::new();
-        while let Some(first) = pending.opened.front() {
-            if now.saturating_duration_since(first.started) < linger {
-                return (due, Some(first.started + linger));
-            }
-            let first = pending.opened.pop_front().expect("looked at above");
-            let Some(batches) = pending
-                .topics
-                .get_mut(&first.topic)
-                .and_then(|t| t.batches.get_mut(first.partition as usize))
-            else {
-                continue;
-            };
-            if batches.open.as_ref().is_some_and(|b| b.id == first.id) {
-                batches.close();
-                due.push((first.topic, first.partition, batches.appender.clone()));
-            }
-        }
-        (due, None)
-    }
-}
-
 impl Drop for Producer {
     fn drop(&mut self) {
         let _ = self.flush();
@@ -595,5 +630,42 @@ impl Drop for Producer {
         if let Some(thread) = self.linger_thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TopicConfig;
+
+    #[test]
+    fn batches_closed_before_their_linger_leave_no_trail() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(dir.path(), crate::Config::default()).unwrap();
+        log.create_topic("t", TopicConfig::default()).unwrap();
+        // A long linger, and batches that fill at every second record: each closes early.
+        let producer = Producer::new(
+            &log,
+            ProducerConfig {
+                linger: Duration::from_secs(600),
+                batch_bytes: 100,
+                ..ProducerConfig::default()
+            },
+        );
+        for _ in 0..20_000 {
+            producer
+                .send(ProducerRecord::new("t", &[b'v'; 40]))
+                .unwrap();
+        }
+        let queued = producer.shared.pending.lock().opened.len();
+        assert!(
+            queued <= 2 * OPENED_COMPACT_MIN,
+            "{queued} entries for one open batch"
+        );
+        producer.flush().unwrap();
+        assert_eq!(
+            log.describe_topic("t").unwrap().partitions[0].log_end,
+            20_000
+        );
     }
 }
