@@ -2,7 +2,8 @@
 //! `RLIMIT_NOFILE`; `create` makes the topics, appends one record to every partition, reads
 //! every partition back, closes, reopens and reads again; `open` (on what `create` left) only
 //! opens and reads, in a fresh process, so its memory is the open engine's alone; `crash` opens,
-//! appends a second record to every hundredth partition and exits without closing. Prints
+//! appends a second record to every hundredth partition and exits without closing. `create`
+//! first prints `CREATED MS`, the time the topic creations took. Prints
 //! `OK PARTITIONS OPEN_MS ANON_BYTES_PER_PARTITION SCANNED TWICE`: the anonymous memory the last
 //! open added per partition (from `/proc/self/status`), the partitions whose recovery had to
 //! scan a tail, and those holding a second record; or the first error (exit 1).
@@ -16,7 +17,7 @@
 //! [MAX_OPEN_FILES [never]]` (`never`: the produce benchmark under fsync `never`)
 
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use logd::{Config, Fsync, Log, TopicConfig};
 use logd_storage::Offset;
@@ -95,9 +96,12 @@ fn run(args: &[String]) -> Result<Found, String> {
     let names: Vec<String> = (0..topics).map(|t| format!("tenant-{t}")).collect();
     if create {
         let log = Log::open(dir, config.clone()).map_err(|e| format!("open: {e}"))?;
+        let mut creating = Duration::ZERO;
         for name in &names {
+            let started = Instant::now();
             log.create_topic(name, topic.clone())
                 .map_err(|e| format!("create {name}: {e}"))?;
+            creating += started.elapsed();
             for p in 0..partitions {
                 let mut builder = BatchBuilder::new(Compression::None);
                 builder.push(0, None, Some(format!("{name}/{p}").as_bytes()), &[]);
@@ -107,6 +111,7 @@ fn run(args: &[String]) -> Result<Found, String> {
             }
         }
         read_all(&log, &names, partitions)?;
+        println!("CREATED {}", creating.as_millis());
     }
     let before = anonymous_memory();
     let started = Instant::now();

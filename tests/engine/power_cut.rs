@@ -165,5 +165,6 @@ fn the_engine_reopens_whole_after_a_power_cut_anywhere() {
             }
         }
     }
-    assert!(states > 300, "{states} crash states");
+    // Three images per storage operation of the workload (about a hundred operations).
+    assert!(states > 250, "{states} crash states");
 }

@@ -336,3 +336,35 @@ fn altered_configs_apply_at_once_and_survive_a_reopen() {
         512
     );
 }
+
+#[test]
+fn creating_a_partition_costs_its_three_files_and_one_fsync() {
+    use logd_storage::SimFs;
+    use std::sync::Arc;
+    // Storage operations (creates, writes, syncs, renames) a topic of `partitions` takes.
+    let creation_ops = |partitions: u32| {
+        let fs = SimFs::new();
+        let log = logd::Log::open_with(
+            Arc::new(fs.clone()),
+            Arc::new(logd::SystemClock),
+            "/data",
+            logd::Config::default(),
+        )
+        .unwrap();
+        let before = fs.ops();
+        let config = TopicConfig {
+            partitions,
+            ..TopicConfig::default()
+        };
+        log.create_topic("t", config).unwrap();
+        fs.ops() - before
+    };
+    let per_partition = (creation_ops(101) - creation_ops(1)) as f64 / 100.0;
+    // Its directory, three files and an fsync of its directory; the topic directory's fsync
+    // for the new names is shared (it was 20: an fsync of the topic directory each, and a
+    // checkpoint and producer snapshot through temporary files, for an empty log).
+    assert!(
+        per_partition <= 5.0,
+        "{per_partition} operations per partition"
+    );
+}

@@ -403,7 +403,7 @@ impl Log {
             ));
         }
         topic.config.write().partitions = partitions;
-        topic.open_partitions(&self.shared.storage)?;
+        topic.create_partitions(&self.shared.storage)?;
         topic.write_metadata(&*self.shared.storage)
     }
 

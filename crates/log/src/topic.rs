@@ -178,7 +178,7 @@ impl Topic {
         // `create_dir_durable` already made the topic directory's entry durable, and
         // `write_metadata` fsyncs the topic directory.
         let made = topic
-            .open_partitions(storage)
+            .create_partitions(storage)
             .and_then(|()| topic.write_metadata(&**storage));
         if let Err(e) = made {
             // Nothing half-made stays behind: the partitions opened so far close, and the
@@ -233,6 +233,27 @@ impl Topic {
         };
         topic.open_partitions(storage)?;
         Ok(Some(topic))
+    }
+
+    /// Creates the partitions up to the configured count: first their directories, with one
+    /// fsync of the topic directory for all of their names, then each partition's log. Opening
+    /// a partition whose directory is missing would fsync the topic directory for it alone, and
+    /// first list the topic directory to find it missing: with 10,000 partitions, 10,000
+    /// fsyncs and 50 million directory entries read.
+    pub(crate) fn create_partitions(&self, storage: &Arc<dyn Storage>) -> Result<()> {
+        let (from, to) = (self.partition_count(), self.config.read().partitions);
+        for p in from..to {
+            let dir = self.dir.join(p.to_string());
+            storage
+                .create_dir_all(&dir)
+                .map_err(storage_error("create", &dir))?;
+        }
+        if to > from {
+            storage
+                .sync_dir(&self.dir)
+                .map_err(storage_error("fsync", &self.dir))?;
+        }
+        self.open_partitions(storage)
     }
 
     /// Opens partitions up to the configured count.
@@ -305,6 +326,13 @@ fn parse_id(hex: &str) -> Option<[u8; 16]> {
         *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(id)
+}
+
+/// A failed file-system call on a partition's behalf, reported as the storage crate reports its
+/// own (with what to do when it is a limit, such as a full disk).
+fn storage_error(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.to_owned();
+    move |source| Error::Storage(logd_storage::Error::Io { op, path, source })
 }
 
 fn metadata_error(path: &Path, e: std::io::Error) -> Error {

@@ -3,7 +3,8 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::batch::BatchIter;
-use crate::{Error, SimFs, Storage};
+use crate::{CrashMode, Error, SimFs, Storage};
+use std::path::Path;
 
 fn values(prefix: &str, n: usize) -> Vec<Vec<u8>> {
     (0..n)
@@ -478,4 +479,33 @@ fn reconfigured_limits_apply_to_the_next_append_and_retention() {
         Err(Error::InvalidConfig { .. })
     ));
     assert_eq!(log.config().segment_bytes, 2048);
+}
+
+#[test]
+fn a_new_log_writes_no_checkpoint_until_it_holds_records() {
+    let fs = SimFs::new();
+    let storage: Arc<dyn Storage> = Arc::new(fs.clone());
+    let log = PartitionLog::open_with(storage, "/data/p0", small_config()).unwrap();
+    let names = fs.list_dir(Path::new("/data/p0")).unwrap();
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("checkpoint") || n.ends_with(".snapshot")),
+        "a new log holds only its first segment: {names:?}"
+    );
+    // Power cut before anything was appended: the reopen changes nothing on disk.
+    let image = fs.crash_image(CrashMode::DropUnsynced, 1);
+    let before = image.ops();
+    let reopened =
+        PartitionLog::open_with(Arc::new(image.clone()), "/data/p0", small_config()).unwrap();
+    assert_eq!(reopened.high_watermark(), Offset(0));
+    assert_eq!(image.ops(), before, "reopening an empty log wrote");
+    drop(reopened);
+    // Appended to and cut again before any checkpoint: recovery scans from byte 0 (rule 6).
+    log.append(&mut batch_of(&values("a", 3), 1)).unwrap();
+    let image = fs.crash_image(CrashMode::DropUnsynced, 2);
+    let reopened = PartitionLog::open_with(Arc::new(image), "/data/p0", small_config()).unwrap();
+    assert!(!reopened.recovery_report().had_checkpoint);
+    assert!(reopened.recovery_report().scanned_bytes > 0);
+    assert_eq!(read_all(&reopened, 0).unwrap().len(), 3);
 }
