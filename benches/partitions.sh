@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Many partitions with the embedded engine, in release (tests/bin/many_partitions.rs): ten
 # topics of 1,000 partitions under an open-file limit of 1,024 with 512 files kept open (the
-# time their creation took, open after a clean close, in milliseconds, and the anonymous memory per idle partition), then
-# produce spread over those 10,000 partitions against one partition in the same run (randomly
+# time their creation took, open after a clean close, in milliseconds, and the anonymous
+# memory per idle partition), then produce spread over those 10,000 partitions against one partition in the same run (randomly
 # keyed 100-byte records, 3,000,000 per round, three rounds), under fsync interval with 512
 # and with 16,000 open files, and under fsync never with 16,000 (figures in docs/benchmarks.md).
 # Usage: benches/partitions.sh
