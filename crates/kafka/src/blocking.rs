@@ -2,6 +2,8 @@
 //! the remote retry transport: each call runs the async one to completion on the client's own
 //! single-threaded tokio runtime.
 
+use std::collections::BTreeMap;
+
 use bytes::Bytes;
 use kafka_protocol::messages::MetadataResponse;
 use tokio::runtime::Runtime;
@@ -122,6 +124,16 @@ impl Client {
         partition: i32,
     ) -> Result<PartitionOffsets, ClientError> {
         self.runtime.block_on(self.inner.offsets(topic, partition))
+    }
+
+    /// Earliest and latest offsets of each of `partitions`, in two requests.
+    pub fn offsets_of(
+        &mut self,
+        topic: &str,
+        partitions: &[i32],
+    ) -> Result<BTreeMap<i32, PartitionOffsets>, ClientError> {
+        self.runtime
+            .block_on(self.inner.offsets_of(topic, partitions))
     }
 
     /// Appends record batches to a partition with acks = all; returns the base offset.

@@ -152,8 +152,24 @@ fn describe(client: &mut Client, group: &str, out: &mut impl Write) -> anyhow::R
         "{:<24} {:>9} {:>14} {:>14} {:>10}  {:<40} {:<16} CLIENT-ID",
         "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST"
     )?;
+    // Each topic's log ends in one request; a topic that is gone shows "-".
+    let mut wanted: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for (topic, partition) in rows.keys() {
+        wanted.entry(topic).or_default().push(*partition);
+    }
+    let log_ends: BTreeMap<String, BTreeMap<i32, i64>> = wanted
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let ends = client.offsets_of(topic, &partitions).unwrap_or_default();
+            let ends = ends.into_iter().map(|(p, o)| (p, o.latest)).collect();
+            (topic.to_owned(), ends)
+        })
+        .collect();
     for ((topic, partition), (committed, owner)) in rows {
-        let log_end = client.offsets(&topic, partition).map(|o| o.latest).ok();
+        let log_end = log_ends
+            .get(&topic)
+            .and_then(|ends| ends.get(&partition))
+            .copied();
         let show = |v: Option<i64>| v.map_or("-".to_owned(), |v| v.to_string());
         let lag = match (committed, log_end) {
             (Some(c), Some(end)) => Some((end - c).max(0)),
@@ -206,8 +222,8 @@ fn reset_offsets(
         let partitions = client
             .partition_count(topic, false)
             .with_context(|| format!("topic {topic}"))?;
-        for partition in 0..partitions as i32 {
-            let offsets = client.offsets(topic, partition)?;
+        let all: Vec<i32> = (0..partitions as i32).collect();
+        for (partition, offsets) in client.offsets_of(topic, &all)? {
             let range = PartitionRange {
                 log_start: offsets.earliest,
                 log_end: offsets.latest,

@@ -106,8 +106,8 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
                 client.partition_sizes(name)?.into_iter().collect();
             writeln!(out, "topic {name}: {partitions} partitions")?;
             writeln!(out, "partition\tlog_start\tlog_end\tsize_bytes")?;
-            for p in 0..partitions as i32 {
-                let offsets = client.offsets(name, p)?;
+            let all: Vec<i32> = (0..partitions as i32).collect();
+            for (p, offsets) in client.offsets_of(name, &all)? {
                 let size = sizes.get(&p).map_or("-".to_owned(), i64::to_string);
                 writeln!(out, "{p}\t{}\t{}\t{size}", offsets.earliest, offsets.latest)?;
             }

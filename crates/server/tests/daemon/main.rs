@@ -13,6 +13,7 @@ mod idempotence;
 mod librdkafka;
 mod lifecycle;
 mod malformed;
+mod many_partitions;
 mod memory;
 mod metrics;
 mod produce_errors;
