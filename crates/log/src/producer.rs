@@ -3,14 +3,16 @@
 //! `linger`, or on [`Producer::flush`]. Each send returns a [`Delivery`] that resolves to the
 //! record's partition and offset once the append is durable under the topic's fsync policy.
 //!
-//! A partition's closed batches wait in a queue and are appended in order by whichever thread
-//! holds that partition's appender (a sender, `flush`, or the linger thread), so its records
-//! land in the order they were sent. An idempotent producer (the default, as Kafka's Java
+//! A partition's open batch and its closed batches waiting in a queue have a lock of their
+//! own (a sender to one partition never waits for the linger thread appending another), and
+//! the queue is appended in order by whichever thread holds that partition's appender (a
+//! sender, `flush`, or the linger thread), so its records land in the order they were sent. An idempotent producer (the default, as Kafka's Java
 //! client) numbers each partition's records from 0 under a producer id from the engine, so an
 //! append of the same batch twice stores it once; after a failed append it bumps its epoch and
 //! numbers afresh, since whether that batch landed is unknown.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,7 +20,7 @@ use std::time::{Duration, Instant};
 use logd_partition::{KeyHash, Partitioner, Sticky};
 use logd_storage::advance_sequence;
 use logd_storage::batch::{BatchBuilder, Compression};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::engine::Log;
 use crate::error::{Error, Result};
@@ -185,33 +187,63 @@ impl Pending {
 /// metadata: partitions added meanwhile get records after at most this long.
 const METADATA_MAX_AGE: Duration = Duration::from_secs(1);
 
-/// The producer looks at the clock to age its metadata only every this many sends.
-const METADATA_CHECK_EVERY: u32 = 64;
-
-/// A topic's pending batches by partition, with the producer's view of its partition count.
+/// A topic's partitions' batches, with the producer's view of its partition count. Senders
+/// and `flush` read this under the producer's topic map lock; the linger thread reaches a
+/// partition through its [`Opened`] entry instead, so it never contends with senders there.
 #[derive(Debug)]
 struct TopicBatches {
     name: Arc<str>,
-    partition_count: u32,
-    checked: Instant,
-    sends: u32,
-    batches: Vec<PartitionBatches>,
+    partition_count: AtomicU32,
+    /// When `partition_count` was last asked of the engine; looked at when a batch opens.
+    checked: Mutex<Instant>,
+    /// Grown (under the map's write lock) as records reach higher partitions.
+    partitions: Vec<Arc<PartitionBatches>>,
 }
 
-/// One partition's open batch and the closed ones waiting to be appended, oldest first.
+/// One partition's batches under a lock of its own, so a sender adding to one partition and
+/// the linger thread appending another never wait for each other (Kafka's
+/// `RecordAccumulator` keeps a deque and a lock per partition for the same reason).
 #[derive(Debug, Default)]
 struct PartitionBatches {
-    open: Option<Pending>,
-    ready: VecDeque<Pending>,
-    appender: Arc<Mutex<Appender>>,
+    batches: Mutex<Batches>,
+    appender: Mutex<Appender>,
 }
 
 impl PartitionBatches {
+    /// Whether the batch numbered `id` is still open.
+    fn is_open(&self, id: u64) -> bool {
+        self.batches
+            .lock()
+            .open
+            .as_ref()
+            .is_some_and(|b| b.id == id)
+    }
+}
+
+/// A partition's open batch and the closed ones waiting to be appended, oldest first.
+#[derive(Debug, Default)]
+struct Batches {
+    open: Option<Pending>,
+    ready: VecDeque<Pending>,
+    /// Numbers the partition's batches, so a linger entry names the batch it was for.
+    next_id: u64,
+}
+
+impl Batches {
     /// Closes the open batch: it joins the queue of batches to append.
     fn close(&mut self) {
         if let Some(batch) = self.open.take() {
             self.ready.push_back(batch);
         }
+    }
+
+    /// Closes the batch numbered `id` if it is still the open one; whether it was.
+    fn close_if_open(&mut self, id: u64) -> bool {
+        let open = self.open.as_ref().is_some_and(|b| b.id == id);
+        if open {
+            self.close();
+        }
+        open
     }
 }
 
@@ -234,60 +266,57 @@ struct Identity {
 #[derive(Debug)]
 struct Opened {
     started: Instant,
-    topic: Arc<str>,
-    partition: u32,
+    partition: Arc<PartitionBatches>,
     id: u64,
 }
 
-/// `opened` is never cleared of closed batches' entries below this length.
+/// `OpenedQueue` is never cleared of closed batches' entries below this length.
 const OPENED_COMPACT_MIN: usize = 1024;
 
-/// Every open batch, and when each opened.
+/// Batches in the order they opened, so the linger thread finds the due ones at the front
+/// instead of looking at every partition of every topic (10,000 of them, say) each time.
+/// Entries of batches closed meanwhile (full, or flushed) are skipped when they come up, and
+/// dropped whenever the queue reaches `compact_at`: a long linger under steady traffic that
+/// fills batches would otherwise keep one entry per batch sent within it.
 #[derive(Debug)]
-struct PendingBatches {
-    /// By topic name (a producer writes few topics: a sorted map beats hashing).
-    topics: BTreeMap<Arc<str>, TopicBatches>,
-    /// Batches in the order they opened, so the linger thread finds the due ones at the front
-    /// instead of looking at every partition of every topic (10,000 of them, say) each time.
-    /// Entries of batches closed meanwhile (full, or flushed) are skipped when they come up,
-    /// and dropped whenever the queue reaches `compact_at`: a long linger under steady
-    /// traffic that fills batches would otherwise keep one entry per batch sent within it.
-    opened: VecDeque<Opened>,
+struct OpenedQueue {
+    entries: VecDeque<Opened>,
     compact_at: usize,
-    next_id: u64,
 }
 
-impl Default for PendingBatches {
-    fn default() -> PendingBatches {
-        PendingBatches {
-            topics: BTreeMap::new(),
-            opened: VecDeque::new(),
+impl Default for OpenedQueue {
+    fn default() -> OpenedQueue {
+        OpenedQueue {
+            entries: VecDeque::new(),
             compact_at: OPENED_COMPACT_MIN,
-            next_id: 0,
         }
     }
 }
 
-impl PendingBatches {
-    /// The open batch `opened` names, if it is still open.
-    fn still_open(&mut self, opened: &Opened) -> Option<&mut PartitionBatches> {
-        self.topics
-            .get_mut(&opened.topic)
-            .and_then(|t| t.batches.get_mut(opened.partition as usize))
-            .filter(|b| b.open.as_ref().is_some_and(|batch| batch.id == opened.id))
-    }
-
+impl OpenedQueue {
     /// Queues a newly opened batch; drops the entries of closed batches once the queue has
     /// doubled since the last time (amortised constant work per batch), so it holds at most
     /// about twice as many entries as there are open batches.
     fn remember(&mut self, opened: Opened) {
-        self.opened.push_back(opened);
-        if self.opened.len() >= self.compact_at {
-            let mut opened = std::mem::take(&mut self.opened);
-            opened.retain(|o| self.still_open(o).is_some());
-            self.opened = opened;
-            self.compact_at = (2 * self.opened.len()).max(OPENED_COMPACT_MIN);
+        self.entries.push_back(opened);
+        if self.entries.len() >= self.compact_at {
+            self.entries.retain(|o| o.partition.is_open(o.id));
+            self.compact_at = (2 * self.entries.len()).max(OPENED_COMPACT_MIN);
         }
+    }
+
+    /// Takes the entries opened `linger` or longer ago; with them, when the oldest entry
+    /// left is due.
+    fn take_due(&mut self, linger: Duration) -> (Vec<Opened>, Option<Instant>) {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        while let Some(first) = self.entries.front() {
+            if now.saturating_duration_since(first.started) < linger {
+                return (due, Some(first.started + linger));
+            }
+            due.extend(self.entries.pop_front());
+        }
+        (due, None)
     }
 }
 
@@ -296,7 +325,10 @@ struct Shared {
     log: Log,
     config: ProducerConfig,
     partitioner: Box<dyn Partitioner>,
-    pending: Mutex<PendingBatches>,
+    /// By topic name (a producer writes few topics: a sorted map beats hashing).
+    topics: RwLock<BTreeMap<Arc<str>, TopicBatches>>,
+    /// Lock order: a partition's `batches` is never held while taking this.
+    opened: Mutex<OpenedQueue>,
     /// With idempotence: the producer id and epoch, allocated at the first append.
     identity: Mutex<Option<Identity>>,
     /// The first append that failed since the last `flush`, which reports it: a sender that
@@ -329,7 +361,8 @@ impl Producer {
             log: log.clone(),
             config,
             partitioner,
-            pending: Mutex::new(PendingBatches::default()),
+            topics: RwLock::new(BTreeMap::new()),
+            opened: Mutex::new(OpenedQueue::default()),
             identity: Mutex::new(None),
             failed: Mutex::new(None),
             closing: Mutex::new(false),
@@ -352,51 +385,36 @@ impl Producer {
         let timestamp = record
             .timestamp
             .unwrap_or_else(|| shared.log.clock().now_ms());
-        let mut guard = shared.pending.lock();
-        let pending = &mut *guard;
-        if !pending.topics.contains_key(record.topic) {
-            let topic = shared.log.topic_for_produce(record.topic)?;
-            let batches = TopicBatches {
-                name: topic.name.clone(),
-                partition_count: topic.partition_count(),
-                checked: Instant::now(),
-                sends: 0,
-                batches: Vec::new(),
-            };
-            pending.topics.insert(topic.name.clone(), batches);
+        let mut topics = shared.topics.read();
+        if !topics.contains_key(record.topic) {
+            drop(topics);
+            shared.add_topic(record.topic)?;
+            topics = shared.topics.read();
         }
-        let topic = pending
-            .topics
-            .get_mut(record.topic)
-            .expect("inserted above");
-        topic.sends = topic.sends.wrapping_add(1);
-        if topic.sends.is_multiple_of(METADATA_CHECK_EVERY)
-            && topic.checked.elapsed() >= METADATA_MAX_AGE
-        {
-            topic.partition_count = shared
-                .log
-                .topic_for_produce(record.topic)?
-                .partition_count();
-            topic.checked = Instant::now();
-        }
+        let unknown = || Error::UnknownTopic(record.topic.to_owned());
+        let mut topic = topics.get(record.topic).ok_or_else(unknown)?;
+        let partition_count = topic.partition_count.load(Ordering::Relaxed);
         let partition = match record.partition {
-            Some(p) if p < topic.partition_count => p,
+            Some(p) if p < partition_count => p,
             Some(p) => {
                 return Err(Error::UnknownPartition {
                     topic: record.topic.to_owned(),
                     partition: p,
-                    partitions: topic.partition_count,
+                    partitions: partition_count,
                 });
             }
-            None => shared
-                .partitioner
-                .partition(record.key, topic.partition_count),
+            None => shared.partitioner.partition(record.key, partition_count),
         };
-        if topic.batches.len() <= partition as usize {
-            topic
-                .batches
-                .resize_with(partition as usize + 1, PartitionBatches::default);
+        if topic.partitions.len() <= partition as usize {
+            drop(topics);
+            shared.add_partitions(record.topic, partition);
+            topics = shared.topics.read();
+            topic = topics.get(record.topic).ok_or_else(unknown)?;
         }
+        let target = topic
+            .partitions
+            .get(partition as usize)
+            .ok_or_else(unknown)?;
         // Close the open batch first if this record would push it past `batch_bytes`: batches
         // stay within the limit (a record larger than the limit gets a batch of its own).
         let record_bytes = 32
@@ -407,51 +425,48 @@ impl Producer {
                 .iter()
                 .map(|(k, v)| 16 + k.len() + v.map_or(0, <[u8]>::len))
                 .sum::<usize>();
-        let slot = &mut topic.batches[partition as usize];
-        let full = slot.open.as_ref().is_some_and(|b| {
+        let headers: Vec<(&[u8], Option<&[u8]>)> = record
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_bytes(), *v))
+            .collect();
+        let mut batches = target.batches.lock();
+        let full = batches.open.as_ref().is_some_and(|b| {
             !b.builder.is_empty() && b.builder.size() + record_bytes > shared.config.batch_bytes
         });
-        let closed = full.then(|| {
-            slot.close();
-            (topic.name.clone(), partition, slot.appender.clone())
-        });
-        let opening = slot.open.is_none().then(|| {
-            pending.next_id += 1;
+        if full {
+            batches.close();
+        }
+        let opening = batches.open.is_none().then(|| {
+            batches.next_id += 1;
             Opened {
                 started: Instant::now(),
-                topic: topic.name.clone(),
-                partition,
-                id: pending.next_id,
+                partition: target.clone(),
+                id: batches.next_id,
             }
         });
-        let batch = slot.open.get_or_insert_with(|| {
-            Pending::new(
-                pending.next_id,
-                shared.config.compression,
-                topic.name.clone(),
-                partition,
-            )
+        let id = batches.next_id;
+        let batch = batches.open.get_or_insert_with(|| {
+            Pending::new(id, shared.config.compression, topic.name.clone(), partition)
         });
         let delivery = Delivery {
             slot: batch.slot.clone(),
             index: batch.builder.len() as i64,
             timestamp,
         };
-        let headers: Vec<(&[u8], Option<&[u8]>)> = record
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_bytes(), *v))
-            .collect();
         batch
             .builder
             .push(timestamp, record.key, record.value, &headers);
+        drop(batches);
+        let full = full.then(|| target.clone());
         if let Some(opened) = opening {
-            pending.remember(opened);
+            shared.refresh_partition_count(topic, opened.started);
+            shared.opened.lock().remember(opened);
         }
-        drop(guard);
-        if let Some((topic, partition, appender)) = closed {
+        drop(topics);
+        if let Some(target) = full {
             // A failure reaches every delivery of that batch, and the next `flush`.
-            shared.drain(&topic, partition, &appender);
+            shared.drain(&target);
         }
         Ok(delivery)
     }
@@ -461,23 +476,17 @@ impl Producer {
     pub fn flush(&self) -> Result<()> {
         // Every partition, even one with nothing queued: taking its appender waits for an
         // append another thread has in flight.
-        let partitions: Vec<Due> = {
-            let mut pending = self.shared.pending.lock();
-            pending
-                .topics
-                .values_mut()
-                .flat_map(|t| {
-                    let name = t.name.clone();
-                    t.batches.iter_mut().enumerate().map(move |(p, batches)| {
-                        batches.close();
-                        (name.clone(), p as u32, batches.appender.clone())
-                    })
-                })
+        let partitions: Vec<Arc<PartitionBatches>> = {
+            let topics = self.shared.topics.read();
+            topics
+                .values()
+                .flat_map(|t| t.partitions.iter().cloned())
                 .collect()
         };
-        for (topic, partition, appender) in partitions {
+        for partition in partitions {
+            partition.batches.lock().close();
             // Failures are recorded in `failed` by `append`.
-            self.shared.drain(&topic, partition, &appender);
+            self.shared.drain(&partition);
         }
         match self.shared.failed.lock().take() {
             Some(e) => Err(Error::Delivery(e)),
@@ -486,42 +495,54 @@ impl Producer {
     }
 }
 
-/// A partition with a batch to append, and its appender.
-type Due = (Arc<str>, u32, Arc<Mutex<Appender>>);
-
 impl Shared {
-    /// Closes every batch open for `linger` or longer; returns their partitions and when the
-    /// oldest batch still open is due.
-    fn close_due_batches(&self, linger: Duration) -> (Vec<Due>, Option<Instant>) {
-        let mut pending = self.pending.lock();
-        let now = Instant::now();
-        let mut due = Vec::new();
-        while let Some(first) = pending.opened.front() {
-            if now.saturating_duration_since(first.started) < linger {
-                return (due, Some(first.started + linger));
-            }
-            let first = pending.opened.pop_front().expect("looked at above");
-            if let Some(batches) = pending.still_open(&first) {
-                batches.close();
-                due.push((first.topic, first.partition, batches.appender.clone()));
-            }
+    /// Starts keeping batches for the topic `name`, if the engine has it.
+    fn add_topic(&self, name: &str) -> Result<()> {
+        let found = self.log.topic_for_produce(name)?;
+        self.topics
+            .write()
+            .entry(found.name.clone())
+            .or_insert_with(|| TopicBatches {
+                name: found.name.clone(),
+                partition_count: AtomicU32::new(found.partition_count()),
+                checked: Mutex::new(Instant::now()),
+                partitions: Vec::new(),
+            });
+        Ok(())
+    }
+
+    /// Makes room for the batches of `topic`'s partitions up to `partition`.
+    fn add_partitions(&self, topic: &str, partition: u32) {
+        if let Some(topic) = self.topics.write().get_mut(topic)
+            && topic.partitions.len() <= partition as usize
+        {
+            topic
+                .partitions
+                .resize_with(partition as usize + 1, Arc::default);
         }
-        (due, None)
+    }
+
+    /// Asks the engine for `topic`'s partition count again once the last answer is
+    /// `METADATA_MAX_AGE` old; looked at as a batch opens, so not with every record. A topic
+    /// the engine no longer has keeps its count: appends to it fail and say so.
+    fn refresh_partition_count(&self, topic: &TopicBatches, now: Instant) {
+        let mut checked = topic.checked.lock();
+        if now.saturating_duration_since(*checked) >= METADATA_MAX_AGE {
+            if let Ok(found) = self.log.topic_for_produce(&topic.name) {
+                topic
+                    .partition_count
+                    .store(found.partition_count(), Ordering::Relaxed);
+            }
+            *checked = now;
+        }
     }
 
     /// Appends a partition's queued batches in order, holding its appender. Whoever closes a
     /// batch drains its partition afterwards, so one look at the queue is enough: a batch
     /// queued meanwhile is its closer's to append.
-    fn drain(&self, topic: &Arc<str>, partition: u32, appender: &Mutex<Appender>) {
-        let mut appender = appender.lock();
-        let queued = self
-            .pending
-            .lock()
-            .topics
-            .get_mut(topic)
-            .and_then(|t| t.batches.get_mut(partition as usize))
-            .map(|b| std::mem::take(&mut b.ready))
-            .unwrap_or_default();
+    fn drain(&self, partition: &PartitionBatches) {
+        let mut appender = partition.appender.lock();
+        let queued = std::mem::take(&mut partition.batches.lock().ready);
         for batch in queued {
             self.append(batch, &mut appender);
         }
@@ -598,11 +619,13 @@ fn linger_loop(shared: Weak<Shared>) {
             return;
         };
         let linger = shared.config.linger;
-        let (due, next_due) = shared.close_due_batches(linger);
-        // One partition at a time, each taking the pending lock briefly: sends wait less than
-        // behind one long hold that would take every due partition's queue at once.
-        for (topic, partition, appender) in due {
-            shared.drain(&topic, partition, &appender);
+        // One short hold of the queue a round; each due partition is then closed and appended
+        // under its own locks, so sends to other partitions go on meanwhile.
+        let (due, next_due) = shared.opened.lock().take_due(linger);
+        for opened in due {
+            if opened.partition.batches.lock().close_if_open(opened.id) {
+                shared.drain(&opened.partition);
+            }
         }
         let mut closing = shared.closing.lock();
         if *closing {
@@ -657,7 +680,7 @@ mod tests {
                 .send(ProducerRecord::new("t", &[b'v'; 40]))
                 .unwrap();
         }
-        let queued = producer.shared.pending.lock().opened.len();
+        let queued = producer.shared.opened.lock().entries.len();
         assert!(
             queued <= 2 * OPENED_COMPACT_MIN,
             "{queued} entries for one open batch"
