@@ -93,6 +93,14 @@ impl LogState {
         self.remove_old_snapshots(disk)
     }
 
+    /// Whether a checkpoint now would say what the directory already does: nothing was
+    /// appended and no producer changed since the last one (rolls and retention write their
+    /// own), or, for a new log, since it was made (recovery needs no checkpoint for a log that
+    /// never held a byte).
+    pub(crate) fn checkpoint_is_current(&self) -> bool {
+        self.bytes_since_checkpoint == 0 && !self.producers_changed
+    }
+
     /// Writes the producer state as of the end offset, unless the newest snapshot already
     /// says the same, so that opening the log replays only what came after it (Kafka writes
     /// one at every roll and clean close, empty or not, for the same reason).

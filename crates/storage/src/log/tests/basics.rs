@@ -509,3 +509,23 @@ fn a_new_log_writes_no_checkpoint_until_it_holds_records() {
     assert!(reopened.recovery_report().scanned_bytes > 0);
     assert_eq!(read_all(&reopened, 0).unwrap().len(), 3);
 }
+
+#[test]
+fn a_clean_close_writes_nothing_when_nothing_changed_since_the_last_checkpoint() {
+    let fs = SimFs::new();
+    let storage: Arc<dyn Storage> = Arc::new(fs.clone());
+    let log = PartitionLog::open_with(storage.clone(), "/data/p0", small_config()).unwrap();
+    log.append(&mut batch_of(&values("a", 3), 1)).unwrap();
+    log.close().unwrap();
+    let log = PartitionLog::open_with(storage.clone(), "/data/p0", small_config()).unwrap();
+    let before = fs.ops();
+    log.close().unwrap();
+    assert_eq!(fs.ops(), before, "an idle partition's close wrote");
+    // An append since does get its checkpoint: the next open scans nothing.
+    let log = PartitionLog::open_with(storage.clone(), "/data/p0", small_config()).unwrap();
+    log.append(&mut batch_of(&values("b", 1), 9)).unwrap();
+    log.close().unwrap();
+    let log = PartitionLog::open_with(storage, "/data/p0", small_config()).unwrap();
+    assert_eq!(log.recovery_report().scanned_bytes, 0);
+    assert_eq!(read_all(&log, 0).unwrap().len(), 4);
+}
