@@ -239,19 +239,24 @@ fn batches_stay_within_batch_bytes_and_flush_reports_a_lost_batch() {
     assert!(too_big.flush().is_ok(), "reported once");
 }
 
-#[test]
-fn a_creation_that_fails_part_way_leaves_nothing_and_says_which_limit() {
-    use logd_storage::{FaultKind, SimFs, Storage};
-    use std::path::Path;
-    use std::sync::Arc;
-    let fs = SimFs::new();
+/// The engine on a fresh simulated file system, at `/data`.
+fn open_on_sim() -> (logd_storage::SimFs, logd::Log) {
+    let fs = logd_storage::SimFs::new();
     let log = logd::Log::open_with(
-        Arc::new(fs.clone()),
-        Arc::new(logd::SystemClock),
+        std::sync::Arc::new(fs.clone()),
+        std::sync::Arc::new(logd::SystemClock),
         "/data",
         logd::Config::default(),
     )
     .unwrap();
+    (fs, log)
+}
+
+#[test]
+fn a_creation_that_fails_part_way_leaves_nothing_and_says_which_limit() {
+    use logd_storage::{FaultKind, Storage};
+    use std::path::Path;
+    let (fs, log) = open_on_sim();
     let config = TopicConfig {
         partitions: 8,
         ..TopicConfig::default()
@@ -339,18 +344,9 @@ fn altered_configs_apply_at_once_and_survive_a_reopen() {
 
 #[test]
 fn creating_a_partition_costs_its_three_files_and_one_fsync() {
-    use logd_storage::SimFs;
-    use std::sync::Arc;
     // Storage operations (creates, writes, syncs, renames) a topic of `partitions` takes.
     let creation_ops = |partitions: u32| {
-        let fs = SimFs::new();
-        let log = logd::Log::open_with(
-            Arc::new(fs.clone()),
-            Arc::new(logd::SystemClock),
-            "/data",
-            logd::Config::default(),
-        )
-        .unwrap();
+        let (fs, log) = open_on_sim();
         let before = fs.ops();
         let config = TopicConfig {
             partitions,
