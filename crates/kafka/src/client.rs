@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::describe_producers_request::TopicRequest as DescribeProducersTopic;
@@ -91,8 +92,60 @@ pub fn code_name(code: i16) -> String {
         }
         codes::UNSUPPORTED_SASL_MECHANISM => "names an unknown SCRAM mechanism".into(),
         codes::DUPLICATE_RESOURCE => "is named twice in one request".into(),
-        other => format!("failed with Kafka error {other}"),
+        other => {
+            let name = kafka_name(other);
+            match meaning(other) {
+                Some(meaning) => format!("failed with {name} (Kafka error {other}): {meaning}"),
+                None => format!("failed with {name} (Kafka error {other})"),
+            }
+        }
     }
+}
+
+/// Kafka's own name of an error code, as its documentation and logs spell it
+/// (`NOT_LEADER_OR_FOLLOWER`), from `kafka_protocol`'s table of every code.
+fn kafka_name(code: i16) -> String {
+    match ResponseError::try_from_code(code) {
+        Some(ResponseError::Unknown(_)) | None => "an unknown error".into(),
+        Some(error) => {
+            let camel = error.to_string();
+            let mut name = String::with_capacity(camel.len() + 8);
+            for (i, c) in camel.chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    name.push('_');
+                }
+                name.push(c.to_ascii_uppercase());
+            }
+            name
+        }
+    }
+}
+
+/// What the errors a multi-broker cluster answers with mean to the person running a tool.
+fn meaning(code: i16) -> Option<&'static str> {
+    Some(match code {
+        codes::NOT_LEADER_OR_FOLLOWER => {
+            "the broker asked does not lead that partition (leadership moved); try again"
+        }
+        codes::LEADER_NOT_AVAILABLE => {
+            "the partition has no leader right now (a broker is down or an election runs)"
+        }
+        codes::REQUEST_TIMED_OUT => "the broker did not answer in time",
+        codes::COORDINATOR_LOAD_IN_PROGRESS => {
+            "the group's coordinator is still loading it; try again"
+        }
+        codes::COORDINATOR_NOT_AVAILABLE => "the group's coordinator is not available; try again",
+        codes::NOT_COORDINATOR => {
+            "the broker asked is not the group's coordinator (it moved); try again"
+        }
+        codes::REBALANCE_IN_PROGRESS => "the group is rebalancing; try again when it settles",
+        codes::ILLEGAL_GENERATION => {
+            "the commit came from an older generation of the group (a member that was replaced)"
+        }
+        codes::UNSUPPORTED_VERSION => "the broker does not support that request's version",
+        codes::UNKNOWN_SERVER_ERROR => "the broker failed unexpectedly: see its log",
+        _ => return None,
+    })
 }
 
 /// The name of a Kafka error code a login can end with.
@@ -667,5 +720,34 @@ impl AsyncClient {
                 code,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_named_as_kafka_names_them_with_what_they_mean() {
+        let error = ClientError::Kafka {
+            what: "orders-1".into(),
+            code: codes::NOT_LEADER_OR_FOLLOWER,
+        };
+        assert_eq!(
+            error.to_string(),
+            "orders-1 failed with NOT_LEADER_OR_FOLLOWER (Kafka error 6): the broker asked does \
+             not lead that partition (leadership moved); try again"
+        );
+        assert!(code_name(codes::NOT_COORDINATOR).starts_with("failed with NOT_COORDINATOR ("));
+        assert!(code_name(codes::REBALANCE_IN_PROGRESS).contains("the group is rebalancing"));
+        // A code without a sentence of ours still gets Kafka's name.
+        assert_eq!(
+            code_name(ResponseError::InvalidTxnState.code()),
+            "failed with INVALID_TXN_STATE (Kafka error 48)"
+        );
+        assert_eq!(
+            code_name(999),
+            "failed with an unknown error (Kafka error 999)"
+        );
     }
 }
