@@ -5,6 +5,7 @@ mod crash;
 mod dead_letters;
 mod ordering;
 mod process_kill;
+mod scale_out;
 mod seed;
 mod waiting;
 

@@ -47,6 +47,8 @@ fn success_order(ordering: Ordering, restart_at: Option<usize>) -> Vec<u32> {
     loop {
         polls += 1;
         if Some(polls) == restart_at {
+            // A restart: the old worker stops (leaving the group), then a new one starts.
+            drop(worker);
             worker = new_worker();
         }
         let poll = worker.poll_once(&mut handler).unwrap();

@@ -483,6 +483,14 @@ impl Consumer {
         self.seek(tp, end)
     }
 
+    /// Keeps a subscribed consumer's group membership alive without reading anything: a
+    /// heartbeat, or after a rebalance a rejoin (telling the listener), so that
+    /// [`Consumer::assignment`] is current. For a member that reads its partitions itself,
+    /// such as the retry worker; `poll` does the same before it reads.
+    pub fn maintain(&mut self) -> Result<()> {
+        self.maintain_group()
+    }
+
     /// Heartbeats, and rejoins the group when it rebalances.
     fn maintain_group(&mut self) -> Result<()> {
         if self.subscription.is_empty() {

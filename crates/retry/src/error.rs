@@ -39,5 +39,19 @@ pub enum Error {
     Config(String),
 }
 
+impl Error {
+    /// Whether the group went on without this worker (a rebalance it missed, or its session
+    /// ran out): its commit was refused, and what it owns must be asked again.
+    pub(crate) fn is_fenced(&self) -> bool {
+        use logd::group::GroupError as G;
+        matches!(
+            self,
+            Error::Engine(logd::Error::Group(
+                G::IllegalGeneration | G::UnknownMember | G::RebalanceInProgress
+            ))
+        )
+    }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

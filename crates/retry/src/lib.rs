@@ -44,5 +44,5 @@ pub use error::{Error, Result};
 pub use logd::Headers;
 pub use message::{Message, OutRecord};
 pub use policy::{Jitter, RetryPolicy};
-pub use transport::{Embedded, Stamp, Transport, decode_messages, encode_record};
+pub use transport::{Embedded, Ownership, Stamp, Transport, decode_messages, encode_record};
 pub use worker::{CommitOrder, Failure, Ordering, Outcome, Poll, RetryConfig, RetryWorker, Stats};

@@ -1,13 +1,17 @@
 //! [`Transport`]: what the retry worker needs from a log, so the same worker runs over the
 //! embedded engine ([`Embedded`]) and over a remote logd or Kafka broker (`logd-kafka`
-//! implements it for its client). The worker consumes like an `assign()` consumer: it reads
-//! every partition itself and commits under its group id, which brokers accept while the group
-//! has no other members.
+//! implements it for its client). Over the embedded engine a worker is a member of its group
+//! (the engine's coordinator, range assignment), so several workers share the partitions and
+//! a replaced one cannot commit; a transport without membership (the remote one, for now)
+//! reads every partition like an `assign()` consumer, which brokers accept while the group has
+//! no other members.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use bytes::Bytes;
-use logd::{Log, TopicConfig};
+use logd::group::Assignor;
+use logd::{Consumer, ConsumerConfig, Log, TopicConfig, TopicPartition};
 use logd_storage::Offset;
 use logd_storage::batch::{BatchBuilder, Compression, Record};
 
@@ -27,6 +31,25 @@ pub trait Transport {
     ) -> Result<()>;
     /// Partitions of `topic`.
     fn partition_count(&mut self, topic: &str) -> Result<u32>;
+    /// Joins `group` as a member reading `topics` (the retry tiers and the source, each with
+    /// `partitions` partitions, so range assignment gives a member the same partition numbers
+    /// of each: a record keeps its partition across hops), keeps the membership alive, and
+    /// returns what this worker owns now. Later commits carry the
+    /// membership's generation, so a worker the group replaced cannot commit over its
+    /// successor. Called often (at least every few seconds); a transport without group
+    /// membership owns every partition, as an `assign()` consumer.
+    fn owned_partitions(
+        &mut self,
+        group: &str,
+        topics: &[String],
+        partitions: u32,
+    ) -> Result<Ownership> {
+        let _ = (group, topics);
+        Ok(Ownership {
+            generation: -1,
+            partitions: (0..partitions).collect(),
+        })
+    }
     /// Records of a partition from `offset` on (some, not necessarily all; none at the end).
     /// An offset below the partition's start reads from its start.
     fn fetch(&mut self, topic: &str, partition: u32, offset: i64) -> Result<Vec<Message>>;
@@ -46,19 +69,33 @@ pub trait Transport {
     fn wait(&mut self, marker: u64, timeout: Duration);
 }
 
+/// The partitions a worker owns in one generation of its group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ownership {
+    /// The group generation (-1 without group membership); a new one may have moved
+    /// partitions away and back, so the worker re-reads its positions from the commits.
+    pub generation: i32,
+    /// Partition numbers of the source (and of each retry tier) this worker reads.
+    pub partitions: BTreeSet<u32>,
+}
+
 /// Fetches read at most this much per call.
 const FETCH_BYTES: usize = 1 << 20;
 
-/// The embedded engine as a transport.
-#[derive(Debug, Clone)]
+/// The embedded engine as a transport; a member of the worker's group once the worker asks
+/// which partitions it owns.
+#[derive(Debug)]
 pub struct Embedded {
     log: Log,
+    /// The group membership: a consumer that never reads (the worker reads by itself), only
+    /// heartbeats, rejoins and carries the generation into commits.
+    member: Option<Consumer>,
 }
 
 impl Embedded {
     /// A transport over `log`.
     pub fn new(log: Log) -> Embedded {
-        Embedded { log }
+        Embedded { log, member: None }
     }
 }
 
@@ -153,6 +190,40 @@ impl Transport for Embedded {
         Ok(self.log.partition_count(topic)?)
     }
 
+    fn owned_partitions(
+        &mut self,
+        group: &str,
+        topics: &[String],
+        partitions: u32,
+    ) -> Result<Ownership> {
+        let member = match &mut self.member {
+            Some(member) => member,
+            None => {
+                let config = ConsumerConfig {
+                    group_id: Some(group.to_owned()),
+                    client_id: "logd-retry-worker".into(),
+                    // Co-partitioned topics: the same partition numbers of each to a member.
+                    assignor: Assignor::Range,
+                    ..ConsumerConfig::default()
+                };
+                let mut member = Consumer::new(&self.log, config);
+                member.subscribe(topics.to_vec())?;
+                self.member.insert(member)
+            }
+        };
+        member.maintain()?;
+        let source = topics.last().map(String::as_str);
+        Ok(Ownership {
+            generation: member.membership().map_or(-1, |(_, generation)| generation),
+            partitions: member
+                .assignment()
+                .iter()
+                .filter(|tp| Some(tp.topic.as_str()) == source && tp.partition < partitions)
+                .map(|tp| tp.partition)
+                .collect(),
+        })
+    }
+
     fn fetch(&mut self, topic: &str, partition: u32, offset: i64) -> Result<Vec<Message>> {
         let log = self.log.partition(topic, partition)?;
         let from = offset.max(log.log_start_offset().0);
@@ -188,6 +259,11 @@ impl Transport for Embedded {
     }
 
     fn commit(&mut self, group: &str, topic: &str, partition: u32, offset: i64) -> Result<()> {
+        if let Some(member) = &mut self.member {
+            // Refused (a group error) when the group has moved on to a generation without us.
+            member.commit_offsets(&[(TopicPartition::new(topic, partition), offset)])?;
+            return Ok(());
+        }
         let now = self.now_ms();
         // As an assign() consumer: refused while the group has live members.
         self.log

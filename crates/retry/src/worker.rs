@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::journal::{Hop, HopJournal};
 use crate::message::*;
 use crate::policy::RetryPolicy;
-use crate::transport::Transport;
+use crate::transport::{Ownership, Transport};
 use logd::Headers;
 
 /// Why a handler failed.
@@ -216,7 +216,10 @@ pub struct RetryWorker<T: Transport> {
     dedupe: Option<DedupeStore>,
     rng: SplitMix64,
     partitions: u32,
-    /// Next offset to read per (topic, partition).
+    /// The partitions this worker owns in its group's current generation; `None` before the
+    /// first look and after a refused commit, so the next poll asks again.
+    owned: Option<Ownership>,
+    /// Next offset to read per (topic, partition), for the owned partitions.
     positions: BTreeMap<(String, u32), i64>,
     /// [`Ordering::PerKey`]: per key, the origins of its records waiting in retry.
     pending: HashMap<Bytes, BTreeSet<(u32, i64)>>,
@@ -225,11 +228,14 @@ pub struct RetryWorker<T: Transport> {
     appender: IdempotentAppender,
     /// With [`RetryConfig::state_dir`]: the hop in flight, durable before its append.
     journal: Option<HopJournal>,
+    /// The hop the last run left in flight, until this worker owns its source partition.
+    unsettled: Option<Hop>,
 }
 
 impl<T: Transport> RetryWorker<T> {
-    /// A worker over `transport`; creates the retry and dead-letter topics if missing and
-    /// starts every partition from the group's commits.
+    /// A worker over `transport`; creates the retry and dead-letter topics if missing, joins
+    /// its group (where the transport has membership) and starts each partition it owns from
+    /// the group's commits.
     pub fn new(
         mut transport: T,
         config: RetryConfig,
@@ -254,35 +260,64 @@ impl<T: Transport> RetryWorker<T> {
             transport,
             dedupe,
             partitions,
+            owned: None,
             positions: BTreeMap::new(),
             pending: HashMap::new(),
             stats: Stats::default(),
             appender: IdempotentAppender::new(),
             journal: None,
+            unsettled: None,
             config,
         };
-        for topic in worker.topics() {
-            for partition in 0..partitions {
-                let committed =
-                    worker
-                        .transport
-                        .committed(&worker.config.group, &topic, partition)?;
-                worker
-                    .positions
+        if let Some(dir) = worker.config.state_dir.clone() {
+            let (journal, in_flight) = HopJournal::open(&dir)?;
+            worker.unsettled = in_flight;
+            worker.journal = Some(journal);
+        }
+        worker.sync_ownership()?;
+        Ok(worker)
+    }
+
+    /// Asks the transport what this worker owns (joining or rejoining the group as needed).
+    /// In a new generation every owned partition starts again from the group's commits (one
+    /// that went away and came back may have moved on meanwhile), with its waiting records
+    /// read back under [`Ordering::PerKey`]; a partition that went keeps nothing here. What
+    /// this worker did is committed already: a record's hop and commit end before it looks.
+    fn sync_ownership(&mut self) -> Result<()> {
+        let topics = self.topics();
+        let now = self
+            .transport
+            .owned_partitions(&self.config.group, &topics, self.partitions)?;
+        if self.owned.as_ref() == Some(&now) {
+            return Ok(());
+        }
+        self.positions.clear();
+        self.pending.clear();
+        for &partition in &now.partitions {
+            for topic in &topics {
+                let committed = self
+                    .transport
+                    .committed(&self.config.group, topic, partition)?;
+                self.positions
                     .insert((topic.clone(), partition), committed.unwrap_or(0));
             }
         }
-        if let Some(dir) = worker.config.state_dir.clone() {
-            let (journal, in_flight) = HopJournal::open(&dir)?;
-            if let Some(hop) = in_flight {
-                worker.settle(hop)?;
+        self.owned = Some(now);
+        // The last run's hop in flight is settled by whoever owns its source partition: its
+        // append is a duplicate if it landed, and only the owner may commit.
+        if let Some(hop) = self.unsettled.take() {
+            match self
+                .positions
+                .contains_key(&(hop.source_topic.clone(), hop.source_partition))
+            {
+                true => self.settle(hop)?,
+                false => self.unsettled = Some(hop),
             }
-            worker.journal = Some(journal);
         }
-        if worker.config.ordering == Ordering::PerKey {
-            worker.rebuild_pending()?;
+        if self.config.ordering == Ordering::PerKey {
+            self.rebuild_pending()?;
         }
-        Ok(worker)
+        Ok(())
     }
 
     /// Completes the hop the last run had in flight: unless its source record was committed,
@@ -310,6 +345,12 @@ impl<T: Transport> RetryWorker<T> {
         self.stats
     }
 
+    /// The partition numbers (of the source and of each retry tier) this worker reads in its
+    /// group's current generation, as of its last look.
+    pub fn owned(&self) -> Vec<u32> {
+        self.owned_partitions()
+    }
+
     /// The transport (for tests and tools).
     pub fn transport_mut(&mut self) -> &mut T {
         &mut self.transport
@@ -329,10 +370,14 @@ impl<T: Transport> RetryWorker<T> {
 
     /// Records waiting in the tiers name their keys' pending origins (after a restart).
     fn rebuild_pending(&mut self) -> Result<()> {
+        let owned: Vec<u32> = self.owned_partitions();
         for tier in self.config.tiers.clone() {
             let topic = self.config.tier_topic(tier);
-            for partition in 0..self.partitions {
-                let mut at = self.positions[&(topic.clone(), partition)];
+            for &partition in &owned {
+                let Some(&start) = self.positions.get(&(topic.clone(), partition)) else {
+                    continue;
+                };
+                let mut at = start;
                 loop {
                     let messages = self.transport.fetch(&topic, partition, at)?;
                     let Some(last) = messages.last() else { break };
@@ -355,6 +400,7 @@ impl<T: Transport> RetryWorker<T> {
         &mut self,
         handler: &mut impl FnMut(&Message, u32) -> Outcome,
     ) -> Result<Poll> {
+        self.sync_ownership()?;
         let now = self.transport.now_ms();
         let mut poll = Poll {
             handled: 0,
@@ -362,8 +408,12 @@ impl<T: Transport> RetryWorker<T> {
         };
         for topic in self.topics() {
             let is_tier = topic != self.config.source;
-            for partition in 0..self.partitions {
-                let at = self.positions[&(topic.clone(), partition)];
+            for partition in self.owned_partitions() {
+                // Also a heartbeat: a partition given to another member meanwhile is skipped.
+                self.sync_ownership()?;
+                let Some(&at) = self.positions.get(&(topic.clone(), partition)) else {
+                    continue;
+                };
                 for message in self.transport.fetch(&topic, partition, at)? {
                     if is_tier {
                         let due = message.header_i64(DUE_TS).unwrap_or(0);
@@ -372,12 +422,28 @@ impl<T: Transport> RetryWorker<T> {
                             break;
                         }
                     }
-                    self.handle(&message, now, handler)?;
-                    poll.handled += 1;
+                    match self.handle(&message, now, handler) {
+                        Ok(()) => poll.handled += 1,
+                        // Replaced in the group: this record and the rest of the fetch are the
+                        // new owner's; ask again what is ours at the next look.
+                        Err(e) if e.is_fenced() => {
+                            self.owned = None;
+                            return Ok(poll);
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             }
         }
         Ok(poll)
+    }
+
+    /// The partition numbers owned now, ascending.
+    fn owned_partitions(&self) -> Vec<u32> {
+        self.owned
+            .as_ref()
+            .map(|o| o.partitions.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     /// Polls until `done` says so, sleeping until the next due record or new data (at most
