@@ -147,6 +147,8 @@ pub(crate) fn bind(
         }
         let socket = TcpListener::bind(spec.addr)
             .with_context(|| format!("cannot listen on {} (listener {})", spec.addr, spec.name))?;
+        crate::listen_backlog::deepen(&socket)
+            .with_context(|| format!("cannot listen on {} (listener {})", spec.addr, spec.name))?;
         let local = socket.local_addr()?;
         let (advertised_host, advertised_port) = advertised
             .iter()

@@ -24,6 +24,7 @@ use metrics::fsync::MeteredFs;
 
 mod dump;
 mod fd_limit;
+mod listen_backlog;
 mod listeners;
 mod metrics;
 mod tools;
