@@ -1,8 +1,9 @@
 //! Retry workers as members of one group over the embedded engine: workers on threads share
 //! the source's partitions (each partition number of the source and of its retry tiers to one
 //! worker), a worker that stops hands its partitions to the others and one that starts takes
-//! some, every task ends processed once or dead-lettered; and a worker the group replaced
-//! cannot commit over its successor.
+//! some, every task ends processed once or dead-lettered, and with `Ordering::PerKey` each
+//! key's tasks are processed in order throughout; and a worker the group replaced cannot commit
+//! over its successor.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
@@ -12,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use logd::{Clock, Config, Log, TopicConfig};
 use logd_retry::{
-    Embedded, Failure, Jitter, Message, Outcome, RetryConfig, RetryPolicy, RetryWorker,
+    Embedded, Failure, Jitter, Message, Ordering, Outcome, RetryConfig, RetryPolicy, RetryWorker,
 };
 
-use super::{engine, produce_task, read_all};
+use super::{engine, produce_keyed, produce_task, read_all};
 use logd_retry::Headers;
 
 const PARTITIONS: u32 = 6;
@@ -27,6 +28,8 @@ const MAX_ATTEMPTS: u32 = 3;
 struct Seen {
     /// Task -> workers that processed it successfully.
     processed: BTreeMap<u32, Vec<&'static str>>,
+    /// Key -> its tasks in the order they were processed.
+    by_key: BTreeMap<String, Vec<u32>>,
     /// Worker -> source partitions of the records it was handed (tiers included).
     partitions: BTreeMap<&'static str, BTreeSet<u32>>,
     /// Worker -> the partitions it owned at its last look.
@@ -34,8 +37,12 @@ struct Seen {
     max_attempt: u32,
 }
 
-fn config() -> RetryConfig {
+/// Keys shared by several tasks, each key in one partition.
+const KEYS: u32 = 60;
+
+fn config(ordering: Ordering) -> RetryConfig {
     RetryConfig {
+        ordering,
         policy: RetryPolicy {
             base: Duration::from_millis(20),
             cap: Duration::from_millis(100),
@@ -48,12 +55,13 @@ fn config() -> RetryConfig {
 }
 
 /// Task 10n+3 always fails for a while (dead-lettered after its attempts), 10n+7 is poison
-/// (dead-lettered at once), 10n+5 fails once; the rest succeed.
+/// (dead-lettered at once), 7n+5 fails once (some of a key's tasks, not all); the rest
+/// succeed.
 fn outcome(task: u32, attempt: u32) -> Outcome {
-    match (task % 10, attempt) {
-        (3, _) => Outcome::Transient(Failure::new("Timeout", "never answers")),
-        (7, _) => Outcome::Permanent(Failure::new("BadInput", "malformed")),
-        (5, 1) => Outcome::Transient(Failure::new("Timeout", "once")),
+    match (task % 10, task % 7, attempt) {
+        (3, ..) => Outcome::Transient(Failure::new("Timeout", "never answers")),
+        (7, ..) => Outcome::Permanent(Failure::new("BadInput", "malformed")),
+        (_, 5, 1) => Outcome::Transient(Failure::new("Timeout", "once")),
         _ => Outcome::Success,
     }
 }
@@ -62,12 +70,13 @@ fn outcome(task: u32, attempt: u32) -> Outcome {
 fn start(
     log: &Log,
     name: &'static str,
+    ordering: Ordering,
     seen: &Arc<Mutex<Seen>>,
     stop: &Arc<AtomicBool>,
 ) -> JoinHandle<()> {
     let (log, seen, stop) = (log.clone(), seen.clone(), stop.clone());
     std::thread::spawn(move || {
-        let mut worker = RetryWorker::new(Embedded::new(log), config(), None).unwrap();
+        let mut worker = RetryWorker::new(Embedded::new(log), config(ordering), None).unwrap();
         let mut handler = |m: &Message, attempt: u32| {
             let task: u32 = m.header_str("task-id").unwrap().parse().unwrap();
             let outcome = outcome(task, attempt);
@@ -76,6 +85,8 @@ fn start(
             seen.max_attempt = seen.max_attempt.max(attempt);
             if outcome == Outcome::Success {
                 seen.processed.entry(task).or_default().push(name);
+                let key = String::from_utf8_lossy(m.key.as_deref().unwrap()).into_owned();
+                seen.by_key.entry(key).or_default().push(task);
             }
             outcome
         };
@@ -104,6 +115,20 @@ fn owns(seen: &Seen, name: &str, partitions: usize) -> bool {
 
 #[test]
 fn workers_in_one_group_share_the_partitions_and_take_over_from_each_other() {
+    scale_out(Ordering::Unordered);
+}
+
+#[test]
+fn per_key_order_holds_across_workers_that_come_and_go() {
+    let seen = scale_out(Ordering::PerKey);
+    for (key, tasks) in &seen.by_key {
+        assert!(tasks.is_sorted(), "{key}: processed in the order {tasks:?}");
+    }
+}
+
+/// Two workers share the tasks, one stops, a third joins; checks every task's fate and
+/// returns what the workers saw.
+fn scale_out(ordering: Ordering) -> Seen {
     let dir = tempfile::tempdir().unwrap();
     // A real clock: the workers' retries become due while they run on their threads.
     let log = Log::open(dir.path(), Config::default()).unwrap();
@@ -114,13 +139,14 @@ fn workers_in_one_group_share_the_partitions_and_take_over_from_each_other() {
     log.create_topic("tasks", topic).unwrap();
     let seen = Arc::new(Mutex::new(Seen::default()));
     let stops: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let a = start(&log, "a", &seen, &stops[0]);
-    let b = start(&log, "b", &seen, &stops[1]);
+    let a = start(&log, "a", ordering, &seen, &stops[0]);
+    let b = start(&log, "b", ordering, &seen, &stops[1]);
     wait_for("a and b own three partitions each", &seen, |s| {
         owns(s, "a", 3) && owns(s, "b", 3)
     });
     for id in 0..TASKS {
-        produce_task(&log, id, PARTITIONS);
+        let key = id % KEYS;
+        produce_keyed(&log, id, &format!("k{key}"), key % PARTITIONS);
     }
     wait_for("a third of the tasks are processed", &seen, |s| {
         s.processed.len() as u32 >= TASKS / 3
@@ -137,7 +163,7 @@ fn workers_in_one_group_share_the_partitions_and_take_over_from_each_other() {
     wait_for("a owns every partition after b left", &seen, |s| {
         owns(s, "a", PARTITIONS as usize)
     });
-    let c = start(&log, "c", &seen, &stops[2]);
+    let c = start(&log, "c", ordering, &seen, &stops[2]);
     wait_for("c takes three partitions from a", &seen, |s| {
         owns(s, "a", 3) && owns(s, "c", 3)
     });
@@ -154,7 +180,7 @@ fn workers_in_one_group_share_the_partitions_and_take_over_from_each_other() {
     a.join().unwrap();
     c.join().unwrap();
 
-    let seen = seen.lock().unwrap();
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
     assert!(seen.partitions.contains_key("c"), "c took work over");
     for (task, by) in &seen.processed {
         assert_eq!(by.len(), 1, "task {task} processed by {by:?}");
@@ -182,6 +208,7 @@ fn workers_in_one_group_share_the_partitions_and_take_over_from_each_other() {
         );
     }
     assert!(seen.max_attempt <= MAX_ATTEMPTS, "{}", seen.max_attempt);
+    seen
 }
 
 #[test]
@@ -191,7 +218,8 @@ fn a_worker_the_group_replaced_cannot_commit_over_its_successor() {
     for id in 0..3 {
         produce_task(&log, id, 1);
     }
-    let mut zombie = RetryWorker::new(Embedded::new(log.clone()), config(), None).unwrap();
+    let settings = config(Ordering::Unordered);
+    let mut zombie = RetryWorker::new(Embedded::new(log.clone()), settings.clone(), None).unwrap();
     assert_eq!(zombie.owned(), [0]);
     let mut successor = None;
     let mut handled = 0;
@@ -201,7 +229,8 @@ fn a_worker_the_group_replaced_cannot_commit_over_its_successor() {
         .poll_once(&mut |_: &Message, _| {
             handled += 1;
             clock.advance(46_000);
-            successor = Some(RetryWorker::new(Embedded::new(log.clone()), config(), None).unwrap());
+            successor =
+                Some(RetryWorker::new(Embedded::new(log.clone()), settings.clone(), None).unwrap());
             Outcome::Success
         })
         .unwrap();
