@@ -1014,10 +1014,13 @@ fn two_hundred_scram_logins_at_once_leave_a_connected_producer_alone() {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .on_thread_start(|| {
-                    // SAFETY: setpriority on the calling thread's id; no memory is touched.
+                    // SCHED_IDLE: a broker thread that wakes takes the core at once, where
+                    // at niceness 19 it could wait out the client's time slice.
+                    let param = libc::sched_param { sched_priority: 0 };
+                    // SAFETY: sched_setscheduler on the calling thread reads only `param`.
                     #[allow(unsafe_code)]
                     unsafe {
-                        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
+                        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
                     }
                 })
                 .enable_all()
