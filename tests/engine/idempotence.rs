@@ -125,6 +125,72 @@ fn many_threads_sending_to_one_partition_keep_their_order() {
 }
 
 #[test]
+fn many_threads_sending_to_many_partitions_keep_order_and_learn_where_each_record_landed() {
+    const PARTITIONS: u32 = 64;
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path());
+    topic(&log, "t", PARTITIONS);
+    // Small batches and a short linger: batches close in `send`, in `flush` and in the linger
+    // thread, for partitions the threads share.
+    let producer = Arc::new(Producer::new(
+        &log,
+        ProducerConfig {
+            batch_bytes: 200,
+            linger: Duration::from_millis(1),
+            ..ProducerConfig::default()
+        },
+    ));
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let producer = producer.clone();
+            std::thread::spawn(move || {
+                let mut sent = Vec::new();
+                for i in 0..2_000 {
+                    let value = format!("{t}:{i}");
+                    let key = format!("key-{}", (i * 7 + t) % 500);
+                    let delivery = producer
+                        .send(ProducerRecord::new("t", &value).key(&key))
+                        .unwrap();
+                    sent.push((value, delivery));
+                    if i % 500 == 0 {
+                        producer.flush().unwrap();
+                    }
+                }
+                producer.flush().unwrap();
+                sent.into_iter()
+                    .map(|(value, delivery)| (value, delivery.wait().unwrap()))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let delivered: Vec<_> = threads
+        .into_iter()
+        .flat_map(|thread| thread.join().unwrap())
+        .collect();
+    let mut stored: BTreeMap<(u32, i64), String> = BTreeMap::new();
+    for p in 0..PARTITIONS {
+        let plog = log.partition("t", p).unwrap();
+        let bytes = plog.read(Offset(0), 64 << 20).unwrap();
+        let mut last: BTreeMap<String, i64> = BTreeMap::new();
+        for r in Record::decode_all(&bytes, 64 << 20).unwrap() {
+            let text = String::from_utf8(r.value.unwrap().to_vec()).unwrap();
+            let (thread, i) = text.split_once(':').unwrap();
+            let i: i64 = i.parse().unwrap();
+            let previous = last.insert(thread.to_owned(), i).unwrap_or(-1);
+            assert!(
+                i > previous,
+                "partition {p}: thread {thread}'s records out of order"
+            );
+            stored.insert((p, r.offset), text);
+        }
+    }
+    assert_eq!(stored.len(), 12_000, "every record stored once");
+    for (value, meta) in delivered {
+        assert_eq!(stored.get(&(meta.partition, meta.offset)), Some(&value));
+    }
+}
+
+#[test]
 fn a_producer_id_never_handed_out_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let log = open(dir.path());
