@@ -34,10 +34,10 @@ pub trait Transport {
     /// Joins `group` as a member reading `topics` (the retry tiers and the source, each with
     /// `partitions` partitions, so range assignment gives a member the same partition numbers
     /// of each: a record keeps its partition across hops), keeps the membership alive, and
-    /// returns what this worker owns now. Later commits carry the
-    /// membership's generation, so a worker the group replaced cannot commit over its
-    /// successor. Called often (at least every few seconds); a transport without group
-    /// membership owns every partition, as an `assign()` consumer.
+    /// returns what this worker owns now. Later commits carry the membership's generation, so
+    /// a worker the group replaced cannot commit over its successor. Called often (at least
+    /// every few seconds); a transport without group membership owns every partition, as an
+    /// `assign()` consumer.
     fn owned_partitions(
         &mut self,
         group: &str,
