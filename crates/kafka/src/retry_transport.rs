@@ -1,7 +1,8 @@
 //! [`Remote`]: a running logd, or any Kafka broker, as a `logd-retry` transport through the
-//! synchronous [`Client`]. The retry worker then behaves as over the embedded engine: it reads
-//! each partition itself and commits under its group id (OffsetCommit without a generation,
-//! which brokers accept while the group has no other members).
+//! synchronous [`Client`]. Unlike over the embedded engine, the worker is not a group member
+//! here (the transport's default `owned_partitions`): it reads every partition itself and
+//! commits under its group id (OffsetCommit without a generation, which brokers accept while
+//! the group has no other members), so one worker runs per group.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
