@@ -364,3 +364,37 @@ fn creating_a_partition_costs_its_three_files_and_one_fsync() {
         "{per_partition} operations per partition"
     );
 }
+
+#[test]
+fn partitions_added_before_a_failure_stay_counted_across_a_reopen() {
+    use logd_storage::FaultKind;
+    let (fs, log) = open_on_sim();
+    let two = TopicConfig {
+        partitions: 2,
+        ..TopicConfig::default()
+    };
+    log.create_topic("t", two).unwrap();
+    // Out of descriptors at the 7th file: partitions 2 and 3 (three files each) open first.
+    fs.fail_nth(FaultKind::Create, 6, 24);
+    let err = log.add_partitions("t", 8).unwrap_err().to_string();
+    assert!(err.contains("too many open files"), "{err}");
+    let described = log.describe_topic("t").unwrap();
+    assert_eq!(described.config.partitions, 4);
+    assert_eq!(described.partitions.len(), 4);
+    let mut batch = logd_storage::batch::BatchBuilder::new(logd::Compression::None);
+    batch.push(0, None, Some(b"on a new partition"), &[]);
+    log.append("t", 3, &mut batch.build(0).unwrap()).unwrap();
+    drop(log);
+    let log = logd::Log::open_with(
+        std::sync::Arc::new(fs.clone()),
+        std::sync::Arc::new(logd::SystemClock),
+        "/data",
+        logd::Config::default(),
+    )
+    .unwrap();
+    assert_eq!(log.partition_count("t").unwrap(), 4);
+    assert_eq!(log.partition("t", 3).unwrap().high_watermark().0, 1);
+    // The rest can be added once the fault is gone.
+    log.add_partitions("t", 8).unwrap();
+    assert_eq!(log.partition_count("t").unwrap(), 8);
+}

@@ -403,8 +403,18 @@ impl Log {
             ));
         }
         topic.config.write().partitions = partitions;
-        topic.create_partitions(&self.shared.storage)?;
-        topic.write_metadata(&*self.shared.storage)
+        let created = topic.create_partitions(&self.shared.storage);
+        if created.is_err() {
+            // The partitions opened before the failure stay (a client may have written to
+            // one already): the count says what is open, in memory and in `topic.json`, so
+            // none is hidden after a restart.
+            topic.config.write().partitions = topic.partition_count();
+        }
+        let recorded = match topic.partition_count() > current {
+            true => topic.write_metadata(&*self.shared.storage),
+            false => Ok(()),
+        };
+        created.and(recorded)
     }
 
     /// Changes a topic's retention, segment and batch limits (what Kafka's
