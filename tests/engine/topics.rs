@@ -242,14 +242,19 @@ fn batches_stay_within_batch_bytes_and_flush_reports_a_lost_batch() {
 /// The engine on a fresh simulated file system, at `/data`.
 fn open_on_sim() -> (logd_storage::SimFs, logd::Log) {
     let fs = logd_storage::SimFs::new();
-    let log = logd::Log::open_with(
+    let log = reopen_on(&fs);
+    (fs, log)
+}
+
+/// The engine at `/data` on `fs`.
+fn reopen_on(fs: &logd_storage::SimFs) -> logd::Log {
+    logd::Log::open_with(
         std::sync::Arc::new(fs.clone()),
         std::sync::Arc::new(logd::SystemClock),
         "/data",
         logd::Config::default(),
     )
-    .unwrap();
-    (fs, log)
+    .unwrap()
 }
 
 #[test]
@@ -385,13 +390,7 @@ fn partitions_added_before_a_failure_stay_counted_across_a_reopen() {
     batch.push(0, None, Some(b"on a new partition"), &[]);
     log.append("t", 3, &mut batch.build(0).unwrap()).unwrap();
     drop(log);
-    let log = logd::Log::open_with(
-        std::sync::Arc::new(fs.clone()),
-        std::sync::Arc::new(logd::SystemClock),
-        "/data",
-        logd::Config::default(),
-    )
-    .unwrap();
+    let log = reopen_on(&fs);
     assert_eq!(log.partition_count("t").unwrap(), 4);
     assert_eq!(log.partition("t", 3).unwrap().high_watermark().0, 1);
     // The rest can be added once the fault is gone.
