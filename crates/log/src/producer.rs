@@ -212,11 +212,7 @@ struct PartitionBatches {
 impl PartitionBatches {
     /// Whether the batch numbered `id` is still open.
     fn is_open(&self, id: u64) -> bool {
-        self.batches
-            .lock()
-            .open
-            .as_ref()
-            .is_some_and(|b| b.id == id)
+        self.batches.lock().holds_open(id)
     }
 }
 
@@ -237,9 +233,14 @@ impl Batches {
         }
     }
 
+    /// Whether the batch numbered `id` is the open one.
+    fn holds_open(&self, id: u64) -> bool {
+        self.open.as_ref().is_some_and(|b| b.id == id)
+    }
+
     /// Closes the batch numbered `id` if it is still the open one; whether it was.
     fn close_if_open(&mut self, id: u64) -> bool {
-        let open = self.open.as_ref().is_some_and(|b| b.id == id);
+        let open = self.holds_open(id);
         if open {
             self.close();
         }

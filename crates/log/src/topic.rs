@@ -246,12 +246,12 @@ impl Topic {
             let dir = self.dir.join(p.to_string());
             storage
                 .create_dir_all(&dir)
-                .map_err(storage_error("create", &dir))?;
+                .map_err(logd_storage::Error::io("create", &dir))?;
         }
         if to > from {
             storage
                 .sync_dir(&self.dir)
-                .map_err(storage_error("fsync", &self.dir))?;
+                .map_err(logd_storage::Error::io("fsync", &self.dir))?;
         }
         self.open_partitions(storage)
     }
@@ -326,13 +326,6 @@ fn parse_id(hex: &str) -> Option<[u8; 16]> {
         *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(id)
-}
-
-/// A failed file-system call on a partition's behalf, reported as the storage crate reports its
-/// own (with what to do when it is a limit, such as a full disk).
-fn storage_error(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
-    let path = path.to_owned();
-    move |source| Error::Storage(logd_storage::Error::Io { op, path, source })
 }
 
 fn metadata_error(path: &Path, e: std::io::Error) -> Error {

@@ -17,7 +17,7 @@
 //! their original order once it is resolved.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use logd_storage::SplitMix64;
@@ -31,6 +31,10 @@ use crate::message::*;
 use crate::policy::RetryPolicy;
 use crate::transport::{Ownership, Transport};
 use logd::Headers;
+
+/// Within one poll, how long the worker goes before it asks again what it owns: well inside
+/// a group session (45 s by default), and not a look per partition.
+const LOOK_AGAIN_AFTER: Duration = Duration::from_secs(1);
 
 /// Why a handler failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,6 +223,8 @@ pub struct RetryWorker<T: Transport> {
     /// The partitions this worker owns in its group's current generation; `None` before the
     /// first look and after a refused commit, so the next poll asks again.
     owned: Option<Ownership>,
+    /// When the worker last asked what it owns (also its group heartbeat).
+    looked_at: Instant,
     /// Next offset to read per (topic, partition), for the owned partitions.
     positions: BTreeMap<(String, u32), i64>,
     /// [`Ordering::PerKey`]: per key, the origins of its records waiting in retry.
@@ -261,6 +267,7 @@ impl<T: Transport> RetryWorker<T> {
             dedupe,
             partitions,
             owned: None,
+            looked_at: Instant::now(),
             positions: BTreeMap::new(),
             pending: HashMap::new(),
             stats: Stats::default(),
@@ -284,6 +291,7 @@ impl<T: Transport> RetryWorker<T> {
     /// read back under [`Ordering::PerKey`]; a partition that went keeps nothing here. What
     /// this worker did is committed already: a record's hop and commit end before it looks.
     fn sync_ownership(&mut self) -> Result<()> {
+        self.looked_at = Instant::now();
         let topics = self.topics();
         let now = self
             .transport
@@ -346,9 +354,12 @@ impl<T: Transport> RetryWorker<T> {
     }
 
     /// The partition numbers (of the source and of each retry tier) this worker reads in its
-    /// group's current generation, as of its last look.
+    /// group's current generation, as of its last look, ascending.
     pub fn owned(&self) -> Vec<u32> {
-        self.owned_partitions()
+        self.owned
+            .as_ref()
+            .map(|o| o.partitions.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     /// The transport (for tests and tools).
@@ -370,7 +381,7 @@ impl<T: Transport> RetryWorker<T> {
 
     /// Records waiting in the tiers name their keys' pending origins (after a restart).
     fn rebuild_pending(&mut self) -> Result<()> {
-        let owned: Vec<u32> = self.owned_partitions();
+        let owned = self.owned();
         for tier in self.config.tiers.clone() {
             let topic = self.config.tier_topic(tier);
             for &partition in &owned {
@@ -408,9 +419,12 @@ impl<T: Transport> RetryWorker<T> {
         };
         for topic in self.topics() {
             let is_tier = topic != self.config.source;
-            for partition in self.owned_partitions() {
-                // Also a heartbeat: a partition given to another member meanwhile is skipped.
-                self.sync_ownership()?;
+            for partition in self.owned() {
+                // A long poll looks again now and then (also its heartbeat): a partition given
+                // to another member meanwhile is skipped.
+                if self.looked_at.elapsed() >= LOOK_AGAIN_AFTER {
+                    self.sync_ownership()?;
+                }
                 let Some(&at) = self.positions.get(&(topic.clone(), partition)) else {
                     continue;
                 };
@@ -436,14 +450,6 @@ impl<T: Transport> RetryWorker<T> {
             }
         }
         Ok(poll)
-    }
-
-    /// The partition numbers owned now, ascending.
-    fn owned_partitions(&self) -> Vec<u32> {
-        self.owned
-            .as_ref()
-            .map(|o| o.partitions.iter().copied().collect())
-            .unwrap_or_default()
     }
 
     /// Polls until `done` says so, sleeping until the next due record or new data (at most

@@ -196,10 +196,8 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(
-        op: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(io::Error) -> Error {
+    /// A constructor for `map_err`: the failed `op` on `path`.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io { op, path, source }
     }
