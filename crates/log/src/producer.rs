@@ -169,10 +169,16 @@ struct Pending {
 }
 
 impl Pending {
-    fn new(id: u64, compression: Compression, topic: Arc<str>, partition: u32) -> Pending {
+    fn new(
+        id: u64,
+        compression: Compression,
+        buffer: Vec<u8>,
+        topic: Arc<str>,
+        partition: u32,
+    ) -> Pending {
         Pending {
             id,
-            builder: BatchBuilder::new(compression),
+            builder: BatchBuilder::with_buffer(compression, buffer),
             slot: Arc::new(BatchSlot {
                 topic,
                 partition,
@@ -263,6 +269,45 @@ struct Identity {
     epoch: i16,
 }
 
+/// Buffers of appended batches, reused for new ones (as Kafka's producer reuses
+/// `batch.size` buffers in its `BufferPool`). A sender spreading records over thousands of
+/// partitions opens a batch every few records; allocating each on the sending thread and
+/// freeing it on the linger thread made the two contend for the allocator's lock.
+#[derive(Debug)]
+struct BufferPool {
+    free: Mutex<Vec<Vec<u8>>>,
+    /// Buffers larger than this (a batch of one oversized record) are not kept.
+    largest: usize,
+}
+
+/// Buffers a [`BufferPool`] keeps at most: enough for the batches one linger pass appends
+/// at a time, so at most this many times `batch_bytes` (4 MiB by default) sits unused.
+const POOLED_BUFFERS: usize = 256;
+
+impl BufferPool {
+    fn new(batch_bytes: usize) -> BufferPool {
+        BufferPool {
+            free: Mutex::new(Vec::new()),
+            largest: batch_bytes.saturating_mul(2),
+        }
+    }
+
+    /// A buffer to build a batch in: a returned one if there is one, else a new one.
+    fn take(&self) -> Vec<u8> {
+        self.free.lock().pop().unwrap_or_default()
+    }
+
+    /// Keeps `buffer` for a later batch, unless the pool is full or the buffer too large.
+    fn give_back(&self, buffer: Vec<u8>) {
+        if buffer.capacity() <= self.largest {
+            let mut free = self.free.lock();
+            if free.len() < POOLED_BUFFERS {
+                free.push(buffer);
+            }
+        }
+    }
+}
+
 /// A batch opened at `started`, due to be appended `linger` later if still open then.
 #[derive(Debug)]
 struct Opened {
@@ -330,6 +375,7 @@ struct Shared {
     topics: RwLock<BTreeMap<Arc<str>, TopicBatches>>,
     /// Lock order: a partition's `batches` is never held while taking this.
     opened: Mutex<OpenedQueue>,
+    buffers: BufferPool,
     /// With idempotence: the producer id and epoch, allocated at the first append.
     identity: Mutex<Option<Identity>>,
     /// The first append that failed since the last `flush`, which reports it: a sender that
@@ -360,10 +406,11 @@ impl Producer {
     ) -> Producer {
         let shared = Arc::new(Shared {
             log: log.clone(),
-            config,
+            config: config.clone(),
             partitioner,
             topics: RwLock::new(BTreeMap::new()),
             opened: Mutex::new(OpenedQueue::default()),
+            buffers: BufferPool::new(config.batch_bytes),
             identity: Mutex::new(None),
             failed: Mutex::new(None),
             closing: Mutex::new(false),
@@ -448,7 +495,9 @@ impl Producer {
         });
         let id = batches.next_id;
         let batch = batches.open.get_or_insert_with(|| {
-            Pending::new(id, shared.config.compression, topic.name.clone(), partition)
+            let buffer = shared.buffers.take();
+            let compression = shared.config.compression;
+            Pending::new(id, compression, buffer, topic.name.clone(), partition)
         });
         let delivery = Delivery {
             slot: batch.slot.clone(),
@@ -594,7 +643,9 @@ impl Shared {
                 None => batch.builder,
             };
             let mut bytes = builder.build(0)?;
-            self.log.append(topic, partition, &mut bytes)
+            let appended = self.log.append(topic, partition, &mut bytes);
+            self.buffers.give_back(bytes);
+            appended
         });
         match &result {
             Ok(_) => appender.next_sequence = advance_sequence(appender.next_sequence, records),
@@ -661,6 +712,30 @@ impl Drop for Producer {
 mod tests {
     use super::*;
     use crate::TopicConfig;
+
+    #[test]
+    fn the_buffer_pool_reuses_buffers_and_keeps_a_bounded_number_of_them() {
+        let pool = BufferPool::new(1000);
+        let mut used = Vec::with_capacity(900);
+        used.extend_from_slice(&[7; 900]);
+        let address = used.as_ptr();
+        pool.give_back(used);
+        let again = pool.take();
+        assert_eq!(
+            again.as_ptr(),
+            address,
+            "the returned buffer is handed out again"
+        );
+        assert!(again.capacity() >= 900);
+        // One oversized record's batch is not kept, and the pool stops growing at its bound.
+        pool.give_back(Vec::with_capacity(2001));
+        assert_eq!(pool.free.lock().len(), 0);
+        for _ in 0..POOLED_BUFFERS + 10 {
+            pool.give_back(Vec::with_capacity(100));
+        }
+        assert_eq!(pool.free.lock().len(), POOLED_BUFFERS);
+        assert_eq!(pool.take().capacity(), 100);
+    }
 
     #[test]
     fn batches_closed_before_their_linger_leave_no_trail() {

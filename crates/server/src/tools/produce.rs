@@ -49,8 +49,9 @@ pub(crate) fn run(args: &ProduceArgs) -> anyhow::Result<()> {
                      partition: i32,
                      batch: BatchBuilder|
      -> anyhow::Result<()> {
+        let records = batch.len();
         client.produce(&args.topic, partition, batch.build(0)?)?;
-        acknowledged += batch.len();
+        acknowledged += records;
         Ok(())
     };
     for line in std::io::stdin().lock().lines() {

@@ -1,14 +1,17 @@
 //! Encodes records into one RecordBatch v2, as a Kafka producer does.
 
-use super::varint::{write_varint, write_varlong};
+use super::varint::{varint_len, varlong_len, write_varint, write_varlong};
 use super::*;
 
-/// Collects records and encodes them into one batch.
+/// Collects records and encodes them into one batch. The records are written straight after
+/// room left for the batch header, so an uncompressed batch is finished in place: building it
+/// neither allocates nor copies (a producer spreading records over many partitions builds a
+/// batch of a few records per partition, where those copies were a large share of the work).
 #[derive(Debug, Clone)]
 pub struct BatchBuilder {
     compression: Compression,
-    records: Vec<u8>,
-    scratch: Vec<u8>,
+    /// `HEADER_LEN` bytes for the header (filled by [`BatchBuilder::build`]), then the records.
+    bytes: Vec<u8>,
     count: i32,
     base_timestamp: Option<i64>,
     max_timestamp: i64,
@@ -20,10 +23,17 @@ pub struct BatchBuilder {
 impl BatchBuilder {
     /// An empty builder whose batch will be compressed with `compression`.
     pub fn new(compression: Compression) -> BatchBuilder {
+        BatchBuilder::with_buffer(compression, Vec::new())
+    }
+
+    /// An empty builder that writes into `buffer` (cleared; its capacity is reused), as a
+    /// producer recycles the buffers of batches it has appended.
+    pub fn with_buffer(compression: Compression, mut buffer: Vec<u8>) -> BatchBuilder {
+        buffer.clear();
+        buffer.resize(HEADER_LEN, 0);
         BatchBuilder {
             compression,
-            records: Vec::new(),
-            scratch: Vec::new(),
+            bytes: buffer,
             count: 0,
             base_timestamp: None,
             max_timestamp: -1,
@@ -51,20 +61,34 @@ impl BatchBuilder {
     ) {
         let base = *self.base_timestamp.get_or_insert(timestamp);
         self.max_timestamp = self.max_timestamp.max(timestamp);
-        let body = &mut self.scratch;
-        body.clear();
-        body.push(0); // record attributes: unused
-        write_varlong(body, timestamp.wrapping_sub(base));
-        write_varint(body, self.count);
-        write_nullable(body, key);
-        write_nullable(body, value);
-        write_varint(body, headers.len() as i32);
+        let delta = timestamp.wrapping_sub(base);
+        // The record's length comes before it, so it is computed first and the record is
+        // written once, straight into the batch.
+        let body_len = 1
+            + varlong_len(delta)
+            + varint_len(self.count)
+            + nullable_len(key)
+            + nullable_len(value)
+            + varint_len(headers.len() as i32)
+            + headers
+                .iter()
+                .map(|(k, v)| nullable_len(Some(k)) + nullable_len(*v))
+                .sum::<usize>();
+        let out = &mut self.bytes;
+        out.reserve(varint_len(body_len as i32) + body_len);
+        write_varint(out, body_len as i32);
+        let start = out.len();
+        out.push(0); // record attributes: unused
+        write_varlong(out, delta);
+        write_varint(out, self.count);
+        write_nullable(out, key);
+        write_nullable(out, value);
+        write_varint(out, headers.len() as i32);
         for (k, v) in headers {
-            write_nullable(body, Some(k));
-            write_nullable(body, *v);
+            write_nullable(out, Some(k));
+            write_nullable(out, *v);
         }
-        write_varint(&mut self.records, body.len() as i32);
-        self.records.extend_from_slice(body);
+        debug_assert_eq!(out.len() - start, body_len);
         self.count += 1;
     }
 
@@ -80,36 +104,54 @@ impl BatchBuilder {
 
     /// Uncompressed size of the batch if built now.
     pub fn size(&self) -> usize {
-        HEADER_LEN + self.records.len()
+        self.bytes.len()
     }
 
     /// Encodes the batch with `base_offset` (a log assigns the real one on append).
-    pub fn build(&self, base_offset: i64) -> Result<Vec<u8>> {
-        let payload = match self.compression {
-            Compression::None => None,
-            codec => Some(codec.compress(&self.records)?),
+    pub fn build(self, base_offset: i64) -> Result<Vec<u8>> {
+        let mut out = match self.compression {
+            Compression::None => self.bytes,
+            codec => {
+                let payload = codec.compress(&self.bytes[HEADER_LEN..])?;
+                let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+                out.resize(HEADER_LEN, 0);
+                out.extend_from_slice(&payload);
+                out
+            }
         };
-        let payload = payload.as_deref().unwrap_or(&self.records);
-        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-        let batch_length = (HEADER_LEN - LOG_OVERHEAD + payload.len()) as i32;
-        out.extend_from_slice(&base_offset.to_be_bytes());
-        out.extend_from_slice(&batch_length.to_be_bytes());
-        out.extend_from_slice(&0i32.to_be_bytes()); // partition leader epoch
-        out.push(MAGIC_V2 as u8);
-        out.extend_from_slice(&[0; 4]); // crc, filled below
-        out.extend_from_slice(&(self.compression as i16).to_be_bytes());
-        out.extend_from_slice(&(self.count - 1).max(0).to_be_bytes());
-        out.extend_from_slice(&self.base_timestamp.unwrap_or(-1).to_be_bytes());
-        out.extend_from_slice(&self.max_timestamp.to_be_bytes());
-        out.extend_from_slice(&self.producer_id.to_be_bytes());
-        out.extend_from_slice(&self.producer_epoch.to_be_bytes());
-        out.extend_from_slice(&self.base_sequence.to_be_bytes());
-        out.extend_from_slice(&self.count.to_be_bytes());
-        debug_assert_eq!(out.len(), HEADER_LEN);
-        out.extend_from_slice(payload);
+        let batch_length = (out.len() - LOG_OVERHEAD) as i32;
+        let mut header = &mut out[..HEADER_LEN];
+        for field in [
+            &base_offset.to_be_bytes()[..],
+            &batch_length.to_be_bytes(),
+            &0i32.to_be_bytes(), // partition leader epoch
+            &[MAGIC_V2 as u8],
+            &[0; 4], // crc, filled below
+            &(self.compression as i16).to_be_bytes(),
+            &(self.count - 1).max(0).to_be_bytes(),
+            &self.base_timestamp.unwrap_or(-1).to_be_bytes(),
+            &self.max_timestamp.to_be_bytes(),
+            &self.producer_id.to_be_bytes(),
+            &self.producer_epoch.to_be_bytes(),
+            &self.base_sequence.to_be_bytes(),
+            &self.count.to_be_bytes(),
+        ] {
+            let (written, rest) = header.split_at_mut(field.len());
+            written.copy_from_slice(field);
+            header = rest;
+        }
+        debug_assert!(header.is_empty());
         let crc = crate::crc::crc32c(&out[ATTRIBUTES..]);
         out[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
         Ok(out)
+    }
+}
+
+/// Bytes `bytes` takes as a length-prefixed nullable field.
+fn nullable_len(bytes: Option<&[u8]>) -> usize {
+    match bytes {
+        None => varint_len(-1),
+        Some(b) => varint_len(b.len() as i32) + b.len(),
     }
 }
 

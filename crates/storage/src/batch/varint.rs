@@ -67,6 +67,21 @@ pub(crate) fn write_varlong(out: &mut Vec<u8>, value: i64) {
     write_unsigned(out, ((value << 1) ^ (value >> 63)) as u64);
 }
 
+/// Bytes `value` takes as a zigzag varint.
+pub(crate) fn varint_len(value: i32) -> usize {
+    unsigned_len(((value << 1) ^ (value >> 31)) as u32 as u64)
+}
+
+/// Bytes `value` takes as a zigzag varlong.
+pub(crate) fn varlong_len(value: i64) -> usize {
+    unsigned_len(((value << 1) ^ (value >> 63)) as u64)
+}
+
+/// Seven bits a byte: one byte for 0, ten for the largest u64.
+fn unsigned_len(value: u64) -> usize {
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 fn write_unsigned(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
@@ -116,6 +131,7 @@ mod tests {
             let mut pos = 0;
             prop_assert_eq!(read_varint(&out, &mut pos), Some(value));
             prop_assert_eq!(pos, out.len());
+            prop_assert_eq!(varint_len(value), out.len());
         }
 
         #[test]
@@ -125,6 +141,7 @@ mod tests {
             let mut pos = 0;
             prop_assert_eq!(read_varlong(&out, &mut pos), Some(value));
             prop_assert_eq!(pos, out.len());
+            prop_assert_eq!(varlong_len(value), out.len());
         }
     }
 }
