@@ -430,7 +430,8 @@ struct Refusal {
 
 /// Ends a connection the SASL exchange refused: the answer (if any) goes out, and after a
 /// failed login Kafka's delay passes first, so a password guesser gets one try per 100 ms
-/// per connection.
+/// per connection. The connection then closes gracefully (see [`lingering_close`]), so the
+/// client reads the refusal instead of a reset.
 async fn refuse<S>(
     broker: &Broker,
     stream: &mut S,
@@ -438,7 +439,7 @@ async fn refuse<S>(
     refusal: Refusal,
 ) -> Result<()>
 where
-    S: AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin,
 {
     let Refusal {
         response,
@@ -466,7 +467,40 @@ where
         stream.write_all(&response).await?;
         stream.flush().await?;
     }
+    lingering_close(stream).await;
     Ok(())
+}
+
+/// How long [`lingering_close`] reads what a closing client still sends.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Bytes [`lingering_close`] reads at most before giving up on a client that keeps sending.
+const LINGER_BYTES: usize = 256 << 10;
+
+/// Closes a connection the broker ends (after a refusal) so that the client reads the last
+/// answer: the broker waits for the client to close first, reading and dropping what it still
+/// sends, for at most [`LINGER`] and [`LINGER_BYTES`], then shuts its side down (TLS
+/// `close_notify`, TCP FIN). Closing at once loses the answer in two ways: a socket closed with
+/// unread input sends a reset, which can overtake the answer; and kafka-python drops what it
+/// read when the same read loop meets the end of the stream, reporting "socket disconnected"
+/// instead of Kafka's authentication error (seen in CI).
+async fn lingering_close<S>(stream: &mut S)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let client_closes = async {
+        let mut scratch = [0u8; 4096];
+        let mut read = 0;
+        while read < LINGER_BYTES {
+            match stream.read(&mut scratch).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => read += n,
+            }
+        }
+    };
+    // Past the deadline the broker closes anyway.
+    let _ = tokio::time::timeout(LINGER, client_closes).await;
+    let _ = tokio::time::timeout(LINGER, stream.shutdown()).await;
 }
 
 /// Writes `pieces` in order with vectored writes: the small header pieces and the mapped record

@@ -191,6 +191,52 @@ struct Conn<S> {
     correlation: i32,
 }
 
+/// The TCP socket under a connection, plain or TLS.
+trait Socket {
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Socket for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Socket for rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        &self.sock
+    }
+}
+
+impl<S: Read + Write + Socket> Conn<S> {
+    /// After a refusal it answered, the broker leaves the connection open until the client
+    /// closes its side (so no client loses the answer to an early close), then closes it.
+    fn assert_closed_once_the_client_closes(&mut self) {
+        self.stream
+            .tcp()
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        let early = self.stream.read(&mut byte);
+        assert!(
+            early.as_ref().is_err_and(|e| matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            )),
+            "the broker closed first or sent more: {early:?}"
+        );
+        self.stream
+            .tcp()
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        self.stream
+            .tcp()
+            .shutdown(std::net::Shutdown::Write)
+            .unwrap();
+        self.assert_closed();
+    }
+}
+
 fn connect(addr: &str) -> Conn<TcpStream> {
     let stream = TcpStream::connect(addr).unwrap();
     stream
@@ -313,9 +359,12 @@ impl<S: Read + Write> Conn<S> {
     }
 }
 
-fn failed_login<S: Read + Write>(conn: &mut Conn<S>, response: SaslAuthenticateResponse) -> String {
+fn failed_login<S: Read + Write + Socket>(
+    conn: &mut Conn<S>,
+    response: SaslAuthenticateResponse,
+) -> String {
     assert_eq!(response.error_code, SASL_AUTHENTICATION_FAILED);
-    conn.assert_closed();
+    conn.assert_closed_once_the_client_closes();
     response.error_message.unwrap().to_string()
 }
 
@@ -350,15 +399,22 @@ fn scram_refusals_answer_58_say_nothing_about_the_user_and_close() {
     let started = Instant::now();
     let (code, _) = conn.scram(m, "alice", "Wonderland");
     assert_eq!(code, SASL_AUTHENTICATION_FAILED);
-    conn.assert_closed();
     assert!(
         started.elapsed() >= Duration::from_millis(100),
-        "Kafka's delay before closing"
+        "Kafka's delay before the refusal"
+    );
+    // A client that neither closes nor sends is closed after the broker's linger (2 s).
+    let refused = Instant::now();
+    conn.assert_closed();
+    let lingered = refused.elapsed();
+    assert!(
+        lingered >= Duration::from_millis(1500) && lingered < Duration::from_secs(5),
+        "{lingered:?}"
     );
     // An unknown user gets a salt and iterations like anyone, and the same refusal.
     let mut conn = connect(&server.sasl);
     assert_eq!(conn.scram(m, "mallory", "x").0, SASL_AUTHENTICATION_FAILED);
-    conn.assert_closed();
+    conn.assert_closed_once_the_client_closes();
     // Iterations below 4,096 in a stored credential: logd's own client would stop at the
     // server-first message, so the final message is written by hand.
     let mut conn = connect(&server.sasl);
@@ -442,7 +498,7 @@ fn requests_out_of_turn_are_refused() {
     let mut conn = connect(&server.sasl);
     let response = conn.authenticate(b"n,,n=alice,r=abc");
     assert_eq!(response.error_code, ILLEGAL_SASL_STATE);
-    conn.assert_closed();
+    conn.assert_closed_once_the_client_closes();
     // A second SaslHandshake after success.
     let mut conn = connect(&server.sasl);
     assert_eq!(
@@ -453,14 +509,14 @@ fn requests_out_of_turn_are_refused() {
         conn.handshake("SCRAM-SHA-512").error_code,
         ILLEGAL_SASL_STATE
     );
-    conn.assert_closed();
+    conn.assert_closed_once_the_client_closes();
     // An unknown mechanism: 33 with the enabled list.
     let mut conn = connect(&server.sasl);
     let response = conn.handshake("GSSAPI");
     assert_eq!(response.error_code, UNSUPPORTED_SASL_MECHANISM);
     let offered: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
     assert_eq!(offered, ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"]);
-    conn.assert_closed();
+    conn.assert_closed_once_the_client_closes();
     // A 1 MiB token: more than an unauthenticated client may send.
     let mut conn = connect(&server.sasl);
     assert_eq!(conn.handshake("SCRAM-SHA-256").error_code, 0);
@@ -497,7 +553,7 @@ fn v0_handshake_carries_raw_tokens() {
     let response: SaslHandshakeResponse = conn.call(ApiKey::SaslHandshake, 0, &request);
     assert_eq!(response.error_code, 0);
     conn.send_raw(b"garbage");
-    conn.assert_closed();
+    conn.assert_closed_once_the_client_closes();
 }
 
 fn tls_client(ca: &rcgen::Certificate) -> Arc<rustls::ClientConfig> {
