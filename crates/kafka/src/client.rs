@@ -1,16 +1,15 @@
-//! [`AsyncClient`]: a small async Kafka client (tokio): one connection to one broker, one
-//! request at a time, at versions every Kafka 4.x broker (and logd) serves. It speaks what
-//! logd's tools need: topics, produce, fetch and offsets (and, in `group_client`, consumer
-//! groups). `blocking::Client` runs it for synchronous callers (the command-line tools). It
-//! connects over TLS and logs in with SASL when its `ClientSecurity` says so.
+//! [`AsyncClient`]: a small async Kafka client (tokio), one request at a time, at versions
+//! every Kafka 4.x broker (and logd) serves. It speaks what logd's tools need and librdkafka
+//! does not offer as calls (ListOffsets over many partitions, DescribeLogDirs,
+//! DescribeProducers, topic and group administration, raw record batches): topics, produce,
+//! fetch and offsets (and, in `group_client`, consumer groups). On a cluster it sends each
+//! request to the broker that must answer it (`routing`). `blocking::Client` runs it for
+//! synchronous callers (the command-line tools). It connects over TLS and logs in with SASL
+//! when its `ClientSecurity` says so.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
-
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
@@ -22,22 +21,18 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{
     ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
     DeleteTopicsResponse, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
-    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader,
-    ResponseHeader, TopicName,
+    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
-use kafka_protocol::messages::{
-    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
-};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-use crate::auth::SaslMechanism;
-use crate::auth::scram::ScramClient;
-use crate::client_security::{ClientSecurity, SaslLogin, server_name};
+use crate::client_security::ClientSecurity;
 use crate::codes;
+use crate::connection::Connection;
 use crate::error::{Error, Result};
+use crate::routing::{Route, Routes, is_stale_route};
 
 /// Why a client call failed: the connection, or a Kafka error code in the answer.
 #[derive(Debug, thiserror::Error)]
@@ -148,16 +143,6 @@ fn meaning(code: i16) -> Option<&'static str> {
     })
 }
 
-/// The name of a Kafka error code a login can end with.
-fn sasl_code_name(code: i16) -> String {
-    match code {
-        codes::UNSUPPORTED_SASL_MECHANISM => "UNSUPPORTED_SASL_MECHANISM".into(),
-        codes::ILLEGAL_SASL_STATE => "ILLEGAL_SASL_STATE".into(),
-        codes::SASL_AUTHENTICATION_FAILED => "SASL_AUTHENTICATION_FAILED".into(),
-        other => format!("Kafka error {other}"),
-    }
-}
-
 /// One partition's offsets as ListOffsets reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartitionOffsets {
@@ -182,35 +167,22 @@ pub struct ActiveProducer {
     pub last_timestamp: i64,
 }
 
-/// What a client talks through: a TCP stream, or TLS over one.
-trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
-
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Transport for T {}
-
-/// A connection to one broker.
+/// A client of a Kafka cluster (or one logd): a connection to the broker it bootstrapped from,
+/// and one to each other broker a request had to go to.
 pub struct AsyncClient {
-    stream: Box<dyn Transport>,
-    correlation_id: i32,
+    pub(crate) bootstrap: Connection,
+    pub(crate) security: ClientSecurity,
+    pub(crate) routes: Routes,
+    /// Connections by broker id, opened as requests need them.
+    pub(crate) brokers: HashMap<i32, Connection>,
 }
 
 impl std::fmt::Debug for AsyncClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AsyncClient")
-            .field("correlation_id", &self.correlation_id)
+            .field("routes", &self.routes)
             .finish_non_exhaustive()
     }
-}
-
-/// Connecting gives up after this long.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// A request without an answer this long fails (fetches wait at most their `max_wait_ms`).
-const CALL_TIMEOUT: Duration = Duration::from_secs(60);
-
-fn timed_out(what: &str) -> Error {
-    Error::Io(std::io::Error::new(
-        std::io::ErrorKind::TimedOut,
-        format!("{what} timed out"),
-    ))
 }
 
 const METADATA: i16 = 4;
@@ -234,131 +206,34 @@ impl AsyncClient {
     }
 
     /// Connects to `addr` as `security` says: TLS (checking the broker's certificate against
-    /// the configured CA and the host in `addr`), then a SASL login.
+    /// the configured CA and the host in `addr`), then a SASL login. Other brokers of a cluster
+    /// are reached the same way when a request must go to them.
     pub async fn connect_with(addr: &str, security: &ClientSecurity) -> Result<AsyncClient> {
-        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
-            .await
-            .map_err(|_| timed_out("connecting"))??;
-        tcp.set_nodelay(true)?;
-        let stream: Box<dyn Transport> = if security.protocol.uses_tls() {
-            let connector = tokio_rustls::TlsConnector::from(security.tls_config()?);
-            let handshake = connector.connect(server_name(addr)?, tcp);
-            let tls = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
-                .await
-                .map_err(|_| timed_out("TLS handshake"))?
-                .map_err(|e| Error::TlsHandshake(e.to_string()))?;
-            Box::new(tls)
-        } else {
-            Box::new(tcp)
-        };
-        let mut client = AsyncClient {
-            stream,
-            correlation_id: 0,
-        };
-        if let Some(login) = &security.sasl {
-            client.login(login).await?;
-        }
-        Ok(client)
+        Ok(AsyncClient {
+            bootstrap: Connection::connect(addr, security).await?,
+            security: security.clone(),
+            routes: Routes::default(),
+            brokers: HashMap::new(),
+        })
     }
 
-    /// Logs in with SaslHandshake v1 and SaslAuthenticate; a SCRAM server must prove it
-    /// knows the password too.
-    async fn login(&mut self, login: &SaslLogin) -> Result<()> {
-        let mut handshake = SaslHandshakeRequest::default();
-        handshake.mechanism = StrBytes::from_static_str(login.mechanism.name());
-        let response: SaslHandshakeResponse =
-            self.call(ApiKey::SaslHandshake, 1, &handshake).await?;
-        if response.error_code != 0 {
-            let offered: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
-            return Err(Error::Login(format!(
-                "{} not offered ({}); the broker offers {}",
-                login.mechanism,
-                sasl_code_name(response.error_code),
-                offered.join(", ")
-            )));
-        }
-        let refused = |e: crate::auth::scram::Refused| Error::Login(e.to_string());
-        match login.mechanism {
-            SaslMechanism::Plain => {
-                let token = format!("\0{}\0{}", login.username, login.password);
-                self.authenticate(token.as_bytes()).await?;
-            }
-            SaslMechanism::Scram(m) => {
-                let (mut scram, first) =
-                    ScramClient::start(m, &login.username, login.password.as_bytes());
-                let server_first = self.authenticate(&first).await?;
-                let last = scram.finish(&server_first).map_err(refused)?;
-                let server_final = self.authenticate(&last).await?;
-                scram.verify(&server_final).map_err(refused)?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn authenticate(&mut self, token: &[u8]) -> Result<Bytes> {
-        let mut request = SaslAuthenticateRequest::default();
-        request.auth_bytes = Bytes::copy_from_slice(token);
-        let response: SaslAuthenticateResponse =
-            self.call(ApiKey::SaslAuthenticate, 2, &request).await?;
-        if response.error_code != 0 {
-            return Err(Error::Login(format!(
-                "{}: {}",
-                sasl_code_name(response.error_code),
-                response.error_message.as_deref().unwrap_or("")
-            )));
-        }
-        Ok(response.auth_bytes)
-    }
-
-    /// Sends `request` and reads its answer.
+    /// Sends `request` to the broker the client bootstrapped from and reads its answer.
     pub(crate) async fn call<Req: Encodable, Resp: Decodable>(
         &mut self,
         key: ApiKey,
         version: i16,
         request: &Req,
     ) -> Result<Resp> {
-        tokio::time::timeout(CALL_TIMEOUT, self.exchange(key, version, request))
-            .await
-            .map_err(|_| timed_out("request"))?
+        self.bootstrap.call(key, version, request).await
     }
 
-    async fn exchange<Req: Encodable, Resp: Decodable>(
+    /// Metadata for `topics` (none: brokers and controller only), which also teaches the
+    /// client the cluster's routes.
+    pub(crate) async fn refresh(
         &mut self,
-        key: ApiKey,
-        version: i16,
-        request: &Req,
-    ) -> Result<Resp> {
-        self.correlation_id += 1;
-        let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
-        header.request_api_version = version;
-        header.correlation_id = self.correlation_id;
-        header.client_id = Some(StrBytes::from_static_str("logd-cli"));
-        let bad = crate::broker::malformed(key as i16, version);
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, key.request_header_version(version))
-            .map_err(&bad)?;
-        request.encode(&mut body, version).map_err(&bad)?;
-        self.stream
-            .write_all(&(body.len() as i32).to_be_bytes())
-            .await?;
-        self.stream.write_all(&body).await?;
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).await?;
-        let size = i32::from_be_bytes(size);
-        if !(4..=1 << 30).contains(&size) {
-            return Err(Error::FrameSize {
-                size: size.into(),
-                max: 1 << 30,
-            });
-        }
-        let mut response = vec![0u8; size as usize];
-        self.stream.read_exact(&mut response).await?;
-        let mut response = Bytes::from(response);
-        ResponseHeader::decode(&mut response, key.response_header_version(version))
-            .map_err(crate::broker::malformed(key as i16, version))?;
-        Resp::decode(&mut response, version).map_err(crate::broker::malformed(key as i16, version))
+        topics: &[&str],
+    ) -> Result<MetadataResponse, ClientError> {
+        self.metadata(Some(topics), false).await
     }
 
     /// Topic names and partition counts (`None`: all topics); with `auto_create`, missing
@@ -379,7 +254,9 @@ impl AsyncClient {
                 .collect()
         });
         request.allow_auto_topic_creation = auto_create;
-        Ok(self.call(ApiKey::Metadata, METADATA, &request).await?)
+        let response: MetadataResponse = self.call(ApiKey::Metadata, METADATA, &request).await?;
+        self.routes.learn(&response);
+        Ok(response)
     }
 
     /// The number of partitions of `topic` (created first if `auto_create` and the broker
@@ -427,7 +304,13 @@ impl AsyncClient {
         request.topics = vec![creatable];
         request.timeout_ms = 30_000;
         let response: CreateTopicsResponse = self
-            .call(ApiKey::CreateTopics, CREATE_TOPICS, &request)
+            .routed(
+                Route::Controller,
+                ApiKey::CreateTopics,
+                CREATE_TOPICS,
+                &request,
+                |r: &CreateTopicsResponse| r.topics.first().map_or(0, |t| t.error_code),
+            )
             .await?;
         let Some(result) = response.topics.first() else {
             return Err(ClientError::Kafka {
@@ -463,7 +346,13 @@ impl AsyncClient {
         request.topic_names = vec![name(topic)];
         request.timeout_ms = 30_000;
         let response: DeleteTopicsResponse = self
-            .call(ApiKey::DeleteTopics, DELETE_TOPICS, &request)
+            .routed(
+                Route::Controller,
+                ApiKey::DeleteTopics,
+                DELETE_TOPICS,
+                &request,
+                |r: &DeleteTopicsResponse| r.responses.first().map_or(0, |t| t.error_code),
+            )
             .await?;
         match response.responses.first().map(|t| t.error_code) {
             Some(0) => Ok(()),
@@ -486,49 +375,74 @@ impl AsyncClient {
         Ok(found.into_iter().next().and_then(|(_, offset)| offset))
     }
 
-    /// What [`AsyncClient::list_offset`] gives for each of `partitions`, in one request, by
-    /// partition; the first partition the broker answers with an error fails the call.
+    /// What [`AsyncClient::list_offset`] gives for each of `partitions`, in one request per
+    /// leader, by partition; the first partition answered with an error fails the call (after
+    /// retries while leadership moves).
     pub async fn list_offsets(
         &mut self,
         topic: &str,
         partitions: &[i32],
         timestamp: i64,
     ) -> Result<BTreeMap<i32, Option<i64>>, ClientError> {
-        let mut t = ListOffsetsTopic::default();
-        t.name = name(topic);
-        t.partitions = partitions
-            .iter()
-            .map(|&partition| {
-                let mut p = ListOffsetsPartition::default();
-                p.partition_index = partition;
-                p.timestamp = timestamp;
-                p
-            })
-            .collect();
-        let mut request = ListOffsetsRequest::default();
-        request.replica_id = BrokerId(-1);
-        request.topics = vec![t];
-        let response: ListOffsetsResponse = self
-            .call(ApiKey::ListOffsets, LIST_OFFSETS, &request)
-            .await?;
         let mut found = BTreeMap::new();
-        for answer in response.topics.iter().flat_map(|t| &t.partitions) {
-            if answer.error_code != 0 {
-                return Err(ClientError::Kafka {
-                    what: format!("{topic}-{}", answer.partition_index),
-                    code: answer.error_code,
-                });
+        let mut wanted: Vec<i32> = partitions.to_vec();
+        let mut retry = crate::routing::Retry::new();
+        while !wanted.is_empty() {
+            let mut by_leader: BTreeMap<Option<i32>, Vec<i32>> = BTreeMap::new();
+            for &partition in &wanted {
+                let leader = self.leader_route(topic, partition).await?;
+                by_leader.entry(leader).or_default().push(partition);
             }
-            found.insert(
-                answer.partition_index,
-                (answer.offset >= 0).then_some(answer.offset),
-            );
-        }
-        if let Some(missing) = partitions.iter().find(|p| !found.contains_key(p)) {
-            return Err(ClientError::Kafka {
-                what: format!("offsets of {topic}-{missing}"),
-                code: -1,
-            });
+            let mut stale = Vec::new();
+            for (leader, asked) in by_leader {
+                let route = leader.map_or(Route::Any, Route::Broker);
+                let request = list_offsets_request(topic, &asked, timestamp);
+                let response: ListOffsetsResponse = match self
+                    .call_to(route, ApiKey::ListOffsets, LIST_OFFSETS, &request)
+                    .await
+                {
+                    Ok(response) => response,
+                    Err(ClientError::Connection(Error::Io(_))) if leader.is_some() => {
+                        stale.extend(asked);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                for answer in response.topics.iter().flat_map(|t| &t.partitions) {
+                    let partition = answer.partition_index;
+                    if is_stale_route(answer.error_code) {
+                        stale.push(partition);
+                    } else if answer.error_code != 0 {
+                        return Err(ClientError::Kafka {
+                            what: format!("{topic}-{partition}"),
+                            code: answer.error_code,
+                        });
+                    } else if asked.contains(&partition) {
+                        found.insert(partition, (answer.offset >= 0).then_some(answer.offset));
+                    }
+                }
+                if let Some(missing) = asked
+                    .iter()
+                    .find(|p| !found.contains_key(p) && !stale.contains(p))
+                {
+                    return Err(ClientError::Kafka {
+                        what: format!("offsets of {topic}-{missing}"),
+                        code: -1,
+                    });
+                }
+            }
+            if !stale.is_empty() {
+                if !retry.again().await {
+                    return Err(ClientError::Kafka {
+                        what: format!("offsets of {topic}-{}", stale[0]),
+                        code: codes::NOT_LEADER_OR_FOLLOWER,
+                    });
+                }
+                for &partition in &stale {
+                    self.forget_leader(topic, partition);
+                }
+            }
+            wanted = stale;
         }
         Ok(found)
     }
@@ -540,17 +454,25 @@ impl AsyncClient {
         wanted.partitions = (0..self.partition_count(topic, false).await? as i32).collect();
         let mut request = DescribeLogDirsRequest::default();
         request.topics = Some(vec![wanted]);
-        let response: DescribeLogDirsResponse = self
-            .call(ApiKey::DescribeLogDirs, DESCRIBE_LOG_DIRS, &request)
-            .await?;
-        let mut sizes: Vec<(i32, i64)> = response
-            .results
-            .iter()
-            .flat_map(|dir| &dir.topics)
-            .filter(|t| &*t.name == topic)
-            .flat_map(|t| &t.partitions)
-            .map(|p| (p.partition_index, p.partition_size))
-            .collect();
+        // Each broker reports its own log directories: the leader's copy of each partition is
+        // the one counted.
+        let mut sizes = Vec::new();
+        for (leader, asked) in self.partitions_by_leader(topic).await? {
+            let route = leader.map_or(Route::Any, Route::Broker);
+            let response: DescribeLogDirsResponse = self
+                .call_to(route, ApiKey::DescribeLogDirs, DESCRIBE_LOG_DIRS, &request)
+                .await?;
+            sizes.extend(
+                response
+                    .results
+                    .iter()
+                    .flat_map(|dir| &dir.topics)
+                    .filter(|t| &*t.name == topic)
+                    .flat_map(|t| &t.partitions)
+                    .filter(|p| asked.contains(&p.partition_index))
+                    .map(|p| (p.partition_index, p.partition_size)),
+            );
+        }
         sizes.sort();
         Ok(sizes)
     }
@@ -583,11 +505,27 @@ impl AsyncClient {
         wanted.partition_indexes = (0..self.partition_count(topic, false).await? as i32).collect();
         let mut request = DescribeProducersRequest::default();
         request.topics = vec![wanted];
-        let response: DescribeProducersResponse = self
-            .call(ApiKey::DescribeProducers, DESCRIBE_PRODUCERS, &request)
-            .await?;
+        let mut answers = Vec::new();
+        for (leader, asked) in self.partitions_by_leader(topic).await? {
+            let route = leader.map_or(Route::Any, Route::Broker);
+            let response: DescribeProducersResponse = self
+                .call_to(
+                    route,
+                    ApiKey::DescribeProducers,
+                    DESCRIBE_PRODUCERS,
+                    &request,
+                )
+                .await?;
+            answers.extend(
+                response
+                    .topics
+                    .into_iter()
+                    .flat_map(|t| t.partitions)
+                    .filter(|p| asked.contains(&p.partition_index)),
+            );
+        }
         let mut producers = Vec::new();
-        for partition in response.topics.iter().flat_map(|t| &t.partitions) {
+        for partition in &answers {
             if partition.error_code != 0 {
                 return Err(ClientError::Kafka {
                     what: format!("{topic}-{}", partition.partition_index),
@@ -661,7 +599,20 @@ impl AsyncClient {
         request.acks = -1;
         request.timeout_ms = 30_000;
         request.topic_data = vec![t];
-        let response: ProduceResponse = self.call(ApiKey::Produce, PRODUCE, &request).await?;
+        let response: ProduceResponse = self
+            .routed(
+                Route::Leader(topic, partition),
+                ApiKey::Produce,
+                PRODUCE,
+                &request,
+                |r: &ProduceResponse| {
+                    r.responses
+                        .first()
+                        .and_then(|t| t.partition_responses.first())
+                        .map_or(0, |p| p.error_code)
+                },
+            )
+            .await?;
         let answer = response
             .responses
             .first()
@@ -701,7 +652,20 @@ impl AsyncClient {
         request.min_bytes = 1;
         request.max_bytes = 4 << 20;
         request.topics = vec![t];
-        let response: FetchResponse = self.call(ApiKey::Fetch, FETCH, &request).await?;
+        let response: FetchResponse = self
+            .routed(
+                Route::Leader(topic, partition),
+                ApiKey::Fetch,
+                FETCH,
+                &request,
+                |r: &FetchResponse| {
+                    r.responses
+                        .first()
+                        .and_then(|t| t.partitions.first())
+                        .map_or(0, |p| p.error_code)
+                },
+            )
+            .await?;
         let data = response
             .responses
             .first()
@@ -720,6 +684,55 @@ impl AsyncClient {
                 code,
             }),
         }
+    }
+}
+
+/// A ListOffsets request for `partitions` of `topic` at `timestamp`.
+fn list_offsets_request(topic: &str, partitions: &[i32], timestamp: i64) -> ListOffsetsRequest {
+    let mut t = ListOffsetsTopic::default();
+    t.name = name(topic);
+    t.partitions = partitions
+        .iter()
+        .map(|&partition| {
+            let mut p = ListOffsetsPartition::default();
+            p.partition_index = partition;
+            p.timestamp = timestamp;
+            p
+        })
+        .collect();
+    let mut request = ListOffsetsRequest::default();
+    request.replica_id = BrokerId(-1);
+    request.topics = vec![t];
+    request
+}
+
+impl AsyncClient {
+    /// The broker leading `topic`'s `partition` (`None`: the bootstrap broker, as on logd).
+    async fn leader_route(
+        &mut self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Option<i32>, ClientError> {
+        self.target(Route::Leader(topic, partition)).await
+    }
+
+    /// Forgets the leader of `topic`'s `partition`, which moved.
+    fn forget_leader(&mut self, topic: &str, partition: i32) {
+        self.routes.forget(Route::Leader(topic, partition));
+    }
+
+    /// Every partition of `topic`, grouped by leader.
+    async fn partitions_by_leader(
+        &mut self,
+        topic: &str,
+    ) -> Result<BTreeMap<Option<i32>, Vec<i32>>, ClientError> {
+        let count = self.partition_count(topic, false).await? as i32;
+        let mut by_leader: BTreeMap<Option<i32>, Vec<i32>> = BTreeMap::new();
+        for partition in 0..count {
+            let leader = self.leader_route(topic, partition).await?;
+            by_leader.entry(leader).or_default().push(partition);
+        }
+        Ok(by_leader)
     }
 }
 

@@ -35,6 +35,7 @@ pub(crate) const INVALID_PARTITIONS: i16 = 37;
 pub(crate) const INVALID_REPLICATION_FACTOR: i16 = 38;
 pub(crate) const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 pub(crate) const INVALID_CONFIG: i16 = 40;
+pub(crate) const NOT_CONTROLLER: i16 = 41;
 pub(crate) const INVALID_REQUEST: i16 = 42;
 pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 pub(crate) const SECURITY_DISABLED: i16 = 54;

@@ -1,5 +1,6 @@
 //! [`AsyncClient`]'s consumer-group calls, for `logd groups`: list, describe, committed offsets,
-//! commits from outside the group (generation -1, as Kafka's offset tools do) and delete.
+//! commits from outside the group (generation -1, as Kafka's offset tools do) and delete. Each
+//! goes to the group's coordinator; listing asks every broker.
 
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -12,6 +13,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::client::{AsyncClient, ClientError};
+use crate::routing::Route;
 use logd::group::decode_assignment;
 
 const LIST_GROUPS: i16 = 2;
@@ -59,21 +61,24 @@ fn check(what: impl FnOnce() -> String, code: i16) -> Result<(), ClientError> {
 }
 
 impl AsyncClient {
-    /// Every group's id.
+    /// Every group's id, sorted: each broker lists the groups it coordinates, so every
+    /// broker is asked (as Kafka's admin client does).
     pub async fn list_groups(&mut self) -> Result<Vec<String>, ClientError> {
-        let response: ListGroupsResponse = self
-            .call(
-                ApiKey::ListGroups,
-                LIST_GROUPS,
-                &ListGroupsRequest::default(),
-            )
-            .await?;
-        check(|| "listing groups".into(), response.error_code)?;
-        Ok(response
-            .groups
-            .into_iter()
-            .map(|g| g.group_id.to_string())
-            .collect())
+        let mut groups = std::collections::BTreeSet::new();
+        for broker in self.every_broker().await? {
+            let route = broker.map_or(Route::Any, Route::Broker);
+            let response: ListGroupsResponse = self
+                .call_to(
+                    route,
+                    ApiKey::ListGroups,
+                    LIST_GROUPS,
+                    &ListGroupsRequest::default(),
+                )
+                .await?;
+            check(|| "listing groups".into(), response.error_code)?;
+            groups.extend(response.groups.into_iter().map(|g| g.group_id.to_string()));
+        }
+        Ok(groups.into_iter().collect())
     }
 
     /// A group's state and members.
@@ -81,7 +86,13 @@ impl AsyncClient {
         let mut request = DescribeGroupsRequest::default();
         request.groups = vec![group_id(group)];
         let response: DescribeGroupsResponse = self
-            .call(ApiKey::DescribeGroups, DESCRIBE_GROUPS, &request)
+            .routed(
+                Route::Coordinator(group),
+                ApiKey::DescribeGroups,
+                DESCRIBE_GROUPS,
+                &request,
+                |r: &DescribeGroupsResponse| r.groups.first().map_or(0, |g| g.error_code),
+            )
             .await?;
         let described = response
             .groups
@@ -118,7 +129,13 @@ impl AsyncClient {
         request.group_id = group_id(group);
         request.topics = None; // every partition with a commit
         let response: OffsetFetchResponse = self
-            .call(ApiKey::OffsetFetch, OFFSET_FETCH, &request)
+            .routed(
+                Route::Coordinator(group),
+                ApiKey::OffsetFetch,
+                OFFSET_FETCH,
+                &request,
+                |r: &OffsetFetchResponse| r.error_code,
+            )
             .await?;
         check(|| format!("offsets of group {group}"), response.error_code)?;
         let mut offsets = Vec::new();
@@ -172,7 +189,20 @@ impl AsyncClient {
             }
         }
         let response: OffsetCommitResponse = self
-            .call(ApiKey::OffsetCommit, OFFSET_COMMIT, &request)
+            .routed(
+                Route::Coordinator(group),
+                ApiKey::OffsetCommit,
+                OFFSET_COMMIT,
+                &request,
+                |r: &OffsetCommitResponse| {
+                    r.topics
+                        .iter()
+                        .flat_map(|t| &t.partitions)
+                        .map(|p| p.error_code)
+                        .find(|&code| code != 0)
+                        .unwrap_or(0)
+                },
+            )
             .await?;
         for topic in response.topics {
             for p in topic.partitions {
@@ -195,7 +225,13 @@ impl AsyncClient {
         let mut request = DeleteGroupsRequest::default();
         request.groups_names = vec![group_id(group)];
         let response: DeleteGroupsResponse = self
-            .call(ApiKey::DeleteGroups, DELETE_GROUPS, &request)
+            .routed(
+                Route::Coordinator(group),
+                ApiKey::DeleteGroups,
+                DELETE_GROUPS,
+                &request,
+                |r: &DeleteGroupsResponse| r.results.first().map_or(0, |g| g.error_code),
+            )
             .await?;
         let code = response.results.first().map_or(-1, |r| r.error_code);
         check(|| format!("group {group}"), code)

@@ -13,6 +13,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::client::{AsyncClient, ClientError};
+use crate::routing::Route;
 
 /// Versions sent: the first each Kafka 2.4+ broker serves with these semantics.
 const CREATE_PARTITIONS: i16 = 1;
@@ -50,7 +51,13 @@ impl AsyncClient {
         request.topics = vec![entry];
         request.timeout_ms = 30_000;
         let response: CreatePartitionsResponse = self
-            .call(ApiKey::CreatePartitions, CREATE_PARTITIONS, &request)
+            .routed(
+                Route::Controller,
+                ApiKey::CreatePartitions,
+                CREATE_PARTITIONS,
+                &request,
+                |r: &CreatePartitionsResponse| r.results.first().map_or(0, |t| t.error_code),
+            )
             .await?;
         let result = response.results.first();
         topic_outcome(
@@ -84,6 +91,7 @@ impl AsyncClient {
             .collect();
         let mut request = IncrementalAlterConfigsRequest::default();
         request.resources = vec![resource];
+        // Kafka answers this on any broker (it forwards to the controller), as logd does.
         let response: IncrementalAlterConfigsResponse = self
             .call(
                 ApiKey::IncrementalAlterConfigs,

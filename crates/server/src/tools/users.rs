@@ -78,7 +78,7 @@ fn mechanisms(name: Option<&str>) -> anyhow::Result<Vec<ScramMechanism>> {
 /// Where the users are: a data directory, or a broker.
 enum Users {
     Offline(CredentialStore),
-    Online(logd_kafka::Client),
+    Online(Box<logd_kafka::Client>),
 }
 
 impl Users {
@@ -152,7 +152,8 @@ pub(crate) fn run(args: &UsersArgs) -> anyhow::Result<()> {
                 bootstrap: bootstrap.clone(),
                 command_config: args.command_config.clone(),
             }
-            .connect()?,
+            .connect()
+            .map(Box::new)?,
         ),
         None => Users::Offline(open_store(args)?),
     };

@@ -6,6 +6,7 @@
 mod acls;
 mod cli;
 mod clients;
+mod cluster_tools;
 mod conformance;
 mod group_tools;
 mod groups;

@@ -1,0 +1,174 @@
+//! The client against a Kafka cluster of three brokers (librdkafka's mock cluster, in this
+//! process): produce, fetch and offsets go to each partition's leader, group calls to the
+//! group's coordinator, whichever broker the client bootstrapped from; a leader that moves
+//! mid-run is followed; a broker that goes away ends a call with a clear error within the
+//! client's retry time, never a hang.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use logd_kafka::{AsyncClient, ClientError};
+use logd_storage::batch::{BatchBuilder, Compression, Record};
+use rdkafka::mocking::{MockCluster, MockCoordinator};
+
+const TOPIC: &str = "orders";
+const GROUP: &str = "billing";
+
+fn batch(value: &str) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(Compression::None);
+    builder.push(1_700_000_000_000, None, Some(value.as_bytes()), &[]);
+    builder.build(0).unwrap()
+}
+
+fn values(bytes: &bytes::Bytes) -> Vec<String> {
+    Record::decode_all(bytes, 1 << 20)
+        .unwrap()
+        .into_iter()
+        .map(|r| String::from_utf8(r.value.unwrap().to_vec()).unwrap())
+        .collect()
+}
+
+/// Three brokers; six partitions led by brokers 1 and 2 only; the group's coordinator on
+/// broker 3, which leads nothing of the topic. Returns the cluster and broker 3's address.
+fn cluster() -> (
+    MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
+    String,
+) {
+    let mock = MockCluster::new(3).unwrap();
+    mock.create_topic(TOPIC, 6, 1).unwrap();
+    for partition in 0..6 {
+        mock.partition_leader(TOPIC, partition, Some(1 + partition % 2))
+            .unwrap();
+    }
+    mock.coordinator(MockCoordinator::Group(GROUP.into()), 3)
+        .unwrap();
+    let runtime = runtime();
+    let bootstrap = mock.bootstrap_servers();
+    let first = bootstrap.split(',').next().unwrap().to_owned();
+    let broker3 = runtime.block_on(async {
+        let mut client = AsyncClient::connect(&first).await.unwrap();
+        let metadata = client.metadata(None, false).await.unwrap();
+        let broker = metadata.brokers.iter().find(|b| b.node_id.0 == 3).unwrap();
+        format!("{}:{}", broker.host.as_str(), broker.port)
+    });
+    (mock, broker3)
+}
+
+/// The group's committed offsets of `partitions`, as librdkafka reads them (the mock cluster
+/// answers an OffsetFetch for every partition, which `AsyncClient::committed_offsets` sends,
+/// with a null list).
+fn committed(
+    mock: &MockCluster<'static, rdkafka::producer::DefaultProducerContext>,
+    partitions: &[i32],
+) -> Vec<i64> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", mock.bootstrap_servers())
+        .set("group.id", GROUP)
+        .create()
+        .unwrap();
+    let mut wanted = rdkafka::TopicPartitionList::new();
+    for &p in partitions {
+        wanted.add_partition(TOPIC, p);
+    }
+    let found = consumer
+        .committed_offsets(wanted, Duration::from_secs(10))
+        .unwrap();
+    found
+        .elements()
+        .iter()
+        .map(|e| match e.offset() {
+            rdkafka::Offset::Offset(o) => o,
+            other => panic!("no commit: {other:?}"),
+        })
+        .collect()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn calls_reach_each_partitions_leader_and_the_groups_coordinator_and_follow_a_moved_leader() {
+    let (mock, broker3) = cluster();
+    runtime().block_on(async {
+        // Bootstrapped from broker 3, which leads no partition: every produce and fetch must
+        // go elsewhere, or the mock answers NOT_LEADER_OR_FOLLOWER.
+        let mut client = AsyncClient::connect(&broker3).await.unwrap();
+        assert_eq!(client.partition_count(TOPIC, false).await.unwrap(), 6);
+        for partition in 0..6 {
+            let offset = client
+                .produce(TOPIC, partition, batch(&format!("first-{partition}")))
+                .await
+                .unwrap();
+            assert_eq!(offset, 0, "partition {partition}");
+        }
+        let offsets = client.offsets_of(TOPIC, &[0, 1, 2, 3, 4, 5]).await.unwrap();
+        for (partition, found) in &offsets {
+            assert_eq!(
+                (found.earliest, found.latest),
+                (0, 1),
+                "partition {partition}"
+            );
+        }
+        for partition in 0..6 {
+            let (bytes, high_watermark) = client.fetch(TOPIC, partition, 0, 100).await.unwrap();
+            assert_eq!(values(&bytes), [format!("first-{partition}")]);
+            assert_eq!(high_watermark, 1);
+        }
+
+        // The group's calls go to broker 3, its coordinator.
+        let commits: Vec<(String, i32, i64)> = (0..6).map(|p| (TOPIC.to_owned(), p, 1)).collect();
+        client.commit_offsets(GROUP, &commits).await.unwrap();
+        assert_eq!(committed(&mock, &[0, 1, 2, 3, 4, 5]), [1; 6]);
+
+        // Partition 0's leadership moves from broker 1 to broker 2 mid-run: the client's
+        // cached route is stale, the broker says so, and the client follows.
+        mock.partition_leader(TOPIC, 0, Some(2)).unwrap();
+        let offset = client.produce(TOPIC, 0, batch("second-0")).await.unwrap();
+        assert_eq!(offset, 1);
+        let (bytes, _) = client.fetch(TOPIC, 0, 1, 100).await.unwrap();
+        assert_eq!(values(&bytes), ["second-0"]);
+        let latest: BTreeMap<i32, Option<i64>> =
+            client.list_offsets(TOPIC, &[0, 1], -1).await.unwrap();
+        assert_eq!(latest, BTreeMap::from([(0, Some(2)), (1, Some(1))]));
+
+        // The coordinator moves too.
+        mock.coordinator(MockCoordinator::Group(GROUP.into()), 1)
+            .unwrap();
+        let moved = vec![(TOPIC.to_owned(), 0, 2)];
+        client.commit_offsets(GROUP, &moved).await.unwrap();
+        assert_eq!(committed(&mock, &[0]), [2]);
+    });
+}
+
+#[test]
+fn a_leader_that_goes_away_ends_the_call_with_an_error_not_a_hang() {
+    let (mock, broker3) = cluster();
+    runtime().block_on(async {
+        let mut client = AsyncClient::connect(&broker3).await.unwrap();
+        client.produce(TOPIC, 1, batch("before")).await.unwrap();
+        // Partition 1's leader, broker 2, goes down and nothing takes over.
+        mock.broker_down(2).unwrap();
+        let started = Instant::now();
+        let failed = client.produce(TOPIC, 1, batch("after")).await;
+        let took = started.elapsed();
+        assert!(failed.is_err(), "{failed:?}");
+        assert!(took < Duration::from_secs(40), "{took:?}");
+        // A partition whose leader is up still takes records.
+        client.produce(TOPIC, 0, batch("elsewhere")).await.unwrap();
+        // A partition without a leader is named with Kafka's error and what it means.
+        mock.broker_up(2).unwrap();
+        mock.partition_leader(TOPIC, 3, None).unwrap();
+        let error = client.fetch(TOPIC, 3, 0, 100).await.unwrap_err();
+        assert!(matches!(error, ClientError::Kafka { .. }), "{error:?}");
+        let said = error.to_string();
+        assert!(
+            said.contains("LEADER_NOT_AVAILABLE") || said.contains("NOT_LEADER_OR_FOLLOWER"),
+            "{said}"
+        );
+    });
+}
