@@ -1,56 +1,61 @@
-//! The Kafka error codes logd answers with (the protocol guide's table). Codes added since are
-//! taken from `kafka_protocol::ResponseError`, which names them all.
+//! The Kafka error codes logd answers with (the protocol guide's table), shared with logd's
+//! client. Codes added since are taken from `kafka_protocol::ResponseError`, which names them
+//! all.
+#![allow(
+    missing_docs,
+    reason = "each code is named as Kafka's protocol guide names it; the guide says what it means"
+)]
 
 use kafka_protocol::ResponseError;
 
-pub(crate) const UNKNOWN_SERVER_ERROR: i16 = -1;
-pub(crate) const NONE: i16 = 0;
-pub(crate) const OFFSET_OUT_OF_RANGE: i16 = 1;
-pub(crate) const CORRUPT_MESSAGE: i16 = 2;
-pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-pub(crate) const LEADER_NOT_AVAILABLE: i16 = 5;
-pub(crate) const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
-pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
-pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
-pub(crate) const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-pub(crate) const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-pub(crate) const NOT_COORDINATOR: i16 = 16;
-pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = 17;
-pub(crate) const INVALID_REQUIRED_ACKS: i16 = 21;
-pub(crate) const ILLEGAL_GENERATION: i16 = 22;
-pub(crate) const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-pub(crate) const INVALID_GROUP_ID: i16 = 24;
-pub(crate) const UNKNOWN_MEMBER_ID: i16 = 25;
-pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
-pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
-pub(crate) const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
-pub(crate) const GROUP_AUTHORIZATION_FAILED: i16 = 30;
-pub(crate) const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
-pub(crate) const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-pub(crate) const ILLEGAL_SASL_STATE: i16 = 34;
-pub(crate) const UNSUPPORTED_VERSION: i16 = 35;
-pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
-pub(crate) const INVALID_PARTITIONS: i16 = 37;
-pub(crate) const INVALID_REPLICATION_FACTOR: i16 = 38;
-pub(crate) const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
-pub(crate) const INVALID_CONFIG: i16 = 40;
-pub(crate) const NOT_CONTROLLER: i16 = 41;
-pub(crate) const INVALID_REQUEST: i16 = 42;
-pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
-pub(crate) const SECURITY_DISABLED: i16 = 54;
-pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
-pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = 58;
-pub(crate) const NON_EMPTY_GROUP: i16 = 68;
-pub(crate) const UNKNOWN_LEADER_EPOCH: i16 = 75;
-pub(crate) const RESOURCE_NOT_FOUND: i16 = 91;
-pub(crate) const DUPLICATE_RESOURCE: i16 = 92;
-pub(crate) const UNACCEPTABLE_CREDENTIAL: i16 = 93;
-pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
-pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
-pub(crate) const FENCED_INSTANCE_ID: i16 = 82;
-pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
-pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
+pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+pub const NONE: i16 = 0;
+pub const OFFSET_OUT_OF_RANGE: i16 = 1;
+pub const CORRUPT_MESSAGE: i16 = 2;
+pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+pub const LEADER_NOT_AVAILABLE: i16 = 5;
+pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+pub const REQUEST_TIMED_OUT: i16 = 7;
+pub const MESSAGE_TOO_LARGE: i16 = 10;
+pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
+pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+pub const NOT_COORDINATOR: i16 = 16;
+pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
+pub const INVALID_REQUIRED_ACKS: i16 = 21;
+pub const ILLEGAL_GENERATION: i16 = 22;
+pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+pub const INVALID_GROUP_ID: i16 = 24;
+pub const UNKNOWN_MEMBER_ID: i16 = 25;
+pub const INVALID_SESSION_TIMEOUT: i16 = 26;
+pub const REBALANCE_IN_PROGRESS: i16 = 27;
+pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+pub const ILLEGAL_SASL_STATE: i16 = 34;
+pub const UNSUPPORTED_VERSION: i16 = 35;
+pub const TOPIC_ALREADY_EXISTS: i16 = 36;
+pub const INVALID_PARTITIONS: i16 = 37;
+pub const INVALID_REPLICATION_FACTOR: i16 = 38;
+pub const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+pub const INVALID_CONFIG: i16 = 40;
+pub const NOT_CONTROLLER: i16 = 41;
+pub const INVALID_REQUEST: i16 = 42;
+pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+pub const SECURITY_DISABLED: i16 = 54;
+pub const KAFKA_STORAGE_ERROR: i16 = 56;
+pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
+pub const NON_EMPTY_GROUP: i16 = 68;
+pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
+pub const RESOURCE_NOT_FOUND: i16 = 91;
+pub const DUPLICATE_RESOURCE: i16 = 92;
+pub const UNACCEPTABLE_CREDENTIAL: i16 = 93;
+pub const GROUP_ID_NOT_FOUND: i16 = 69;
+pub const MEMBER_ID_REQUIRED: i16 = 79;
+pub const FENCED_INSTANCE_ID: i16 = 82;
+pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+pub const UNKNOWN_TOPIC_ID: i16 = 100;
 
 /// The code for a refused group call.
 pub(crate) fn for_group_error(error: logd::group::GroupError) -> i16 {

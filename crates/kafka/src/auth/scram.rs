@@ -157,7 +157,7 @@ impl ScramCredential {
 }
 
 /// `n` random bytes from the operating system.
-pub(crate) fn random_bytes(n: usize) -> Vec<u8> {
+pub fn random_bytes(n: usize) -> Vec<u8> {
     let mut bytes = vec![0; n];
     // The kernel's random source does not fail on Linux once booted; if it ever did, a login
     // must not go ahead with a predictable nonce.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 
 use clap::ValueEnum;
-use logd_kafka::Client;
+use logd_client::Client;
 use logd_partition::{KeyHash, Partitioner, Sticky};
 use logd_storage::Bytes;
 use logd_storage::batch::{BatchBuilder, Compression, Record};

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use clap::Subcommand;
-use logd_kafka::Remote;
+use logd_client::Remote;
 use logd_retry::message::*;
 use logd_retry::{DeadLetters, Headers, LetterFilter, ReplayOptions};
 

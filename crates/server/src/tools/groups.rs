@@ -9,7 +9,7 @@ use std::io::Write;
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use logd::ResetTarget;
-use logd_kafka::Client;
+use logd_client::Client;
 use logd_offsets::PartitionRange;
 
 use super::Bootstrap;

@@ -1,5 +1,5 @@
 //! The client subcommands: talk to a running logd (or any Kafka broker) over the Kafka
-//! protocol through `logd_kafka::Client`.
+//! protocol through `logd_client::Client`.
 
 pub(crate) mod acls;
 pub(crate) mod consume;
@@ -13,7 +13,7 @@ pub(crate) mod users;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use logd_kafka::{Client, ClientSecurity, PROPERTY_KEYS};
+use logd_client::{Client, ClientSecurity, PROPERTY_KEYS};
 
 /// Where the broker is; shared by every client subcommand.
 #[derive(Debug, Clone, clap::Args)]

@@ -1,7 +1,7 @@
 //! Where to start reading: `beginning`, `end`, an offset `N`, `-N` (the last N records), or
 //! `@TIME` (epoch milliseconds or RFC 3339), as `consume` and `replay` take it.
 
-use logd_kafka::{Client, PartitionOffsets};
+use logd_client::{Client, PartitionOffsets};
 
 /// A parsed `-o` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -45,7 +45,7 @@ pub(crate) fn run(args: &ProduceArgs) -> anyhow::Result<()> {
     let partitioner = KeyHash::new(Sticky::default());
     let mut pending: BTreeMap<i32, BatchBuilder> = BTreeMap::new();
     let mut acknowledged = 0usize;
-    let mut flush = |client: &mut logd_kafka::Client,
+    let mut flush = |client: &mut logd_client::Client,
                      partition: i32,
                      batch: BatchBuilder|
      -> anyhow::Result<()> {

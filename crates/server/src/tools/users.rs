@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
-use logd_kafka::UserCredentials;
+use logd_client::UserCredentials;
 use logd_kafka::auth::credentials::{CREDENTIALS_FILE, CredentialStore};
 use logd_kafka::auth::scram::{
     DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism,
@@ -78,7 +78,7 @@ fn mechanisms(name: Option<&str>) -> anyhow::Result<Vec<ScramMechanism>> {
 /// Where the users are: a data directory, or a broker.
 enum Users {
     Offline(CredentialStore),
-    Online(Box<logd_kafka::Client>),
+    Online(Box<logd_client::Client>),
 }
 
 impl Users {

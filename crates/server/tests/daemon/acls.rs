@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use logd_kafka::{Client, ClientError, ClientSecurity, Remote};
+use logd_client::{Client, ClientSecurity, Remote};
 use logd_retry::{Failure, Message, Outcome, RetryConfig, RetryWorker, Transport};
 use logd_storage::batch::{BatchBuilder, Compression};
 
@@ -143,10 +143,10 @@ fn record(value: &str) -> Vec<u8> {
     builder.build(0).unwrap()
 }
 
-fn kafka_code(result: Result<i64, ClientError>) -> Option<i16> {
+fn kafka_code(result: Result<i64, logd_client::Error>) -> Option<i16> {
     match result {
         Ok(_) => None,
-        Err(ClientError::Kafka { code, .. }) => Some(code),
+        Err(logd_client::Error::Kafka { code, .. }) => Some(code),
         Err(e) => panic!("not a Kafka refusal: {e}"),
     }
 }

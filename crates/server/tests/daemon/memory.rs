@@ -223,7 +223,7 @@ fn p99(mut samples: Vec<Duration>) -> Duration {
 /// A healthy client's produce and fetch latencies (200 of each, one record per produce).
 fn healthy_client_p99(addr: &str, topic: &str) -> (Duration, Duration) {
     use logd_storage::batch::{BatchBuilder, Compression};
-    let mut client = logd_kafka::Client::connect(addr).unwrap();
+    let mut client = logd_client::Client::connect(addr).unwrap();
     client.create_topic(topic, 1, &[]).unwrap();
     let (mut produces, mut fetches) = (Vec::new(), Vec::new());
     for i in 0..200 {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use logd_kafka::{Client, Remote};
+use logd_client::{Client, Remote};
 use logd_retry::message::*;
 use logd_retry::{
     DedupeConfig, DedupeStore, Failure, IdempotentAppender, Jitter, Message, OutRecord, Outcome,

@@ -964,7 +964,7 @@ fn two_hundred_scram_logins_at_once_leave_a_connected_producer_alone() {
     // ms, whatever else runs) would be measured instead of the cost of the logins.
     let daemon = secure_daemon_with(dir.path(), &pki, &["--fsync", "interval"]);
     let sasl = listener(&daemon, "EXTERNAL").to_owned();
-    let mut producer = logd_kafka::Client::connect(&daemon.addr).unwrap();
+    let mut producer = logd_client::Client::connect(&daemon.addr).unwrap();
     producer.create_topic("latency", 1, &[]).unwrap();
     // One record per produce, for at least `window` and until `enough` says so (at most two
     // minutes): the p99 latency.
@@ -988,13 +988,13 @@ fn two_hundred_scram_logins_at_once_leave_a_connected_producer_alone() {
     };
     let window = std::time::Duration::from_secs(2);
     let (idle, _) = produce(window, &|| true);
-    let security = logd_kafka::ClientSecurity {
+    let security = logd_client::ClientSecurity {
         protocol: logd_kafka::SecurityProtocol::SaslSsl,
-        tls: logd_kafka::ClientTls {
+        tls: logd_client::ClientTls {
             ca: Some(pki.path("ca.pem").into()),
             ..Default::default()
         },
-        sasl: Some(logd_kafka::SaslLogin {
+        sasl: Some(logd_client::SaslLogin {
             mechanism: logd_kafka::auth::SaslMechanism::Scram(
                 logd_kafka::auth::scram::ScramMechanism::Sha256,
             ),
@@ -1036,7 +1036,7 @@ fn two_hundred_scram_logins_at_once_leave_a_connected_producer_alone() {
                         let logins = logins.clone();
                         tokio::spawn(async move {
                             let client =
-                                logd_kafka::AsyncClient::connect_with(&addr, &security).await;
+                                logd_client::AsyncClient::connect_with(&addr, &security).await;
                             logins.fetch_add(usize::from(client.is_ok()), Ordering::SeqCst);
                             client
                         })

@@ -29,27 +29,10 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use crate::client_security::ClientSecurity;
-use crate::codes;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::routing::{Route, Routes, is_stale_route};
-
-/// Why a client call failed: the connection, or a Kafka error code in the answer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClientError {
-    /// Connecting, sending or receiving failed.
-    #[error(transparent)]
-    Connection(#[from] Error),
-    /// The broker answered with an error code.
-    #[error("{what} {}", code_name(*.code))]
-    Kafka {
-        /// What was asked, e.g. `topic orders`.
-        what: String,
-        /// The Kafka error code.
-        code: i16,
-    },
-}
+use logd_kafka::codes;
 
 /// What a Kafka error code says about the thing asked for, as a predicate ("does not exist").
 pub fn code_name(code: i16) -> String {
@@ -229,10 +212,7 @@ impl AsyncClient {
 
     /// Metadata for `topics` (none: brokers and controller only), which also teaches the
     /// client the cluster's routes.
-    pub(crate) async fn refresh(
-        &mut self,
-        topics: &[&str],
-    ) -> Result<MetadataResponse, ClientError> {
+    pub(crate) async fn refresh(&mut self, topics: &[&str]) -> Result<MetadataResponse> {
         self.metadata(Some(topics), false).await
     }
 
@@ -242,7 +222,7 @@ impl AsyncClient {
         &mut self,
         topics: Option<&[&str]>,
         auto_create: bool,
-    ) -> Result<MetadataResponse, ClientError> {
+    ) -> Result<MetadataResponse> {
         let mut request = MetadataRequest::default();
         request.topics = topics.map(|ts| {
             ts.iter()
@@ -261,18 +241,14 @@ impl AsyncClient {
 
     /// The number of partitions of `topic` (created first if `auto_create` and the broker
     /// allows it).
-    pub async fn partition_count(
-        &mut self,
-        topic: &str,
-        auto_create: bool,
-    ) -> Result<u32, ClientError> {
+    pub async fn partition_count(&mut self, topic: &str, auto_create: bool) -> Result<u32> {
         let response = self.metadata(Some(&[topic]), auto_create).await?;
-        let found = response.topics.first().ok_or_else(|| ClientError::Kafka {
+        let found = response.topics.first().ok_or_else(|| Error::Kafka {
             what: format!("topic {topic}"),
             code: codes::UNKNOWN_TOPIC_OR_PARTITION,
         })?;
         if found.error_code != 0 {
-            return Err(ClientError::Kafka {
+            return Err(Error::Kafka {
                 what: format!("topic {topic}"),
                 code: found.error_code,
             });
@@ -286,7 +262,7 @@ impl AsyncClient {
         topic: &str,
         partitions: i32,
         configs: &[(String, String)],
-    ) -> Result<(), ClientError> {
+    ) -> Result<()> {
         let mut creatable = CreatableTopic::default();
         creatable.name = name(topic);
         creatable.num_partitions = partitions;
@@ -313,7 +289,7 @@ impl AsyncClient {
             )
             .await?;
         let Some(result) = response.topics.first() else {
-            return Err(ClientError::Kafka {
+            return Err(Error::Kafka {
                 what: format!("topic {topic}"),
                 code: -1,
             });
@@ -334,14 +310,14 @@ impl AsyncClient {
             }
             _ => format!("topic {topic}"),
         };
-        Err(ClientError::Kafka {
+        Err(Error::Kafka {
             what,
             code: result.error_code,
         })
     }
 
     /// Deletes a topic.
-    pub async fn delete_topic(&mut self, topic: &str) -> Result<(), ClientError> {
+    pub async fn delete_topic(&mut self, topic: &str) -> Result<()> {
         let mut request = DeleteTopicsRequest::default();
         request.topic_names = vec![name(topic)];
         request.timeout_ms = 30_000;
@@ -356,7 +332,7 @@ impl AsyncClient {
             .await?;
         match response.responses.first().map(|t| t.error_code) {
             Some(0) => Ok(()),
-            code => Err(ClientError::Kafka {
+            code => Err(Error::Kafka {
                 what: format!("topic {topic}"),
                 code: code.unwrap_or(-1),
             }),
@@ -370,7 +346,7 @@ impl AsyncClient {
         topic: &str,
         partition: i32,
         timestamp: i64,
-    ) -> Result<Option<i64>, ClientError> {
+    ) -> Result<Option<i64>> {
         let found = self.list_offsets(topic, &[partition], timestamp).await?;
         Ok(found.into_iter().next().and_then(|(_, offset)| offset))
     }
@@ -383,7 +359,7 @@ impl AsyncClient {
         topic: &str,
         partitions: &[i32],
         timestamp: i64,
-    ) -> Result<BTreeMap<i32, Option<i64>>, ClientError> {
+    ) -> Result<BTreeMap<i32, Option<i64>>> {
         let mut found = BTreeMap::new();
         let mut wanted: Vec<i32> = partitions.to_vec();
         let mut retry = crate::routing::Retry::new();
@@ -402,7 +378,7 @@ impl AsyncClient {
                     .await
                 {
                     Ok(response) => response,
-                    Err(ClientError::Connection(Error::Io(_))) if leader.is_some() => {
+                    Err(Error::Io(_)) if leader.is_some() => {
                         stale.extend(asked);
                         continue;
                     }
@@ -413,7 +389,7 @@ impl AsyncClient {
                     if is_stale_route(answer.error_code) {
                         stale.push(partition);
                     } else if answer.error_code != 0 {
-                        return Err(ClientError::Kafka {
+                        return Err(Error::Kafka {
                             what: format!("{topic}-{partition}"),
                             code: answer.error_code,
                         });
@@ -425,7 +401,7 @@ impl AsyncClient {
                     .iter()
                     .find(|p| !found.contains_key(p) && !stale.contains(p))
                 {
-                    return Err(ClientError::Kafka {
+                    return Err(Error::Kafka {
                         what: format!("offsets of {topic}-{missing}"),
                         code: -1,
                     });
@@ -433,7 +409,7 @@ impl AsyncClient {
             }
             if !stale.is_empty() {
                 if !retry.again().await {
-                    return Err(ClientError::Kafka {
+                    return Err(Error::Kafka {
                         what: format!("offsets of {topic}-{}", stale[0]),
                         code: codes::NOT_LEADER_OR_FOLLOWER,
                     });
@@ -448,7 +424,7 @@ impl AsyncClient {
     }
 
     /// The size in bytes of each partition of `topic` (DescribeLogDirs), by partition.
-    pub async fn partition_sizes(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, ClientError> {
+    pub async fn partition_sizes(&mut self, topic: &str) -> Result<Vec<(i32, i64)>> {
         let mut wanted = DescribableLogDirTopic::default();
         wanted.topic = name(topic);
         wanted.partitions = (0..self.partition_count(topic, false).await? as i32).collect();
@@ -479,7 +455,7 @@ impl AsyncClient {
 
     /// A producer id for an idempotent producer, epoch 0 (InitProducerId v1, no
     /// transactional id).
-    pub async fn init_producer_id(&mut self) -> Result<i64, ClientError> {
+    pub async fn init_producer_id(&mut self) -> Result<i64> {
         let mut request = InitProducerIdRequest::default();
         // Null, as Kafka's idempotent producers send it (the codec's default is ""), which a
         // broker with ACLs would check as a transactional id.
@@ -489,7 +465,7 @@ impl AsyncClient {
             .call(ApiKey::InitProducerId, INIT_PRODUCER_ID, &request)
             .await?;
         if response.error_code != 0 {
-            return Err(ClientError::Kafka {
+            return Err(Error::Kafka {
                 what: "a producer id".into(),
                 code: response.error_code,
             });
@@ -499,7 +475,7 @@ impl AsyncClient {
 
     /// The idempotent producers every partition of `topic` tracks (DescribeProducers), by
     /// partition and producer id.
-    pub async fn producers(&mut self, topic: &str) -> Result<Vec<ActiveProducer>, ClientError> {
+    pub async fn producers(&mut self, topic: &str) -> Result<Vec<ActiveProducer>> {
         let mut wanted = DescribeProducersTopic::default();
         wanted.name = name(topic);
         wanted.partition_indexes = (0..self.partition_count(topic, false).await? as i32).collect();
@@ -527,7 +503,7 @@ impl AsyncClient {
         let mut producers = Vec::new();
         for partition in &answers {
             if partition.error_code != 0 {
-                return Err(ClientError::Kafka {
+                return Err(Error::Kafka {
                     what: format!("{topic}-{}", partition.partition_index),
                     code: partition.error_code,
                 });
@@ -545,20 +521,13 @@ impl AsyncClient {
     }
 
     /// Earliest and latest offsets of a partition.
-    pub async fn offsets(
-        &mut self,
-        topic: &str,
-        partition: i32,
-    ) -> Result<PartitionOffsets, ClientError> {
+    pub async fn offsets(&mut self, topic: &str, partition: i32) -> Result<PartitionOffsets> {
         let found = self.offsets_of(topic, &[partition]).await?;
         // `offsets_of` answers for every partition asked about or fails.
-        found
-            .get(&partition)
-            .copied()
-            .ok_or_else(|| ClientError::Kafka {
-                what: format!("offsets of {topic}-{partition}"),
-                code: -1,
-            })
+        found.get(&partition).copied().ok_or_else(|| Error::Kafka {
+            what: format!("offsets of {topic}-{partition}"),
+            code: -1,
+        })
     }
 
     /// Earliest and latest offsets of each of `partitions`, in two requests however many there
@@ -567,7 +536,7 @@ impl AsyncClient {
         &mut self,
         topic: &str,
         partitions: &[i32],
-    ) -> Result<BTreeMap<i32, PartitionOffsets>, ClientError> {
+    ) -> Result<BTreeMap<i32, PartitionOffsets>> {
         let earliest = self.list_offsets(topic, partitions, -2).await?;
         let latest = self.list_offsets(topic, partitions, -1).await?;
         Ok(earliest
@@ -583,12 +552,7 @@ impl AsyncClient {
     }
 
     /// Appends record batches to a partition with acks = all; returns the base offset.
-    pub async fn produce(
-        &mut self,
-        topic: &str,
-        partition: i32,
-        batches: Vec<u8>,
-    ) -> Result<i64, ClientError> {
+    pub async fn produce(&mut self, topic: &str, partition: i32, batches: Vec<u8>) -> Result<i64> {
         let mut data = PartitionProduceData::default();
         data.index = partition;
         data.records = Some(Bytes::from(batches));
@@ -617,13 +581,13 @@ impl AsyncClient {
             .responses
             .first()
             .and_then(|t| t.partition_responses.first())
-            .ok_or_else(|| ClientError::Kafka {
+            .ok_or_else(|| Error::Kafka {
                 what: format!("produce to {topic}-{partition}"),
                 code: -1,
             })?;
         match answer.error_code {
             0 => Ok(answer.base_offset),
-            code => Err(ClientError::Kafka {
+            code => Err(Error::Kafka {
                 what: format!("produce to {topic}-{partition}"),
                 code,
             }),
@@ -638,7 +602,7 @@ impl AsyncClient {
         partition: i32,
         offset: i64,
         max_wait_ms: i32,
-    ) -> Result<(Bytes, i64), ClientError> {
+    ) -> Result<(Bytes, i64)> {
         let mut p = FetchPartition::default();
         p.partition = partition;
         p.fetch_offset = offset;
@@ -670,7 +634,7 @@ impl AsyncClient {
             .responses
             .first()
             .and_then(|t| t.partitions.first())
-            .ok_or_else(|| ClientError::Kafka {
+            .ok_or_else(|| Error::Kafka {
                 what: format!("fetch {topic}-{partition}"),
                 code: -1,
             })?;
@@ -679,7 +643,7 @@ impl AsyncClient {
                 data.records.clone().unwrap_or_default(),
                 data.high_watermark,
             )),
-            code => Err(ClientError::Kafka {
+            code => Err(Error::Kafka {
                 what: format!("fetch {topic}-{partition} at {offset}"),
                 code,
             }),
@@ -708,11 +672,7 @@ fn list_offsets_request(topic: &str, partitions: &[i32], timestamp: i64) -> List
 
 impl AsyncClient {
     /// The broker leading `topic`'s `partition` (`None`: the bootstrap broker, as on logd).
-    async fn leader_route(
-        &mut self,
-        topic: &str,
-        partition: i32,
-    ) -> Result<Option<i32>, ClientError> {
+    async fn leader_route(&mut self, topic: &str, partition: i32) -> Result<Option<i32>> {
         self.target(Route::Leader(topic, partition)).await
     }
 
@@ -725,7 +685,7 @@ impl AsyncClient {
     async fn partitions_by_leader(
         &mut self,
         topic: &str,
-    ) -> Result<BTreeMap<Option<i32>, Vec<i32>>, ClientError> {
+    ) -> Result<BTreeMap<Option<i32>, Vec<i32>>> {
         let count = self.partition_count(topic, false).await? as i32;
         let mut by_leader: BTreeMap<Option<i32>, Vec<i32>> = BTreeMap::new();
         for partition in 0..count {
@@ -742,7 +702,7 @@ mod tests {
 
     #[test]
     fn errors_are_named_as_kafka_names_them_with_what_they_mean() {
-        let error = ClientError::Kafka {
+        let error = Error::Kafka {
             what: "orders-1".into(),
             code: codes::NOT_LEADER_OR_FOLLOWER,
         };

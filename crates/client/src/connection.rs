@@ -13,11 +13,11 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::auth::SaslMechanism;
-use crate::auth::scram::ScramClient;
 use crate::client_security::{ClientSecurity, SaslLogin, server_name};
-use crate::codes;
 use crate::error::{Error, Result};
+use logd_kafka::auth::SaslMechanism;
+use logd_kafka::auth::scram::ScramClient;
+use logd_kafka::codes;
 
 /// What a client talks through: a TCP stream, or TLS over one.
 trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
@@ -95,7 +95,7 @@ impl Connection {
                 offered.join(", ")
             )));
         }
-        let refused = |e: crate::auth::scram::Refused| Error::Login(e.to_string());
+        let refused = |e: logd_kafka::auth::scram::Refused| Error::Login(e.to_string());
         match login.mechanism {
             SaslMechanism::Plain => {
                 let token = format!("\0{}\0{}", login.username, login.password);
@@ -152,7 +152,7 @@ impl Connection {
         header.request_api_version = version;
         header.correlation_id = self.correlation_id;
         header.client_id = Some(StrBytes::from_static_str("logd-cli"));
-        let bad = crate::broker::malformed(key as i16, version);
+        let bad = crate::error::malformed(key as i16, version);
         let mut body = BytesMut::new();
         header
             .encode(&mut body, key.request_header_version(version))
@@ -175,8 +175,8 @@ impl Connection {
         self.stream.read_exact(&mut response).await?;
         let mut response = Bytes::from(response);
         ResponseHeader::decode(&mut response, key.response_header_version(version))
-            .map_err(crate::broker::malformed(key as i16, version))?;
-        Resp::decode(&mut response, version).map_err(crate::broker::malformed(key as i16, version))
+            .map_err(crate::error::malformed(key as i16, version))?;
+        Resp::decode(&mut response, version).map_err(crate::error::malformed(key as i16, version))
     }
 }
 

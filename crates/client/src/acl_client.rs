@@ -9,8 +9,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::acl::{AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType};
-use crate::client::{AsyncClient, ClientError};
+use crate::client::AsyncClient;
+use crate::error::{Error, Result};
+use logd_kafka::acl::{AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType};
 
 /// The version sent: flexible versions add nothing these calls use.
 const VERSION: i16 = 1;
@@ -19,12 +20,12 @@ fn text(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_owned())
 }
 
-fn refused(what: String, code: i16, message: Option<&StrBytes>) -> ClientError {
+fn refused(what: String, code: i16, message: Option<&StrBytes>) -> Error {
     let what = match message.filter(|m| !m.is_empty()) {
         Some(message) => format!("{what}: {}", message.as_str()),
         None => what,
     };
-    ClientError::Kafka { what, code }
+    Error::Kafka { what, code }
 }
 
 /// A binding from an answer's codes; `None` for codes this client does not know.
@@ -50,10 +51,7 @@ fn binding(
 
 impl AsyncClient {
     /// The ACLs `filter` selects.
-    pub async fn describe_acls(
-        &mut self,
-        filter: &AclFilter,
-    ) -> Result<Vec<AclBinding>, ClientError> {
+    pub async fn describe_acls(&mut self, filter: &AclFilter) -> Result<Vec<AclBinding>> {
         let mut request = DescribeAclsRequest::default();
         request.resource_type_filter = filter.resource_type.code();
         request.resource_name_filter = filter.resource_name.as_deref().map(text);
@@ -89,7 +87,7 @@ impl AsyncClient {
     }
 
     /// Creates `bindings`; the first refused one is the error (the others are created).
-    pub async fn create_acls(&mut self, bindings: &[AclBinding]) -> Result<(), ClientError> {
+    pub async fn create_acls(&mut self, bindings: &[AclBinding]) -> Result<()> {
         let mut request = CreateAclsRequest::default();
         request.creations = bindings
             .iter()
@@ -119,10 +117,7 @@ impl AsyncClient {
     }
 
     /// Deletes what each filter selects; returns the bindings deleted.
-    pub async fn delete_acls(
-        &mut self,
-        filters: &[AclFilter],
-    ) -> Result<Vec<AclBinding>, ClientError> {
+    pub async fn delete_acls(&mut self, filters: &[AclFilter]) -> Result<Vec<AclBinding>> {
         let mut request = DeleteAclsRequest::default();
         request.filters = filters
             .iter()

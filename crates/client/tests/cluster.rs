@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use logd_kafka::{AsyncClient, ClientError};
+use logd_client::{AsyncClient, Error as ClientError};
 use logd_storage::batch::{BatchBuilder, Compression, Record};
 use rdkafka::mocking::{MockCluster, MockCoordinator};
 

@@ -12,7 +12,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::client::{AsyncClient, ClientError};
+use crate::client::AsyncClient;
+use crate::error::{Error, Result};
 use crate::routing::Route;
 use logd::group::decode_assignment;
 
@@ -53,17 +54,17 @@ fn group_id(group: &str) -> GroupId {
     GroupId(StrBytes::from_string(group.to_owned()))
 }
 
-fn check(what: impl FnOnce() -> String, code: i16) -> Result<(), ClientError> {
+fn check(what: impl FnOnce() -> String, code: i16) -> Result<()> {
     match code {
         0 => Ok(()),
-        code => Err(ClientError::Kafka { what: what(), code }),
+        code => Err(Error::Kafka { what: what(), code }),
     }
 }
 
 impl AsyncClient {
     /// Every group's id, sorted: each broker lists the groups it coordinates, so every
     /// broker is asked (as Kafka's admin client does).
-    pub async fn list_groups(&mut self) -> Result<Vec<String>, ClientError> {
+    pub async fn list_groups(&mut self) -> Result<Vec<String>> {
         let mut groups = std::collections::BTreeSet::new();
         for broker in self.every_broker().await? {
             let route = broker.map_or(Route::Any, Route::Broker);
@@ -82,7 +83,7 @@ impl AsyncClient {
     }
 
     /// A group's state and members.
-    pub async fn describe_group(&mut self, group: &str) -> Result<GroupInfo, ClientError> {
+    pub async fn describe_group(&mut self, group: &str) -> Result<GroupInfo> {
         let mut request = DescribeGroupsRequest::default();
         request.groups = vec![group_id(group)];
         let response: DescribeGroupsResponse = self
@@ -98,7 +99,7 @@ impl AsyncClient {
             .groups
             .into_iter()
             .next()
-            .ok_or_else(|| ClientError::Kafka {
+            .ok_or_else(|| Error::Kafka {
                 what: format!("group {group}"),
                 code: -1,
             })?;
@@ -121,10 +122,7 @@ impl AsyncClient {
     }
 
     /// Every offset `group` has committed: (topic, partition, offset), sorted.
-    pub async fn committed_offsets(
-        &mut self,
-        group: &str,
-    ) -> Result<Vec<(String, i32, i64)>, ClientError> {
+    pub async fn committed_offsets(&mut self, group: &str) -> Result<Vec<(String, i32, i64)>> {
         let mut request = OffsetFetchRequest::default();
         request.group_id = group_id(group);
         request.topics = None; // every partition with a commit
@@ -169,7 +167,7 @@ impl AsyncClient {
         &mut self,
         group: &str,
         offsets: &[(String, i32, i64)],
-    ) -> Result<(), ClientError> {
+    ) -> Result<()> {
         let mut request = OffsetCommitRequest::default();
         request.group_id = group_id(group);
         request.generation_id_or_member_epoch = -1;
@@ -221,7 +219,7 @@ impl AsyncClient {
     }
 
     /// Deletes a group's offsets and state; refused while it has members.
-    pub async fn delete_group(&mut self, group: &str) -> Result<(), ClientError> {
+    pub async fn delete_group(&mut self, group: &str) -> Result<()> {
         let mut request = DeleteGroupsRequest::default();
         request.groups_names = vec![group_id(group)];
         let response: DeleteGroupsResponse = self

@@ -8,13 +8,13 @@ use bytes::Bytes;
 use kafka_protocol::messages::MetadataResponse;
 use tokio::runtime::Runtime;
 
-use crate::acl::{AclBinding, AclFilter};
-use crate::auth::scram::ScramMechanism;
-use crate::client::{ActiveProducer, AsyncClient, ClientError, PartitionOffsets};
+use crate::client::{ActiveProducer, AsyncClient, PartitionOffsets};
 use crate::client_security::ClientSecurity;
 use crate::error::Result;
 use crate::group_client::GroupInfo;
 use crate::user_client::UserCredentials;
+use logd_kafka::acl::{AclBinding, AclFilter};
+use logd_kafka::auth::scram::ScramMechanism;
 
 /// A blocking connection to one broker.
 #[derive(Debug)]
@@ -45,14 +45,14 @@ impl Client {
         &mut self,
         topics: Option<&[&str]>,
         auto_create: bool,
-    ) -> Result<MetadataResponse, ClientError> {
+    ) -> Result<MetadataResponse> {
         self.runtime
             .block_on(self.inner.metadata(topics, auto_create))
     }
 
     /// The number of partitions of `topic` (created first if `auto_create` and the broker
     /// allows it).
-    pub fn partition_count(&mut self, topic: &str, auto_create: bool) -> Result<u32, ClientError> {
+    pub fn partition_count(&mut self, topic: &str, auto_create: bool) -> Result<u32> {
         self.runtime
             .block_on(self.inner.partition_count(topic, auto_create))
     }
@@ -63,13 +63,13 @@ impl Client {
         topic: &str,
         partitions: i32,
         configs: &[(String, String)],
-    ) -> Result<(), ClientError> {
+    ) -> Result<()> {
         self.runtime
             .block_on(self.inner.create_topic(topic, partitions, configs))
     }
 
     /// Grows `topic` to `count` partitions.
-    pub fn create_partitions(&mut self, topic: &str, count: i32) -> Result<(), ClientError> {
+    pub fn create_partitions(&mut self, topic: &str, count: i32) -> Result<()> {
         self.runtime
             .block_on(self.inner.create_partitions(topic, count))
     }
@@ -80,13 +80,13 @@ impl Client {
         topic: &str,
         set: &[(String, String)],
         reset: &[String],
-    ) -> Result<(), ClientError> {
+    ) -> Result<()> {
         self.runtime
             .block_on(self.inner.alter_topic_configs(topic, set, reset))
     }
 
     /// Deletes a topic.
-    pub fn delete_topic(&mut self, topic: &str) -> Result<(), ClientError> {
+    pub fn delete_topic(&mut self, topic: &str) -> Result<()> {
         self.runtime.block_on(self.inner.delete_topic(topic))
     }
 
@@ -97,32 +97,28 @@ impl Client {
         topic: &str,
         partition: i32,
         timestamp: i64,
-    ) -> Result<Option<i64>, ClientError> {
+    ) -> Result<Option<i64>> {
         self.runtime
             .block_on(self.inner.list_offset(topic, partition, timestamp))
     }
 
     /// The size in bytes of each partition of `topic` (DescribeLogDirs), by partition.
-    pub fn partition_sizes(&mut self, topic: &str) -> Result<Vec<(i32, i64)>, ClientError> {
+    pub fn partition_sizes(&mut self, topic: &str) -> Result<Vec<(i32, i64)>> {
         self.runtime.block_on(self.inner.partition_sizes(topic))
     }
 
     /// A producer id for an idempotent producer, epoch 0 (InitProducerId).
-    pub fn init_producer_id(&mut self) -> Result<i64, ClientError> {
+    pub fn init_producer_id(&mut self) -> Result<i64> {
         self.runtime.block_on(self.inner.init_producer_id())
     }
 
     /// The idempotent producers every partition of `topic` tracks (DescribeProducers).
-    pub fn producers(&mut self, topic: &str) -> Result<Vec<ActiveProducer>, ClientError> {
+    pub fn producers(&mut self, topic: &str) -> Result<Vec<ActiveProducer>> {
         self.runtime.block_on(self.inner.producers(topic))
     }
 
     /// Earliest and latest offsets of a partition.
-    pub fn offsets(
-        &mut self,
-        topic: &str,
-        partition: i32,
-    ) -> Result<PartitionOffsets, ClientError> {
+    pub fn offsets(&mut self, topic: &str, partition: i32) -> Result<PartitionOffsets> {
         self.runtime.block_on(self.inner.offsets(topic, partition))
     }
 
@@ -131,18 +127,13 @@ impl Client {
         &mut self,
         topic: &str,
         partitions: &[i32],
-    ) -> Result<BTreeMap<i32, PartitionOffsets>, ClientError> {
+    ) -> Result<BTreeMap<i32, PartitionOffsets>> {
         self.runtime
             .block_on(self.inner.offsets_of(topic, partitions))
     }
 
     /// Appends record batches to a partition with acks = all; returns the base offset.
-    pub fn produce(
-        &mut self,
-        topic: &str,
-        partition: i32,
-        batches: Vec<u8>,
-    ) -> Result<i64, ClientError> {
+    pub fn produce(&mut self, topic: &str, partition: i32, batches: Vec<u8>) -> Result<i64> {
         self.runtime
             .block_on(self.inner.produce(topic, partition, batches))
     }
@@ -155,28 +146,28 @@ impl Client {
         partition: i32,
         offset: i64,
         max_wait_ms: i32,
-    ) -> Result<(Bytes, i64), ClientError> {
+    ) -> Result<(Bytes, i64)> {
         self.runtime
             .block_on(self.inner.fetch(topic, partition, offset, max_wait_ms))
     }
 
     /// Every user with a credential, and each one's SCRAM mechanisms and iterations.
-    pub fn describe_users(&mut self) -> Result<Vec<UserCredentials>, ClientError> {
+    pub fn describe_users(&mut self) -> Result<Vec<UserCredentials>> {
         self.runtime.block_on(self.inner.describe_users())
     }
 
     /// The ACLs `filter` selects.
-    pub fn describe_acls(&mut self, filter: &AclFilter) -> Result<Vec<AclBinding>, ClientError> {
+    pub fn describe_acls(&mut self, filter: &AclFilter) -> Result<Vec<AclBinding>> {
         self.runtime.block_on(self.inner.describe_acls(filter))
     }
 
     /// Creates `bindings`.
-    pub fn create_acls(&mut self, bindings: &[AclBinding]) -> Result<(), ClientError> {
+    pub fn create_acls(&mut self, bindings: &[AclBinding]) -> Result<()> {
         self.runtime.block_on(self.inner.create_acls(bindings))
     }
 
     /// Deletes what `filters` select; returns what was deleted.
-    pub fn delete_acls(&mut self, filters: &[AclFilter]) -> Result<Vec<AclBinding>, ClientError> {
+    pub fn delete_acls(&mut self, filters: &[AclFilter]) -> Result<Vec<AclBinding>> {
         self.runtime.block_on(self.inner.delete_acls(filters))
     }
 
@@ -187,7 +178,7 @@ impl Client {
         mechanism: ScramMechanism,
         password: &[u8],
         iterations: u32,
-    ) -> Result<(), ClientError> {
+    ) -> Result<()> {
         self.runtime.block_on(
             self.inner
                 .upsert_user(user, mechanism, password, iterations),
@@ -195,46 +186,35 @@ impl Client {
     }
 
     /// Deletes `user`'s `mechanism` credential.
-    pub fn delete_user(
-        &mut self,
-        user: &str,
-        mechanism: ScramMechanism,
-    ) -> Result<(), ClientError> {
+    pub fn delete_user(&mut self, user: &str, mechanism: ScramMechanism) -> Result<()> {
         self.runtime
             .block_on(self.inner.delete_user(user, mechanism))
     }
 
     /// Every group's id.
-    pub fn list_groups(&mut self) -> Result<Vec<String>, ClientError> {
+    pub fn list_groups(&mut self) -> Result<Vec<String>> {
         self.runtime.block_on(self.inner.list_groups())
     }
 
     /// A group's state and members.
-    pub fn describe_group(&mut self, group: &str) -> Result<GroupInfo, ClientError> {
+    pub fn describe_group(&mut self, group: &str) -> Result<GroupInfo> {
         self.runtime.block_on(self.inner.describe_group(group))
     }
 
     /// Every offset `group` has committed: (topic, partition, offset), sorted.
-    pub fn committed_offsets(
-        &mut self,
-        group: &str,
-    ) -> Result<Vec<(String, i32, i64)>, ClientError> {
+    pub fn committed_offsets(&mut self, group: &str) -> Result<Vec<(String, i32, i64)>> {
         self.runtime.block_on(self.inner.committed_offsets(group))
     }
 
     /// Commits `offsets` (topic, partition, next offset to read) for `group` from outside it;
     /// the broker refuses this while the group has members.
-    pub fn commit_offsets(
-        &mut self,
-        group: &str,
-        offsets: &[(String, i32, i64)],
-    ) -> Result<(), ClientError> {
+    pub fn commit_offsets(&mut self, group: &str, offsets: &[(String, i32, i64)]) -> Result<()> {
         self.runtime
             .block_on(self.inner.commit_offsets(group, offsets))
     }
 
     /// Deletes a group's offsets and state; refused while it has members.
-    pub fn delete_group(&mut self, group: &str) -> Result<(), ClientError> {
+    pub fn delete_group(&mut self, group: &str) -> Result<()> {
         self.runtime.block_on(self.inner.delete_group(group))
     }
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use logd::{Config, Log};
-use logd_kafka::{AsyncClient, Broker, BrokerConfig, ConnectionLimits, Listener, ListenerConfig};
+use logd_client::AsyncClient;
+use logd_kafka::{Broker, BrokerConfig, ConnectionLimits, Listener, ListenerConfig};
 use logd_storage::batch::{BatchBuilder, Compression, Record};
 
 /// A broker over a fresh engine on a free port, served in process by `logd_kafka::serve` on a

@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use logd_retry::{Error, Message, Result, Transport, decode_messages};
 
 use crate::blocking::Client;
-use crate::client::ClientError;
-use crate::codes;
+use crate::error::Error as ClientError;
+use logd_kafka::codes;
 
 /// Largest a fetched batch may decompress to.
 const MAX_DECOMPRESSED: usize = 64 << 20;

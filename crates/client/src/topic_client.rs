@@ -12,7 +12,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::client::{AsyncClient, ClientError};
+use crate::client::AsyncClient;
+use crate::error::{Error, Result};
 use crate::routing::Route;
 
 /// Versions sent: the first each Kafka 2.4+ broker serves with these semantics.
@@ -27,7 +28,7 @@ fn text(s: &str) -> StrBytes {
 
 /// The broker's answer for `topic`, from its one result's code and message (`None` when the
 /// response has no result at all).
-fn topic_outcome(topic: &str, result: Option<(i16, Option<&StrBytes>)>) -> Result<(), ClientError> {
+fn topic_outcome(topic: &str, result: Option<(i16, Option<&StrBytes>)>) -> Result<()> {
     let (code, message) = match result {
         Some((0, _)) => return Ok(()),
         Some(refused) => refused,
@@ -37,12 +38,12 @@ fn topic_outcome(topic: &str, result: Option<(i16, Option<&StrBytes>)>) -> Resul
         Some(message) => format!("topic {topic} [broker: {}]", message.as_str()),
         None => format!("topic {topic}"),
     };
-    Err(ClientError::Kafka { what, code })
+    Err(Error::Kafka { what, code })
 }
 
 impl AsyncClient {
     /// Grows `topic` to `count` partitions.
-    pub async fn create_partitions(&mut self, topic: &str, count: i32) -> Result<(), ClientError> {
+    pub async fn create_partitions(&mut self, topic: &str, count: i32) -> Result<()> {
         let mut entry = CreatePartitionsTopic::default();
         entry.name = TopicName(text(topic));
         entry.count = count;
@@ -73,7 +74,7 @@ impl AsyncClient {
         topic: &str,
         set: &[(String, String)],
         reset: &[String],
-    ) -> Result<(), ClientError> {
+    ) -> Result<()> {
         let change = |name: &str, operation: i8, value: Option<&str>| {
             let mut config = AlterableConfig::default();
             config.name = text(name);

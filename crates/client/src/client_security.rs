@@ -11,9 +11,9 @@ use std::sync::Arc;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
-use crate::auth::SaslMechanism;
 use crate::error::{Error, Result};
-use crate::listener::SecurityProtocol;
+use logd_kafka::SecurityProtocol;
+use logd_kafka::auth::SaslMechanism;
 
 /// A SASL login.
 #[derive(Clone, PartialEq, Eq)]

@@ -13,20 +13,21 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::auth::scram::{ScramMechanism, random_bytes};
-use crate::client::{AsyncClient, ClientError};
+use crate::client::AsyncClient;
+use crate::error::{Error, Result};
+use logd_kafka::auth::scram::{ScramMechanism, random_bytes};
 
 /// One user's mechanisms and their iterations.
 pub type UserCredentials = (String, Vec<(ScramMechanism, i32)>);
 
 /// A refusal's error code, with what it was about.
-fn failed(what: String, code: i16) -> ClientError {
-    ClientError::Kafka { what, code }
+fn failed(what: String, code: i16) -> Error {
+    Error::Kafka { what, code }
 }
 
 impl AsyncClient {
     /// Every user with a credential, and each one's mechanisms.
-    pub async fn describe_users(&mut self) -> Result<Vec<UserCredentials>, ClientError> {
+    pub async fn describe_users(&mut self) -> Result<Vec<UserCredentials>> {
         let request = DescribeUserScramCredentialsRequest::default();
         let response: DescribeUserScramCredentialsResponse = self
             .call(ApiKey::DescribeUserScramCredentials, 0, &request)
@@ -59,7 +60,7 @@ impl AsyncClient {
         mechanism: ScramMechanism,
         password: &[u8],
         iterations: u32,
-    ) -> Result<(), ClientError> {
+    ) -> Result<()> {
         let salt = random_bytes(32);
         let mut upsertion = ScramCredentialUpsertion::default();
         upsertion.name = StrBytes::from_string(user.to_owned());
@@ -74,11 +75,7 @@ impl AsyncClient {
     }
 
     /// Deletes `user`'s `mechanism` credential.
-    pub async fn delete_user(
-        &mut self,
-        user: &str,
-        mechanism: ScramMechanism,
-    ) -> Result<(), ClientError> {
+    pub async fn delete_user(&mut self, user: &str, mechanism: ScramMechanism) -> Result<()> {
         let mut deletion = ScramCredentialDeletion::default();
         deletion.name = StrBytes::from_string(user.to_owned());
         deletion.mechanism = mechanism.kafka_type();
@@ -87,10 +84,7 @@ impl AsyncClient {
         self.alter_users(request).await
     }
 
-    async fn alter_users(
-        &mut self,
-        request: AlterUserScramCredentialsRequest,
-    ) -> Result<(), ClientError> {
+    async fn alter_users(&mut self, request: AlterUserScramCredentialsRequest) -> Result<()> {
         let response: AlterUserScramCredentialsResponse = self
             .call(ApiKey::AlterUserScramCredentials, 0, &request)
             .await?;

@@ -17,10 +17,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-use crate::client::{AsyncClient, ClientError};
-use crate::codes;
+use crate::client::AsyncClient;
 use crate::connection::Connection;
-use crate::error::Error;
+use crate::error::{Error, Result};
+use logd_kafka::codes;
 
 const FIND_COORDINATOR: i16 = 2;
 
@@ -161,7 +161,7 @@ impl AsyncClient {
         version: i16,
         request: &Req,
         code_of: impl Fn(&Resp) -> i16,
-    ) -> Result<Resp, ClientError> {
+    ) -> Result<Resp> {
         let mut retry = Retry::new();
         loop {
             match self.call_to(route, key, version, request).await {
@@ -188,7 +188,7 @@ impl AsyncClient {
         key: ApiKey,
         version: i16,
         request: &Req,
-    ) -> Result<Resp, ClientError> {
+    ) -> Result<Resp> {
         let target = self.target(route).await?;
         let connection = self.connection(target).await?;
         let answer = connection.call(key, version, request).await;
@@ -196,11 +196,11 @@ impl AsyncClient {
             self.brokers.remove(&id);
             self.routes.forget_broker(id);
         }
-        Ok(answer?)
+        answer
     }
 
     /// Every broker of the cluster (`[None]`, the bootstrap one, when there is one broker).
-    pub(crate) async fn every_broker(&mut self) -> Result<Vec<Option<i32>>, ClientError> {
+    pub(crate) async fn every_broker(&mut self) -> Result<Vec<Option<i32>>> {
         self.refresh(&[]).await?;
         if self.routes.single_broker() {
             return Ok(vec![None]);
@@ -210,7 +210,7 @@ impl AsyncClient {
 
     /// The broker `route` leads to, asking the cluster if need be; `None` for the bootstrap
     /// connection.
-    pub(crate) async fn target(&mut self, route: Route<'_>) -> Result<Option<i32>, ClientError> {
+    pub(crate) async fn target(&mut self, route: Route<'_>) -> Result<Option<i32>> {
         if matches!(route, Route::Any) {
             return Ok(None);
         }
@@ -239,7 +239,7 @@ impl AsyncClient {
         }))
     }
 
-    async fn leader(&mut self, topic: &str, partition: i32) -> Result<i32, ClientError> {
+    async fn leader(&mut self, topic: &str, partition: i32) -> Result<i32> {
         let key = (topic.to_owned(), partition);
         if let Some(&id) = self.routes.leaders.get(&key) {
             return Ok(id);
@@ -252,7 +252,7 @@ impl AsyncClient {
         if let Some(t) = found
             && t.error_code != 0
         {
-            return Err(ClientError::Kafka {
+            return Err(Error::Kafka {
                 what: format!("topic {topic}"),
                 code: t.error_code,
             });
@@ -261,7 +261,7 @@ impl AsyncClient {
             found.is_some_and(|t| t.partitions.iter().any(|p| p.partition_index == partition));
         match self.routes.leaders.get(&key) {
             Some(&id) => Ok(id),
-            None => Err(ClientError::Kafka {
+            None => Err(Error::Kafka {
                 what: format!("{topic}-{partition}"),
                 code: if partition_known {
                     codes::LEADER_NOT_AVAILABLE
@@ -273,7 +273,7 @@ impl AsyncClient {
     }
 
     /// The coordinator of `group` (FindCoordinator v2, asked of the bootstrap broker).
-    async fn coordinator(&mut self, group: &str) -> Result<i32, ClientError> {
+    async fn coordinator(&mut self, group: &str) -> Result<i32> {
         if let Some(&id) = self.routes.coordinators.get(group) {
             return Ok(id);
         }
@@ -285,7 +285,7 @@ impl AsyncClient {
             .call(ApiKey::FindCoordinator, FIND_COORDINATOR, &request)
             .await?;
         if response.error_code != 0 {
-            return Err(ClientError::Kafka {
+            return Err(Error::Kafka {
                 what: format!("the coordinator of group {group}"),
                 code: response.error_code,
             });
@@ -301,7 +301,7 @@ impl AsyncClient {
 
     /// The connection to broker `target` (the bootstrap one for `None`), connecting first if
     /// need be.
-    async fn connection(&mut self, target: Option<i32>) -> Result<&mut Connection, ClientError> {
+    async fn connection(&mut self, target: Option<i32>) -> Result<&mut Connection> {
         let Some(id) = target else {
             return Ok(&mut self.bootstrap);
         };
@@ -309,7 +309,7 @@ impl AsyncClient {
             Some(open) => open,
             None => {
                 let Some(address) = self.routes.brokers.get(&id) else {
-                    return Err(ClientError::Kafka {
+                    return Err(Error::Kafka {
                         what: format!("broker {id}, which the cluster's metadata does not list"),
                         code: codes::LEADER_NOT_AVAILABLE,
                     });
@@ -323,10 +323,10 @@ impl AsyncClient {
 
 /// Whether a failed call is worth another try on a fresh route: a broker that went away, or
 /// an answer naming a broker the metadata does not list.
-fn is_retriable(error: &ClientError, route: Route<'_>) -> bool {
+fn is_retriable(error: &Error, route: Route<'_>) -> bool {
     match error {
-        ClientError::Kafka { code, .. } => is_stale_route(*code),
-        ClientError::Connection(Error::Io(_)) => !matches!(route, Route::Any),
-        ClientError::Connection(_) => false,
+        Error::Kafka { code, .. } => is_stale_route(*code),
+        Error::Io(_) => !matches!(route, Route::Any),
+        _ => false,
     }
 }

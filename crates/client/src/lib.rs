@@ -1,0 +1,32 @@
+//! `logd-client`: the Kafka client side of logd, for its command-line tools and for retry
+//! workers that run against a broker. [`AsyncClient`] (tokio) and its blocking form [`Client`]
+//! speak the calls librdkafka does not offer (raw record batches from an idempotent producer's
+//! stamp, ListOffsets over many partitions, topic, group, user and ACL administration) to logd
+//! or to a Kafka cluster, sending each request to the broker that must answer it; [`Remote`]
+//! is the `logd-retry` transport over it.
+
+mod acl_client;
+mod blocking;
+mod client;
+mod client_security;
+mod connection;
+mod error;
+mod group_client;
+mod retry_transport;
+mod routing;
+mod topic_client;
+mod user_client;
+
+pub use blocking::Client;
+pub use client::{ActiveProducer, AsyncClient, PartitionOffsets, code_name};
+pub use client_security::{ClientSecurity, ClientTls, PROPERTY_KEYS, SaslLogin};
+pub use error::{Error, Result};
+pub use group_client::{GroupInfo, GroupMember};
+pub use retry_transport::Remote;
+pub use user_client::UserCredentials;
+
+/// The README's Rust examples, compiled and run as this crate's doctests (it depends on every
+/// library they use), so they keep working as written.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
