@@ -46,6 +46,9 @@ pub enum Error {
     /// The broker refused this client's login.
     #[error("login refused: {0}")]
     Login(String),
+    /// A batch could not be encoded (a compression codec failed).
+    #[error("encoding a batch: {0}")]
+    Batch(#[from] logd_storage::Error),
     /// The broker answered with an error code.
     #[error("{what} {}", crate::client::code_name(*.code))]
     Kafka {

@@ -16,6 +16,7 @@ mod retry_transport;
 mod routing;
 mod topic_client;
 mod user_client;
+mod writer;
 
 pub use blocking::Client;
 pub use client::{ActiveProducer, AsyncClient, PartitionOffsets, code_name};
@@ -24,6 +25,7 @@ pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
 pub use retry_transport::Remote;
 pub use user_client::UserCredentials;
+pub use writer::TopicWriter;
 
 /// The README's Rust examples, compiled and run as this crate's doctests (it depends on every
 /// library they use), so they keep working as written.

@@ -2,14 +2,12 @@
 //! line, or JSON lines), or for `replay --into` appended to another topic with keys, headers and
 //! timestamps kept.
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 
 use clap::ValueEnum;
-use logd_client::Client;
-use logd_partition::{KeyHash, Partitioner, Sticky};
+use logd_client::{Client, TopicWriter};
 use logd_storage::Bytes;
-use logd_storage::batch::{BatchBuilder, Compression, Record};
+use logd_storage::batch::Record;
 
 use super::Bootstrap;
 use super::offset::OffsetSpec;
@@ -270,10 +268,9 @@ pub(crate) fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
             n
         }
         Some(target) => {
-            let mut writer = args.bootstrap.connect()?;
-            let partitions = writer.partition_count(target, true)?;
-            let partitioner = KeyHash::new(Sticky::default());
-            let mut pending: BTreeMap<i32, BatchBuilder> = BTreeMap::new();
+            let mut client_out = args.bootstrap.connect()?;
+            let mut writer = TopicWriter::new(&mut client_out, target)?;
+            let partitions = writer.partitions() as i32;
             let mut done = 0;
             let n = read(
                 &mut client,
@@ -282,36 +279,25 @@ pub(crate) fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
                 None,
                 |partition, record| {
                     // Keyed records follow their key; keyless ones keep their partition number.
-                    let to = match &record.key {
-                        Some(key) => partitioner.partition(Some(key), partitions) as i32,
-                        None => partition % partitions as i32,
-                    };
+                    let to = record.key.is_none().then_some(partition % partitions);
                     let headers: Vec<(&[u8], Option<&[u8]>)> = record
                         .headers
                         .iter()
                         .map(|h| (h.key.as_ref(), h.value.as_deref()))
                         .collect();
-                    let batch = pending
-                        .entry(to)
-                        .or_insert_with(|| BatchBuilder::new(Compression::None));
-                    batch.push(
+                    writer.write(
+                        to,
                         record.timestamp,
                         record.key.as_deref(),
                         record.value.as_deref(),
                         &headers,
-                    );
-                    if batch.len() >= 1000 {
-                        let full = pending.remove(&to).expect("just filled");
-                        writer.produce(target, to, full.build(0)?)?;
-                    }
+                    )?;
                     done += 1;
                     progress(done);
                     Ok(())
                 },
             )?;
-            for (to, batch) in pending {
-                writer.produce(target, to, batch.build(0)?)?;
-            }
+            writer.finish()?;
             n
         }
     };

@@ -1,13 +1,11 @@
 //! `logd produce`: one record per stdin line, keyed by the part before a separator and
 //! partitioned as Kafka's Java client would (murmur2), batched per partition, acks = all.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 
 use anyhow::bail;
 use logd::{Clock, SystemClock};
-use logd_partition::{KeyHash, Partitioner, Sticky};
-use logd_storage::batch::{BatchBuilder, Compression};
+use logd_client::TopicWriter;
 
 use super::Bootstrap;
 
@@ -29,9 +27,6 @@ pub(crate) struct ProduceArgs {
     bootstrap: Bootstrap,
 }
 
-/// Records sent per produce request and partition.
-const BATCH_RECORDS: usize = 1000;
-
 pub(crate) fn run(args: &ProduceArgs) -> anyhow::Result<()> {
     let mut headers = Vec::new();
     for header in &args.headers {
@@ -41,19 +36,11 @@ pub(crate) fn run(args: &ProduceArgs) -> anyhow::Result<()> {
         headers.push((key.as_bytes().to_vec(), value.as_bytes().to_vec()));
     }
     let mut client = args.bootstrap.connect()?;
-    let partitions = client.partition_count(&args.topic, true)?;
-    let partitioner = KeyHash::new(Sticky::default());
-    let mut pending: BTreeMap<i32, BatchBuilder> = BTreeMap::new();
-    let mut acknowledged = 0usize;
-    let mut flush = |client: &mut logd_client::Client,
-                     partition: i32,
-                     batch: BatchBuilder|
-     -> anyhow::Result<()> {
-        let records = batch.len();
-        client.produce(&args.topic, partition, batch.build(0)?)?;
-        acknowledged += records;
-        Ok(())
-    };
+    let mut writer = TopicWriter::new(&mut client, &args.topic)?;
+    let header_refs: Vec<(&[u8], Option<&[u8]>)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_slice(), Some(v.as_slice())))
+        .collect();
     for line in std::io::stdin().lock().lines() {
         let line = line?;
         let (key, value) = match &args.key_separator {
@@ -63,27 +50,15 @@ pub(crate) fn run(args: &ProduceArgs) -> anyhow::Result<()> {
             },
             None => (None, line.as_bytes()),
         };
-        let partition = match args.partition {
-            Some(p) => p,
-            None => partitioner.partition(key, partitions) as i32,
-        };
-        let header_refs: Vec<(&[u8], Option<&[u8]>)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_slice(), Some(v.as_slice())))
-            .collect();
-        let batch = pending
-            .entry(partition)
-            .or_insert_with(|| BatchBuilder::new(Compression::None));
-        batch.push(SystemClock.now_ms(), key, Some(value), &header_refs);
-        if batch.len() >= BATCH_RECORDS {
-            let full = pending.remove(&partition).expect("just filled");
-            partitioner.batch_complete(partition as u32, partitions);
-            flush(&mut client, partition, full)?;
-        }
+        writer.write(
+            args.partition,
+            SystemClock.now_ms(),
+            key,
+            Some(value),
+            &header_refs,
+        )?;
     }
-    for (partition, batch) in std::mem::take(&mut pending) {
-        flush(&mut client, partition, batch)?;
-    }
+    let acknowledged = writer.finish()?;
     writeln!(
         std::io::stdout().lock(),
         "{acknowledged} records acknowledged"
