@@ -3,6 +3,7 @@
 
 mod crash;
 mod dead_letters;
+mod group_processes;
 mod ordering;
 mod process_kill;
 mod scale_out;

@@ -3,7 +3,8 @@
 //! speak the calls librdkafka does not offer (raw record batches from an idempotent producer's
 //! stamp, ListOffsets over many partitions, topic, group, user and ACL administration) to logd
 //! or to a Kafka cluster, sending each request to the broker that must answer it; [`Remote`]
-//! is the `logd-retry` transport over it.
+//! is the `logd-retry` transport over it, and with the `rdkafka` feature `GroupRemote` is one
+//! in which the worker is a member of its group through librdkafka, so workers scale out.
 
 mod acl_client;
 mod blocking;
@@ -12,6 +13,8 @@ mod client_security;
 mod connection;
 mod error;
 mod group_client;
+#[cfg(feature = "rdkafka")]
+mod group_transport;
 mod retry_transport;
 mod routing;
 mod topic_client;
@@ -23,6 +26,8 @@ pub use client::{ActiveProducer, AsyncClient, PartitionOffsets, code_name};
 pub use client_security::{ClientSecurity, ClientTls, PROPERTY_KEYS, SaslLogin};
 pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
+#[cfg(feature = "rdkafka")]
+pub use group_transport::GroupRemote;
 pub use retry_transport::Remote;
 pub use user_client::UserCredentials;
 pub use writer::TopicWriter;

@@ -47,6 +47,13 @@ impl Transport for Remote {
         partitions: u32,
         retention_ms: Option<i64>,
     ) -> Result<()> {
+        // An existing topic is taken as it is, without asking to create it: many clusters
+        // leave CreateTopics to their administrators, who create the tiers beforehand.
+        match self.client.partition_count(topic, false) {
+            Ok(_) => return Ok(()),
+            Err(ClientError::Kafka { code, .. }) if code == codes::UNKNOWN_TOPIC_OR_PARTITION => {}
+            Err(e) => return Err(remote(e)),
+        }
         let configs: Vec<(String, String)> = retention_ms
             .map(|ms| ("retention.ms".to_owned(), ms.to_string()))
             .into_iter()

@@ -34,6 +34,10 @@ pub enum Error {
         /// The letter's offset.
         offset: i64,
     },
+    /// A remote transport's commit was refused because the group went on without this
+    /// worker (a rebalance it missed, or its session ran out).
+    #[error("commit refused, the group moved on: {0}")]
+    Fenced(String),
     /// The configuration cannot work.
     #[error("invalid retry config: {0}")]
     Config(String),
@@ -46,9 +50,10 @@ impl Error {
         use logd::group::GroupError as G;
         matches!(
             self,
-            Error::Engine(logd::Error::Group(
-                G::IllegalGeneration | G::UnknownMember | G::RebalanceInProgress
-            ))
+            Error::Fenced(_)
+                | Error::Engine(logd::Error::Group(
+                    G::IllegalGeneration | G::UnknownMember | G::RebalanceInProgress
+                ))
         )
     }
 }

@@ -178,6 +178,9 @@ pub struct Stats {
     pub duplicates: u64,
     /// Records parked behind an earlier record of their key ([`Ordering::PerKey`]).
     pub parked: u64,
+    /// Commits the group refused because it had gone on without this worker (a rebalance):
+    /// the record just handled is redelivered to its partition's next owner.
+    pub refused_commits: u64,
 }
 
 /// Where a record came from and how it fared so far.
@@ -223,6 +226,13 @@ pub struct RetryWorker<T: Transport> {
     /// The partitions this worker owns in its group's current generation; `None` before the
     /// first look and after a refused commit, so the next poll asks again.
     owned: Option<Ownership>,
+    /// The generation in which the group refused this worker's commit, and when: until the
+    /// transport reports another generation (or [`LOOK_AGAIN_AFTER`] passed without one: the
+    /// group kept this worker's partitions), the worker owns nothing. A membership that
+    /// rejoins in the background (librdkafka's) still reports the old assignment for a while,
+    /// and reading it again would hand the refused record to the handler, and append its
+    /// copy, once a look.
+    refused_in: Option<(i32, Instant)>,
     /// When the worker last asked what it owns (also its group heartbeat).
     looked_at: Instant,
     /// Next offset to read per (topic, partition), for the owned partitions.
@@ -236,6 +246,10 @@ pub struct RetryWorker<T: Transport> {
     journal: Option<HopJournal>,
     /// The hop the last run left in flight, until this worker owns its source partition.
     unsettled: Option<Hop>,
+    /// A record whose copy (retry or dead letter) was appended but whose commit the group
+    /// refused: (topic, partition, offset). Committed in the next generation if this worker
+    /// still owns the partition and nobody committed past it meanwhile.
+    copied_uncommitted: Option<(String, u32, i64)>,
 }
 
 impl<T: Transport> RetryWorker<T> {
@@ -267,6 +281,7 @@ impl<T: Transport> RetryWorker<T> {
             dedupe,
             partitions,
             owned: None,
+            refused_in: None,
             looked_at: Instant::now(),
             positions: BTreeMap::new(),
             pending: HashMap::new(),
@@ -274,6 +289,7 @@ impl<T: Transport> RetryWorker<T> {
             appender: IdempotentAppender::new(),
             journal: None,
             unsettled: None,
+            copied_uncommitted: None,
             config,
         };
         if let Some(dir) = worker.config.state_dir.clone() {
@@ -293,9 +309,17 @@ impl<T: Transport> RetryWorker<T> {
     fn sync_ownership(&mut self) -> Result<()> {
         self.looked_at = Instant::now();
         let topics = self.topics();
-        let now = self
-            .transport
-            .owned_partitions(&self.config.group, &topics, self.partitions)?;
+        let mut now =
+            self.transport
+                .owned_partitions(&self.config.group, &topics, self.partitions)?;
+        match self.refused_in {
+            Some((generation, at))
+                if generation == now.generation && at.elapsed() < LOOK_AGAIN_AFTER =>
+            {
+                now.partitions.clear()
+            }
+            _ => self.refused_in = None,
+        }
         if self.owned.as_ref() == Some(&now) {
             return Ok(());
         }
@@ -311,6 +335,11 @@ impl<T: Transport> RetryWorker<T> {
             }
         }
         self.owned = Some(now);
+        if let Some((topic, partition, offset)) = self.copied_uncommitted.take()
+            && self.positions.get(&(topic.clone(), partition)) == Some(&offset)
+        {
+            self.commit_next(&topic, partition, offset + 1)?;
+        }
         // The last run's hop in flight is settled by whoever owns its source partition: its
         // append is a duplicate if it landed, and only the owner may commit.
         if let Some(hop) = self.unsettled.take() {
@@ -441,7 +470,9 @@ impl<T: Transport> RetryWorker<T> {
                         // Replaced in the group: this record and the rest of the fetch are the
                         // new owner's; ask again what is ours at the next look.
                         Err(e) if e.is_fenced() => {
-                            self.owned = None;
+                            self.stats.refused_commits += 1;
+                            let refused_at = Instant::now();
+                            self.refused_in = self.owned.take().map(|o| (o.generation, refused_at));
                             return Ok(poll);
                         }
                         Err(e) => return Err(e),
@@ -664,7 +695,17 @@ impl<T: Transport> RetryWorker<T> {
                 }
                 self.appender
                     .append(&mut self.transport, topic, partition, batch)?;
-                self.commit(message)
+                match self.commit(message) {
+                    // The copy is out, but the group refused the commit (a rebalance). If
+                    // this worker keeps the partition, it commits in the next generation
+                    // instead of handling the record a second time and writing a second copy.
+                    Err(e) if e.is_fenced() => {
+                        self.copied_uncommitted =
+                            Some((message.topic.clone(), message.partition, message.offset));
+                        Err(e)
+                    }
+                    committed => committed,
+                }
             }
             CommitOrder::BeforeAppend => {
                 self.commit(message)?;
