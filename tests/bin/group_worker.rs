@@ -4,10 +4,14 @@
 //! `i % 4` times before it succeeds (with 3 attempts, `i % 4 == 3` runs out). Every handler
 //! call is written to EVENTS before the handler returns, one line each:
 //! `NANOS NAME TASK KEY PARTITION ATTEMPT OUTCOME` (OUTCOME `ok`, `retry` or `poison`); after a
-//! poll that ended at a commit the group refused, `NANOS NAME - - - - refused`. A line is in
-//! the page cache once written, so a SIGKILL after it keeps it.
+//! poll that ended at a commit the group refused, `NANOS NAME - - - - refused`; when the
+//! partitions it owns change, `NANOS NAME - - - - owns 0,3`. A line is in the page cache once
+//! written, so a SIGKILL after it keeps it.
 //!
-//! Usage: `logd-group-worker BOOTSTRAP NAME EVENTS`
+//! With HANDLER_MS (the scaling benchmark, `benches/retry_scale.sh`), every record succeeds
+//! after the handler sleeps that long, as a handler waiting on a service would.
+//!
+//! Usage: `logd-group-worker BOOTSTRAP NAME EVENTS [HANDLER_MS]`
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -20,11 +24,17 @@ use logd_retry::{
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let [_, bootstrap, name, events] = &args[..] else {
-        eprintln!("usage: logd-group-worker BOOTSTRAP NAME EVENTS");
-        return ExitCode::from(2);
+    let (bootstrap, name, events, handler_ms) = match &args[..] {
+        [_, bootstrap, name, events] => (bootstrap, name, events, None),
+        [_, bootstrap, name, events, ms] if ms.parse::<u64>().is_ok() => {
+            (bootstrap, name, events, ms.parse().ok())
+        }
+        _ => {
+            eprintln!("usage: logd-group-worker BOOTSTRAP NAME EVENTS [HANDLER_MS]");
+            return ExitCode::from(2);
+        }
     };
-    match run(bootstrap, name, events) {
+    match run(bootstrap, name, events, handler_ms) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{name}: {e}");
@@ -33,7 +43,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(bootstrap: &str, name: &str, events: &str) -> Result<(), Box<dyn std::error::Error>> {
+fn run(
+    bootstrap: &str,
+    name: &str,
+    events: &str,
+    handler_ms: Option<u64>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let events = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -59,7 +74,10 @@ fn run(bootstrap: &str, name: &str, events: &str) -> Result<(), Box<dyn std::err
             .header_str("task-id")
             .and_then(|t| t.parse().ok())
             .unwrap_or(0);
-        let (outcome, said) = if task.is_multiple_of(17) {
+        let (outcome, said) = if let Some(ms) = handler_ms {
+            std::thread::sleep(Duration::from_millis(ms));
+            (Outcome::Success, "ok")
+        } else if task.is_multiple_of(17) {
             let poison = Failure::new("Poison", format!("task {task}"));
             (Outcome::Permanent(poison), "poison")
         } else if attempt <= task % 4 {
@@ -82,6 +100,7 @@ fn run(bootstrap: &str, name: &str, events: &str) -> Result<(), Box<dyn std::err
         outcome
     };
     let mut refused = 0;
+    let mut owned = Vec::new();
     loop {
         let poll = worker.poll_once(&mut handler)?;
         if let Some(e) = failed_write.take() {
@@ -95,6 +114,14 @@ fn run(bootstrap: &str, name: &str, events: &str) -> Result<(), Box<dyn std::err
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
             writeln!(&events, "{nanos} {name} - - - - refused")?;
+        }
+        if worker.owned() != owned {
+            owned = worker.owned();
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let list: Vec<String> = owned.iter().map(u32::to_string).collect();
+            writeln!(&events, "{nanos} {name} - - - - owns {}", list.join(","))?;
         }
         if poll.handled == 0 {
             std::thread::sleep(Duration::from_millis(10));

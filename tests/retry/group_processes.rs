@@ -18,6 +18,12 @@ use logd_client::{Client, Remote};
 use logd_retry::{Headers, IdempotentAppender, OutRecord, Transport};
 use rdkafka::mocking::{MockCluster, MockCoordinator};
 
+use super::read_through;
+
+#[path = "../support/serve_logd.rs"]
+mod serve_logd;
+use serve_logd::serve_logd;
+
 const PARTITIONS: i32 = 6;
 const TASKS: u32 = 600;
 const KEYS: u32 = 60;
@@ -28,7 +34,8 @@ const TOPICS: [&str; 4] = [
     "tasks.dlq",
 ];
 
-/// One handler call, or a refused commit (`outcome` "refused"), as a worker wrote it.
+/// One handler call, a refused commit (`outcome` "refused") or a change of the partitions a
+/// worker owns (`outcome` "owns", the list in `owns`), as a worker wrote it.
 #[derive(Debug, Clone)]
 struct Event {
     at: u128,
@@ -37,6 +44,7 @@ struct Event {
     key: String,
     attempt: u32,
     outcome: String,
+    owns: String,
 }
 
 fn events(dir: &Path) -> Vec<Event> {
@@ -49,7 +57,17 @@ fn events(dir: &Path) -> Vec<Event> {
         for line in std::fs::read_to_string(&path).unwrap().lines() {
             let f: Vec<&str> = line.split(' ').collect();
             // A line a SIGKILL cut short is not an event the worker finished writing.
-            let [at, worker, task, key, _partition, attempt, outcome, ..] = f[..] else {
+            let [
+                at,
+                worker,
+                task,
+                key,
+                _partition,
+                attempt,
+                outcome,
+                ref rest @ ..,
+            ] = f[..]
+            else {
                 continue;
             };
             all.push(Event {
@@ -59,6 +77,7 @@ fn events(dir: &Path) -> Vec<Event> {
                 key: key.to_owned(),
                 attempt: attempt.parse().unwrap_or(0),
                 outcome: outcome.to_owned(),
+                owns: rest.first().map_or_else(String::new, |o| (*o).to_owned()),
             });
         }
     }
@@ -74,21 +93,6 @@ fn worker(bootstrap: &str, name: &str, dir: &Path) -> Child {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn a group worker")
-}
-
-/// Every record of `topic`, through the client.
-fn read_all(remote: &mut Remote, topic: &str) -> Vec<logd_retry::Message> {
-    let mut out = Vec::new();
-    for partition in 0..PARTITIONS as u32 {
-        let mut at = 0;
-        loop {
-            let batch = remote.fetch(topic, partition, at).unwrap();
-            let Some(last) = batch.last() else { break };
-            at = last.offset + 1;
-            out.extend(batch);
-        }
-    }
-    out
 }
 
 fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
@@ -123,7 +127,7 @@ fn workers_as_processes_share_a_cluster_group_survive_a_sigkill_and_lose_nothing
 #[test]
 fn workers_as_processes_share_a_logd_group_survive_a_sigkill_and_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let addr = serve_logd(dir.path());
+    let addr = serve_logd(dir.path()).unwrap();
     // The workers create the tiers and the dead-letter topic themselves here.
     Client::connect(&addr)
         .unwrap()
@@ -132,39 +136,25 @@ fn workers_as_processes_share_a_logd_group_survive_a_sigkill_and_lose_nothing() 
     scenario(&addr);
 }
 
-/// logd's broker over a fresh engine on a free port, served in this process on a runtime of
-/// its own; its address.
-fn serve_logd(dir: &Path) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let broker = std::sync::Arc::new(logd_kafka::Broker::new(
-        logd::Log::open(dir, logd::Config::default()).unwrap(),
-        logd_kafka::BrokerConfig::default(),
-    ));
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let listener = logd_kafka::Listener {
-                socket: tokio::net::TcpListener::from_std(listener).unwrap(),
-                config: logd_kafka::ListenerConfig::plaintext("127.0.0.1", addr.port()),
-            };
-            let limits = logd_kafka::ConnectionLimits::default();
-            let forever = std::future::pending::<()>();
-            logd_kafka::serve(broker, vec![listener], limits, forever).await
-        })
-    });
-    addr.to_string()
-}
-
 /// Three worker processes on the tasks of `bootstrap`, one killed, one added, then the checks.
 fn scenario(first: &str) {
     let dir = tempfile::tempdir().unwrap();
     let mut remote = Remote::new(Client::connect(first).unwrap());
+    let events_dir = dir.path().to_path_buf();
+    let mut a = worker(first, "a", dir.path());
+    let mut b = worker(first, "b", dir.path());
+    let mut c = worker(first, "c", dir.path());
+    // The tasks go out once the three share the partitions, so each has work when b dies.
+    let owning = |dir: &PathBuf| {
+        let mut owns: BTreeMap<String, String> = BTreeMap::new();
+        for e in events(dir).into_iter().filter(|e| e.outcome == "owns") {
+            owns.insert(e.worker, e.owns);
+        }
+        owns.values().filter(|o| !o.is_empty()).count()
+    };
+    wait_until("a, b and c own partitions", Duration::from_secs(90), || {
+        owning(&events_dir) == 3
+    });
     let mut appender = IdempotentAppender::new();
     for task in 0..TASKS {
         let key = task % KEYS;
@@ -178,8 +168,6 @@ fn scenario(first: &str) {
             .send(&mut remote, "tasks", key % PARTITIONS as u32, &record)
             .unwrap();
     }
-
-    let events_dir = dir.path().to_path_buf();
     let processed = |dir: &PathBuf| {
         events(dir)
             .iter()
@@ -188,13 +176,14 @@ fn scenario(first: &str) {
             .collect::<BTreeSet<u32>>()
             .len() as u32
     };
-    let mut a = worker(first, "a", dir.path());
-    let mut b = worker(first, "b", dir.path());
-    let mut c = worker(first, "c", dir.path());
     wait_until(
-        "a fifth of the tasks are processed",
+        "a fifth of the tasks are processed, some by b",
         Duration::from_secs(90),
-        || processed(&events_dir) >= TASKS / 5,
+        || {
+            let all = events(&events_dir);
+            all.iter().filter(|e| e.outcome == "ok").count() as u32 >= TASKS / 5
+                && all.iter().any(|e| e.worker == "b" && e.outcome == "ok")
+        },
     );
     b.kill().unwrap();
     b.wait().unwrap();
@@ -205,7 +194,7 @@ fn scenario(first: &str) {
         "every task is processed or dead-lettered",
         Duration::from_secs(180),
         || {
-            let dead: BTreeSet<String> = read_all(&mut remote, "tasks.dlq")
+            let dead: BTreeSet<String> = read_through(&mut remote, "tasks.dlq", PARTITIONS as u32)
                 .iter()
                 .filter_map(|m| m.header_str("task-id").map(str::to_owned))
                 .collect();
@@ -219,8 +208,11 @@ fn scenario(first: &str) {
     }
 
     let all = events(&events_dir);
-    let handled: Vec<&Event> = all.iter().filter(|e| e.outcome != "refused").collect();
-    let dead: Vec<u32> = read_all(&mut remote, "tasks.dlq")
+    let handled: Vec<&Event> = all
+        .iter()
+        .filter(|e| matches!(e.outcome.as_str(), "ok" | "retry" | "poison"))
+        .collect();
+    let dead: Vec<u32> = read_through(&mut remote, "tasks.dlq", PARTITIONS as u32)
         .iter()
         .map(|m| m.header_str("task-id").unwrap().parse().unwrap())
         .collect();

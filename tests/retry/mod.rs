@@ -62,9 +62,18 @@ pub(crate) fn produce_keyed(log: &Log, id: u32, key: &str, partition: u32) {
 
 /// Every record of `topic`.
 pub(crate) fn read_all(log: &Log, topic: &str) -> Vec<Message> {
-    let mut transport = Embedded::new(log.clone());
+    let partitions = log.partition_count(topic).unwrap();
+    read_through(&mut Embedded::new(log.clone()), topic, partitions)
+}
+
+/// Every record of `topic`'s `partitions` partitions, through `transport`.
+pub(crate) fn read_through(
+    transport: &mut impl Transport,
+    topic: &str,
+    partitions: u32,
+) -> Vec<Message> {
     let mut out = Vec::new();
-    for partition in 0..log.partition_count(topic).unwrap() {
+    for partition in 0..partitions {
         let mut at = 0;
         loop {
             let batch = transport.fetch(topic, partition, at).unwrap();
