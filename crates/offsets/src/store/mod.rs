@@ -1,7 +1,9 @@
 //! [`OffsetStore`]: the durable map (group, topic, partition) → committed offset.
 //!
 //! Files in the store's directory:
-//! - `offsets-<generation, 20 digits>.log`: frames of [`Entry`], appended and fsynced per call.
+//! - `offsets-<generation, 20 digits>.log`: frames of [`Entry`], appended; a call returns once
+//!   an fsync covered its frame. Calls that arrive while an fsync runs share the next one
+//!   (group commit), so many committing consumers cost one fsync per round, not one each.
 //! - `offsets.snapshot`: one frame holding every offset plus the generation of the first log
 //!   not folded into it; replaced atomically (temp, fsync, rename, fsync directory).
 //!
@@ -9,12 +11,12 @@
 //! torn frame at the end of the last log is cut (its commit was never acknowledged); a bad
 //! frame anywhere else is [`Error::Corrupted`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use logd_storage::{DirLock, RealFs, Storage, StorageFile};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -82,6 +84,8 @@ pub struct OffsetStore {
     storage: Arc<dyn Storage>,
     config: OffsetStoreConfig,
     inner: Mutex<Inner>,
+    /// Woken when an fsync ends (or fails), for the calls waiting for theirs.
+    synced: Condvar,
     _lock: DirLock,
 }
 
@@ -91,7 +95,15 @@ struct Inner {
     generation: u64,
     log: Arc<dyn StorageFile>,
     log_path: PathBuf,
+    /// Bytes written to the current log.
     log_len: u64,
+    /// Bytes of the current log an fsync covered.
+    synced_len: u64,
+    /// Whether a call is fsyncing the log now (outside the lock).
+    syncing: bool,
+    /// Entries written but not yet covered by an fsync, in log order, each with the log's
+    /// length after it: applied to `groups` (so visible to readers) once durable.
+    unsynced: VecDeque<(u64, Entry)>,
     poisoned: bool,
 }
 
@@ -128,6 +140,7 @@ impl OffsetStore {
             storage,
             config,
             inner: Mutex::new(inner),
+            synced: Condvar::new(),
             _lock: lock,
         })
     }
@@ -222,38 +235,78 @@ impl OffsetStore {
         })
     }
 
+    /// Appends `entry` and returns once an fsync covered it, and it is applied. The first call
+    /// to find no fsync running starts one, outside the lock, for everything written so far;
+    /// calls that write meanwhile wait for the next. A failed write or fsync poisons the store
+    /// (never retried: a failed fsync may have dropped the pages it was flushing), and every
+    /// call still waiting fails with it.
     fn write(&self, entry: Entry) -> Result<()> {
         let mut inner = self.inner.lock();
         if inner.poisoned {
-            return Err(Error::Poisoned {
-                dir: self.dir.clone(),
-            });
+            return Err(self.poisoned());
         }
         let bytes = frame::encode(&entry);
-        let result = inner
+        let written = inner
             .log
             .write_all_at(&bytes, inner.log_len)
-            .map_err(Error::io("write", &inner.log_path))
-            .and_then(|()| {
-                inner
-                    .log
-                    .sync_data()
-                    .map_err(Error::io("fsync", &inner.log_path))
-            });
-        if let Err(e) = result {
-            // Never retry: a failed fsync may have dropped the pages it was flushing.
+            .map_err(Error::io("write", &inner.log_path));
+        if let Err(e) = written {
             inner.poisoned = true;
             return Err(e);
         }
         inner.log_len += bytes.len() as u64;
-        apply(&mut inner.groups, entry);
-        if inner.log_len >= self.config.snapshot_after_bytes
-            && let Err(e) = self.snapshot(&mut inner)
+        let (end, generation) = (inner.log_len, inner.generation);
+        inner.unsynced.push_back((end, entry));
+        loop {
+            if inner.poisoned {
+                return Err(self.poisoned());
+            }
+            // A new generation starts only once everything written before it is applied.
+            if inner.generation != generation || inner.synced_len >= end {
+                return Ok(());
+            }
+            if inner.syncing {
+                self.synced.wait(&mut inner);
+                continue;
+            }
+            inner.syncing = true;
+            let (target, log) = (inner.log_len, inner.log.clone());
+            let synced = MutexGuard::unlocked(&mut inner, || log.sync_data());
+            inner.syncing = false;
+            let result = synced
+                .map_err(Error::io("fsync", &inner.log_path))
+                .and_then(|()| self.durable_through(&mut inner, target));
+            self.synced.notify_all();
+            if let Err(e) = result {
+                inner.poisoned = true;
+                return Err(e);
+            }
+        }
+    }
+
+    /// After an fsync covered the log up to `target`: applies what it made durable, in log
+    /// order, and folds the log into a snapshot once it is big and nothing waits.
+    fn durable_through(&self, inner: &mut Inner, target: u64) -> Result<()> {
+        inner.synced_len = inner.synced_len.max(target);
+        while inner
+            .unsynced
+            .front()
+            .is_some_and(|(end, _)| *end <= target)
         {
-            inner.poisoned = true;
-            return Err(e);
+            if let Some((_, entry)) = inner.unsynced.pop_front() {
+                apply(&mut inner.groups, entry);
+            }
+        }
+        if inner.log_len >= self.config.snapshot_after_bytes && inner.unsynced.is_empty() {
+            self.snapshot(inner)?;
         }
         Ok(())
+    }
+
+    fn poisoned(&self) -> Error {
+        Error::Poisoned {
+            dir: self.dir.clone(),
+        }
     }
 
     /// Folds everything into a new snapshot and starts an empty log. Order: the new log exists
@@ -285,6 +338,7 @@ impl OffsetStore {
         inner.log = new_log;
         inner.log_path = new_path;
         inner.log_len = 0;
+        inner.synced_len = 0;
         Ok(())
     }
 }
@@ -426,6 +480,9 @@ fn recover(storage: &dyn Storage, dir: &Path) -> Result<Inner> {
         log,
         log_path,
         log_len,
+        synced_len: log_len,
+        syncing: false,
+        unsynced: VecDeque::new(),
         poisoned: false,
     })
 }
