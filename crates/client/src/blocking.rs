@@ -206,6 +206,17 @@ impl Client {
         self.runtime.block_on(self.inner.committed_offsets(group))
     }
 
+    /// The offset `group` committed in `topic`'s `partition`, if any.
+    pub fn committed_offset(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Option<i64>> {
+        self.runtime
+            .block_on(self.inner.committed_offset(group, topic, partition))
+    }
+
     /// Commits `offsets` (topic, partition, next offset to read) for `group` from outside it;
     /// the broker refuses this while the group has members.
     pub fn commit_offsets(&mut self, group: &str, offsets: &[(String, i32, i64)]) -> Result<()> {

@@ -5,6 +5,7 @@
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
     ApiKey, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
     DescribeGroupsResponse, GroupId, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
@@ -123,9 +124,37 @@ impl AsyncClient {
 
     /// Every offset `group` has committed: (topic, partition, offset), sorted.
     pub async fn committed_offsets(&mut self, group: &str) -> Result<Vec<(String, i32, i64)>> {
+        // No topics: every partition with a commit.
+        self.fetch_committed(group, None).await
+    }
+
+    /// The offset `group` committed in `topic`'s `partition`, if any (asking for that
+    /// partition only, as consumers do).
+    pub async fn committed_offset(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Option<i64>> {
+        let mut wanted = OffsetFetchRequestTopic::default();
+        wanted.name = TopicName(StrBytes::from_string(topic.to_owned()));
+        wanted.partition_indexes = vec![partition];
+        let found = self.fetch_committed(group, Some(vec![wanted])).await?;
+        Ok(found
+            .into_iter()
+            .find(|(t, p, _)| t == topic && *p == partition)
+            .map(|(_, _, offset)| offset))
+    }
+
+    /// OffsetFetch for `topics` (`None`: all) of `group`: (topic, partition, offset), sorted.
+    async fn fetch_committed(
+        &mut self,
+        group: &str,
+        topics: Option<Vec<OffsetFetchRequestTopic>>,
+    ) -> Result<Vec<(String, i32, i64)>> {
         let mut request = OffsetFetchRequest::default();
         request.group_id = group_id(group);
-        request.topics = None; // every partition with a commit
+        request.topics = topics;
         let response: OffsetFetchResponse = self
             .routed(
                 Route::Coordinator(group),

@@ -105,11 +105,9 @@ impl Transport for Remote {
     }
 
     fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>> {
-        let offsets = self.client.committed_offsets(group).map_err(remote)?;
-        Ok(offsets
-            .into_iter()
-            .find(|(t, p, _)| t == topic && *p == partition as i32)
-            .map(|(_, _, offset)| offset))
+        self.client
+            .committed_offset(group, topic, partition as i32)
+            .map_err(remote)
     }
 
     fn commit(&mut self, group: &str, topic: &str, partition: u32, offset: i64) -> Result<()> {

@@ -2,13 +2,14 @@
 //! cluster, in the test process): bootstrapped from the broker that leads nothing, `produce`
 //! puts each keyed record on the partition its key hashes to through that partition's leader,
 //! `consume` and `replay` (every partition, one partition, a range, `--into`) read through the
-//! leaders, and a leader moved between commands is followed.
+//! leaders, a leader moved between commands is followed, and `dlq list|show|replay` keep the
+//! dead-letter position in a group coordinated by another broker.
 //!
 //! The mock cluster answers neither CreateTopics, DeleteTopics, ListGroups nor DescribeGroups,
 //! so `topics create|delete` and `groups` are covered by the client's routing tests
 //! (`crates/kafka/tests/cluster.rs`) rather than end to end here.
 
-use rdkafka::mocking::MockCluster;
+use rdkafka::mocking::{MockCluster, MockCoordinator};
 use rdkafka::producer::DefaultProducerContext;
 
 use super::logd;
@@ -16,17 +17,21 @@ use super::logd;
 const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 6;
 
-/// Three brokers; `orders` and `copy` with six partitions each, led by brokers 1 and 2;
+/// Three brokers; `orders`, `copy` and `orders.dlq` with six partitions each, led by brokers
+/// 1 and 2, and the dead-letter position's group coordinated by broker 3;
 /// returns the cluster and the address of broker 3, which leads nothing.
 fn cluster() -> (MockCluster<'static, DefaultProducerContext>, String) {
     let mock = MockCluster::new(3).unwrap();
-    for topic in [TOPIC, "copy"] {
+    for topic in [TOPIC, "copy", "orders.dlq"] {
         mock.create_topic(topic, PARTITIONS, 1).unwrap();
         for partition in 0..PARTITIONS {
             mock.partition_leader(topic, partition, Some(1 + partition % 2))
                 .unwrap();
         }
     }
+    // The dead-letter position's group is coordinated by broker 3.
+    mock.coordinator(MockCoordinator::Group("logd-dlq-replay".into()), 3)
+        .unwrap();
     use rdkafka::consumer::{BaseConsumer, Consumer};
     let client: BaseConsumer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", mock.bootstrap_servers())
@@ -159,4 +164,42 @@ fn produce_consume_and_replay_go_through_each_partitions_leader_on_a_cluster() {
     expected.push("after the move");
     expected.sort();
     assert_eq!(values, expected);
+
+    // Two dead letters of partition 1, as a retry worker writes them (the headers that say
+    // where they came from and why), listed, shown and replayed to their partition.
+    let headers = [
+        "-H",
+        "logd.dlq.original.topic=orders",
+        "-H",
+        "logd.dlq.original.partition=1",
+        "-H",
+        "logd.dlq.reason=poison",
+    ];
+    let mut args = vec![
+        "produce",
+        "--bootstrap",
+        &broker3,
+        "-t",
+        "orders.dlq",
+        "-p",
+        "4",
+    ];
+    args.extend_from_slice(&headers);
+    ok(&args, "dead-1\ndead-2\n");
+    let dlq = |extra: &[&str]| {
+        let mut args = vec!["dlq", "--bootstrap", &broker3];
+        args.extend_from_slice(extra);
+        ok(&args, "")
+    };
+    let listed = dlq(&["list", "orders.dlq"]);
+    assert_eq!(listed.matches("poison").count(), 2, "{listed}");
+    let shown = dlq(&["show", "orders.dlq", "--partition", "4", "--offset", "1"]);
+    assert!(shown.contains("value: dead-2"), "{shown}");
+    let replayed = dlq(&["replay", "orders.dlq"]);
+    assert!(replayed.contains("replayed 2 of 2"), "{replayed}");
+    let listed = dlq(&["list", "orders.dlq"]);
+    assert_eq!(listed.matches("poison").count(), 0, "{listed}");
+    let one = consume(&["-p", "1", "-o", "-2"]);
+    let values: Vec<&str> = one.iter().map(|r| r.3.as_str()).collect();
+    assert_eq!(values, ["dead-1", "dead-2"]);
 }
