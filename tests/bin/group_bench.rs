@@ -77,6 +77,7 @@ fn round(records: usize, handler_ms: u64, workers: usize) -> Result<f64, String>
                 .arg(&addr)
                 .arg(format!("w{w}"))
                 .arg(dir.path().join(format!("w{w}.events")))
+                .arg("--handler-ms")
                 .arg(handler_ms.to_string())
                 .spawn()
                 .map_err(|e| format!("{}: {e}", worker_bin.display()))

@@ -8,10 +8,13 @@
 //! partitions it owns change, `NANOS NAME - - - - owns 0,3`. A line is in the page cache once
 //! written, so a SIGKILL after it keeps it.
 //!
-//! With HANDLER_MS (the scaling benchmark, `benches/retry_scale.sh`), every record succeeds
-//! after the handler sleeps that long, as a handler waiting on a service would.
+//! Options: `--handler-ms N` (the scaling benchmark, `benches/retry_scale.sh`): every record
+//! succeeds after the handler sleeps that long, as a handler waiting on a service would;
+//! `--commit-before-append`: the deliberately broken order the checker must catch;
+//! `--crash-at-append N`: the process SIGKILLs itself as its Nth append of a copy starts (after
+//! the commit under the broken order, before it under the right one).
 //!
-//! Usage: `logd-group-worker BOOTSTRAP NAME EVENTS [HANDLER_MS]`
+//! Usage: `logd-group-worker BOOTSTRAP NAME EVENTS [OPTIONS]`
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,22 +22,45 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use logd_client::{Client, ClientSecurity, GroupRemote};
 use logd_retry::{
-    Failure, Headers, Jitter, Message, Ordering, Outcome, RetryConfig, RetryPolicy, RetryWorker,
+    CommitOrder, Failure, Headers, Jitter, Message, Ordering, Outcome, Ownership, Result,
+    RetryConfig, RetryPolicy, RetryWorker, Transport,
 };
+
+/// What the options ask for.
+#[derive(Default)]
+struct Options {
+    handler_ms: Option<u64>,
+    commit_before_append: bool,
+    crash_at_append: Option<u64>,
+}
+
+fn options(args: &[String]) -> Option<Options> {
+    let mut options = Options::default();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--handler-ms" => options.handler_ms = Some(args.next()?.parse().ok()?),
+            "--commit-before-append" => options.commit_before_append = true,
+            "--crash-at-append" => options.crash_at_append = Some(args.next()?.parse().ok()?),
+            _ => return None,
+        }
+    }
+    Some(options)
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let (bootstrap, name, events, handler_ms) = match &args[..] {
-        [_, bootstrap, name, events] => (bootstrap, name, events, None),
-        [_, bootstrap, name, events, ms] if ms.parse::<u64>().is_ok() => {
-            (bootstrap, name, events, ms.parse().ok())
+    let parsed = match &args[..] {
+        [_, bootstrap, name, events, rest @ ..] => {
+            options(rest).map(|options| (bootstrap, name, events, options))
         }
-        _ => {
-            eprintln!("usage: logd-group-worker BOOTSTRAP NAME EVENTS [HANDLER_MS]");
-            return ExitCode::from(2);
-        }
+        _ => None,
     };
-    match run(bootstrap, name, events, handler_ms) {
+    let Some((bootstrap, name, events, options)) = parsed else {
+        eprintln!("usage: logd-group-worker BOOTSTRAP NAME EVENTS [OPTIONS]");
+        return ExitCode::from(2);
+    };
+    match run(bootstrap, name, events, &options) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{name}: {e}");
@@ -43,11 +69,88 @@ fn main() -> ExitCode {
     }
 }
 
+/// A transport that kills its own process (SIGKILL: no cleanup, as a crash) when its Nth
+/// append starts.
+struct CrashAtAppend<T> {
+    inner: T,
+    appends: u64,
+    crash_at: Option<u64>,
+}
+
+impl<T: Transport> Transport for CrashAtAppend<T> {
+    fn now_ms(&self) -> i64 {
+        self.inner.now_ms()
+    }
+
+    fn ensure_topic(&mut self, topic: &str, partitions: u32, retention: Option<i64>) -> Result<()> {
+        self.inner.ensure_topic(topic, partitions, retention)
+    }
+
+    fn partition_count(&mut self, topic: &str) -> Result<u32> {
+        self.inner.partition_count(topic)
+    }
+
+    fn owned_partitions(
+        &mut self,
+        group: &str,
+        topics: &[String],
+        partitions: u32,
+    ) -> Result<Ownership> {
+        self.inner.owned_partitions(group, topics, partitions)
+    }
+
+    fn fetch(&mut self, topic: &str, partition: u32, offset: i64) -> Result<Vec<Message>> {
+        self.inner.fetch(topic, partition, offset)
+    }
+
+    fn append(&mut self, topic: &str, partition: u32, batch: Vec<u8>) -> Result<i64> {
+        self.appends += 1;
+        if self.crash_at == Some(self.appends) {
+            crash();
+        }
+        self.inner.append(topic, partition, batch)
+    }
+
+    fn init_producer_id(&mut self) -> Result<i64> {
+        self.inner.init_producer_id()
+    }
+
+    fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>> {
+        self.inner.committed(group, topic, partition)
+    }
+
+    fn commit(&mut self, group: &str, topic: &str, partition: u32, offset: i64) -> Result<()> {
+        self.inner.commit(group, topic, partition, offset)
+    }
+
+    fn marker(&mut self) -> u64 {
+        self.inner.marker()
+    }
+
+    fn wait(&mut self, marker: u64, timeout: Duration) {
+        self.inner.wait(marker, timeout);
+    }
+}
+
+/// SIGKILLs this process.
+#[allow(
+    unsafe_code,
+    reason = "kill(2) is a system call libc exposes only as unsafe FFI"
+)]
+fn crash() -> ! {
+    // SAFETY: kill with this process's own id and SIGKILL touches no memory of ours.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    // SIGKILL to oneself is delivered before kill(2) returns; abort if it somehow is not.
+    std::process::abort()
+}
+
 fn run(
     bootstrap: &str,
     name: &str,
     events: &str,
-    handler_ms: Option<u64>,
+    options: &Options,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let events = std::fs::OpenOptions::new()
         .create(true)
@@ -55,7 +158,11 @@ fn run(
         .open(events)?;
     let security = ClientSecurity::default();
     let client = Client::connect_with(bootstrap, &security)?;
-    let transport = GroupRemote::new(client, bootstrap, &security)?;
+    let transport = CrashAtAppend {
+        inner: GroupRemote::new(client, bootstrap, &security)?,
+        appends: 0,
+        crash_at: options.crash_at_append,
+    };
     let config = RetryConfig {
         ordering: Ordering::PerKey,
         policy: RetryPolicy {
@@ -65,6 +172,10 @@ fn run(
             jitter: Jitter::Full,
         },
         tiers: vec![Duration::from_millis(50), Duration::from_millis(200)],
+        commit_order: match options.commit_before_append {
+            true => CommitOrder::BeforeAppend,
+            false => CommitOrder::AfterAppend,
+        },
         ..RetryConfig::new("workers", "tasks")
     };
     let mut worker = RetryWorker::new(transport, config, None)?;
@@ -74,7 +185,7 @@ fn run(
             .header_str("task-id")
             .and_then(|t| t.parse().ok())
             .unwrap_or(0);
-        let (outcome, said) = if let Some(ms) = handler_ms {
+        let (outcome, said) = if let Some(ms) = options.handler_ms {
             std::thread::sleep(Duration::from_millis(ms));
             (Outcome::Success, "ok")
         } else if task.is_multiple_of(17) {

@@ -1,12 +1,13 @@
 //! Retry workers as processes in one group, on a Kafka cluster of three brokers (librdkafka's
 //! mock cluster, in this process; the group's coordinator on a broker that leads nothing of
 //! the topics) and on logd (its broker, in this process): three workers share a 6-partition
-//! source under the seed scenario's rules
-//! (transient failures, poison records, several tasks per key), one is SIGKILLed mid-run and
-//! one joins later. Afterwards every task is processed or dead-lettered as its rule says (none
+//! source under the seed scenario's rules (transient failures, poison records, several tasks
+//! per key), one is SIGKILLed mid-run (from outside, or by itself as an append starts) and one
+//! joins later. Afterwards every task is processed or dead-lettered as its rule says (none
 //! lost), the handler ran at most a tenth more often than the rules need (what the run's few
 //! disruptions repeat: Kafka's at-least-once), no record is handled more than the maximum
 //! attempts, each key's tasks were first processed in order, and every worker took a share.
+//! The same checker catches workers that commit before they append, when one dies in between.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -85,11 +86,12 @@ fn events(dir: &Path) -> Vec<Event> {
     all
 }
 
-fn worker(bootstrap: &str, name: &str, dir: &Path) -> Child {
+fn worker(bootstrap: &str, name: &str, dir: &Path, options: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_logd-group-worker"))
         .arg(bootstrap)
         .arg(name)
         .arg(dir.join(format!("{name}.events")))
+        .args(options)
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn a group worker")
@@ -121,29 +123,68 @@ fn workers_as_processes_share_a_cluster_group_survive_a_sigkill_and_lose_nothing
     mock.coordinator(MockCoordinator::Group("workers".into()), 3)
         .unwrap();
     let bootstrap = mock.bootstrap_servers();
-    scenario(bootstrap.split(',').next().unwrap());
+    let first = bootstrap.split(',').next().unwrap();
+    let checked = scenario(first, Variant::KilledFromOutside);
+    checked.unwrap_or_else(|problem| panic!("{problem}"));
 }
 
 #[test]
 fn workers_as_processes_share_a_logd_group_survive_a_sigkill_and_lose_nothing() {
+    let (_dir, addr) = logd_with_tasks();
+    // b dies as in the broken variant below, as its tenth append of a copy starts: here that
+    // is before the record's commit, so the record is handled again, not lost.
+    scenario(&addr, Variant::CrashAtAppend).unwrap_or_else(|problem| panic!("{problem}"));
+}
+
+#[test]
+fn the_checker_catches_workers_that_commit_before_they_append() {
+    let (_dir, addr) = logd_with_tasks();
+    let problem = scenario(&addr, Variant::CommitBeforeAppend)
+        .expect_err("b's crash between a commit and its append loses a record");
+    assert!(problem.contains("lost"), "{problem}");
+}
+
+/// logd's broker in this process with the source topic (the workers create the tiers and the
+/// dead-letter topic themselves); its directory and address.
+fn logd_with_tasks() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let addr = serve_logd(dir.path()).unwrap();
-    // The workers create the tiers and the dead-letter topic themselves here.
     Client::connect(&addr)
         .unwrap()
         .create_topic("tasks", PARTITIONS, &[])
         .unwrap();
-    scenario(&addr);
+    (dir, addr)
 }
 
-/// Three worker processes on the tasks of `bootstrap`, one killed, one added, then the checks.
-fn scenario(first: &str) {
+/// How the workers run and b dies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// As shipped; b is SIGKILLed from outside once it has handled some records.
+    KilledFromOutside,
+    /// As shipped; b SIGKILLs itself as its tenth append of a copy starts.
+    CrashAtAppend,
+    /// Every worker commits before it appends (deliberately wrong), and b kills itself as its
+    /// tenth append of a copy starts: after that record's commit.
+    CommitBeforeAppend,
+}
+
+/// Three worker processes on the tasks of `bootstrap`, one killed, one added; then the checks:
+/// what they found wrong, if anything.
+fn scenario(first: &str, variant: Variant) -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let mut remote = Remote::new(Client::connect(first).unwrap());
     let events_dir = dir.path().to_path_buf();
-    let mut a = worker(first, "a", dir.path());
-    let mut b = worker(first, "b", dir.path());
-    let mut c = worker(first, "c", dir.path());
+    let (options, b_options): (&[&str], &[&str]) = match variant {
+        Variant::KilledFromOutside => (&[], &[]),
+        Variant::CrashAtAppend => (&[], &["--crash-at-append", "10"]),
+        Variant::CommitBeforeAppend => (
+            &["--commit-before-append"],
+            &["--commit-before-append", "--crash-at-append", "10"],
+        ),
+    };
+    let mut a = worker(first, "a", dir.path(), options);
+    let mut b = worker(first, "b", dir.path(), b_options);
+    let mut c = worker(first, "c", dir.path(), options);
     // The tasks go out once the three share the partitions, so each has work when b dies.
     let owning = |dir: &PathBuf| {
         let mut owns: BTreeMap<String, String> = BTreeMap::new();
@@ -177,29 +218,43 @@ fn scenario(first: &str) {
             .len() as u32
     };
     wait_until(
-        "a fifth of the tasks are processed, some by b",
+        "a fifth of the tasks are processed, and b handled some",
         Duration::from_secs(90),
         || {
             let all = events(&events_dir);
             all.iter().filter(|e| e.outcome == "ok").count() as u32 >= TASKS / 5
-                && all.iter().any(|e| e.worker == "b" && e.outcome == "ok")
+                && all.iter().any(|e| e.worker == "b" && e.task != u32::MAX)
         },
     );
-    b.kill().unwrap();
+    if variant == Variant::KilledFromOutside {
+        b.kill().unwrap();
+    }
     b.wait().unwrap();
-    let mut d = worker(first, "d", dir.path());
+    let mut d = worker(first, "d", dir.path(), options);
     let expected_dead: BTreeSet<u32> = (0..TASKS).filter(|&t| !succeeds(t)).collect();
     let expected_processed = TASKS - expected_dead.len() as u32;
+    // Until every task is processed or dead-lettered, or nothing happened for a while after
+    // b's partitions moved (its session, 10 s, ran out): what is missing then is lost.
+    let (mut seen, mut changed) = (0, Instant::now());
+    let since_kill = Instant::now();
     wait_until(
-        "every task is processed or dead-lettered",
+        "every task is processed or dead-lettered, or the workers are idle",
         Duration::from_secs(180),
         || {
             let dead: BTreeSet<String> = read_through(&mut remote, "tasks.dlq", PARTITIONS as u32)
                 .iter()
                 .filter_map(|m| m.header_str("task-id").map(str::to_owned))
                 .collect();
+            let lines = events(&events_dir).len();
+            if lines != seen {
+                (seen, changed) = (lines, Instant::now());
+            }
             // Distinct tasks: a dead letter written twice must not stand in for a missing one.
-            processed(&events_dir) >= expected_processed && dead.len() >= expected_dead.len()
+            let done =
+                processed(&events_dir) >= expected_processed && dead.len() >= expected_dead.len();
+            let idle = since_kill.elapsed() > Duration::from_secs(20)
+                && changed.elapsed() > Duration::from_secs(5);
+            done || idle
         },
     );
     for child in [&mut a, &mut c, &mut d] {
@@ -217,22 +272,21 @@ fn scenario(first: &str) {
         .map(|m| m.header_str("task-id").unwrap().parse().unwrap())
         .collect();
     let dead_set: BTreeSet<u32> = dead.iter().copied().collect();
-    let lost: Vec<&u32> = expected_dead.difference(&dead_set).collect();
+    let missing: Vec<&u32> = expected_dead.difference(&dead_set).collect();
     let wrong: Vec<&u32> = dead_set.difference(&expected_dead).collect();
-    assert!(
-        lost.is_empty() && wrong.is_empty(),
-        "dead letters missing: {lost:?}; dead letters that should not be: {wrong:?}"
-    );
+    check(
+        missing.is_empty() && wrong.is_empty(),
+        format!("dead letters lost: {missing:?}; dead letters that should not be: {wrong:?}"),
+    )?;
     let mut successes: BTreeMap<u32, Vec<&Event>> = BTreeMap::new();
     for e in handled.iter().filter(|e| e.outcome == "ok") {
         successes.entry(e.task).or_default().push(e);
     }
     for task in 0..TASKS {
-        assert_eq!(
-            successes.contains_key(&task),
-            succeeds(task),
-            "task {task}: lost, or processed when it should have failed"
-        );
+        check(
+            successes.contains_key(&task) == succeeds(task),
+            format!("task {task}: lost, or processed when it should have failed"),
+        )?;
     }
     // Kafka's at-least-once: a record is handled again, and its copy written twice, only
     // when a rebalance refused the commit after its handling (the partition's next owner
@@ -251,18 +305,20 @@ fn scenario(first: &str) {
             (false, k) => k as usize + 1,
         })
         .sum();
-    assert!(
+    check(
         handled.len() <= expected_calls + expected_calls / 10,
-        "{} handler calls for {expected_calls} needed",
-        handled.len()
-    );
+        format!(
+            "{} handler calls for {expected_calls} needed",
+            handled.len()
+        ),
+    )?;
     eprintln!(
         "{} handler calls for {expected_calls} needed; {refusals} refused commits and a kill; \
          {processed_twice} tasks processed twice, {dead_twice} dead letters written twice",
         handled.len(),
     );
-    let most = all.iter().map(|e| e.attempt).max().unwrap();
-    assert!(most <= 3, "an attempt {most} beyond the maximum");
+    let most = all.iter().map(|e| e.attempt).max().unwrap_or(0);
+    check(most <= 3, format!("an attempt {most} beyond the maximum"))?;
     // Each key's tasks were first processed in the order they were produced.
     let mut by_key: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     let mut first_success: Vec<&Event> = successes.values().map(|by| by[0]).collect();
@@ -271,9 +327,20 @@ fn scenario(first: &str) {
         by_key.entry(e.key.as_str()).or_default().push(e.task);
     }
     for (key, tasks) in &by_key {
-        assert!(tasks.is_sorted(), "{key}: processed in the order {tasks:?}");
+        check(
+            tasks.is_sorted(),
+            format!("{key}: processed in the order {tasks:?}"),
+        )?;
     }
     // Everyone took a share: the three first ones, and the one that joined after the kill.
     let workers: BTreeSet<&str> = all.iter().map(|e| e.worker.as_str()).collect();
-    assert_eq!(workers, BTreeSet::from(["a", "b", "c", "d"]));
+    check(
+        workers == BTreeSet::from(["a", "b", "c", "d"]),
+        format!("workers that handled records: {workers:?}"),
+    )
+}
+
+/// `Ok` if `holds`, else the problem.
+fn check(holds: bool, problem: String) -> Result<(), String> {
+    if holds { Ok(()) } else { Err(problem) }
 }
