@@ -1,12 +1,23 @@
 //! The client against a Kafka cluster of three brokers (librdkafka's mock cluster, in this
 //! process): produce, fetch and offsets go to each partition's leader, group calls to the
 //! group's coordinator, whichever broker the client bootstrapped from; a leader that moves
-//! mid-run is followed; a broker that goes away ends a call with a clear error within the
-//! client's retry time, never a hang.
+//! mid-run is followed; a broker that goes away, or a leader the metadata does not list, ends
+//! a call with a clear error within the client's retry time, never a hang.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, MetadataResponse, RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use logd_client::{AsyncClient, Error as ClientError};
 use logd_storage::batch::{BatchBuilder, Compression, Record};
 use rdkafka::mocking::{MockCluster, MockCoordinator};
@@ -171,4 +182,79 @@ fn a_leader_that_goes_away_ends_the_call_with_an_error_not_a_hang() {
             "{said}"
         );
     });
+}
+
+#[test]
+fn a_leader_the_metadata_does_not_list_ends_the_call_with_an_error_not_a_hang() {
+    // A "cluster" of two brokers (both this listener) whose Metadata names broker 7 as the
+    // leader of orders-0.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || answer_with_an_unknown_leader(stream, port));
+        }
+    });
+    runtime().block_on(async {
+        let mut client = AsyncClient::connect(&format!("127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let error = client.produce(TOPIC, 0, batch("x")).await.unwrap_err();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(30), "{took:?}");
+        let said = error.to_string();
+        assert!(
+            said.contains("broker 7, which the cluster's metadata does not list")
+                && said.contains("LEADER_NOT_AVAILABLE"),
+            "{said}"
+        );
+    });
+}
+
+/// Answers every request on `stream` (Metadata is all the client sends before it gives up)
+/// with brokers 1 and 2 on `port` and orders-0 led by broker 7.
+fn answer_with_an_unknown_leader(mut stream: TcpStream, port: u16) {
+    loop {
+        let mut size = [0u8; 4];
+        if stream.read_exact(&mut size).is_err() {
+            return;
+        }
+        let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+        stream.read_exact(&mut body).unwrap();
+        let key = ApiKey::try_from(i16::from_be_bytes([body[0], body[1]])).unwrap();
+        let version = i16::from_be_bytes([body[2], body[3]]);
+        assert_eq!(key, ApiKey::Metadata);
+        let mut body = Bytes::from(body);
+        let header = RequestHeader::decode(&mut body, key.request_header_version(version)).unwrap();
+        let mut response = MetadataResponse::default();
+        response.brokers = [1, 2]
+            .map(|id| {
+                let mut broker = MetadataResponseBroker::default();
+                broker.node_id = BrokerId(id);
+                broker.host = StrBytes::from_static_str("127.0.0.1");
+                broker.port = port.into();
+                broker
+            })
+            .to_vec();
+        response.controller_id = BrokerId(1);
+        let mut partition = MetadataResponsePartition::default();
+        partition.leader_id = BrokerId(7);
+        let mut topic = MetadataResponseTopic::default();
+        topic.name = Some(TopicName(StrBytes::from_static_str(TOPIC)));
+        topic.partitions = vec![partition];
+        response.topics = vec![topic];
+        let mut out = BytesMut::new();
+        let mut answer_header = ResponseHeader::default();
+        answer_header.correlation_id = header.correlation_id;
+        answer_header
+            .encode(&mut out, key.response_header_version(version))
+            .unwrap();
+        response.encode(&mut out, version).unwrap();
+        let mut frame = (out.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&out);
+        if stream.write_all(&frame).is_err() {
+            return;
+        }
+    }
 }
