@@ -23,6 +23,7 @@ use kafka_protocol::messages::{
     DeleteTopicsResponse, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
     MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, TopicName,
 };
+use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
@@ -158,6 +159,9 @@ pub struct AsyncClient {
     pub(crate) routes: Routes,
     /// Connections by broker id, opened as requests need them.
     pub(crate) brokers: HashMap<i32, Connection>,
+    /// The API keys the bootstrap broker serves (ApiVersions), asked once, before the first
+    /// optional request.
+    served: Option<Vec<i16>>,
 }
 
 impl std::fmt::Debug for AsyncClient {
@@ -168,6 +172,7 @@ impl std::fmt::Debug for AsyncClient {
     }
 }
 
+const API_VERSIONS: i16 = 2;
 const METADATA: i16 = 4;
 const PRODUCE: i16 = 7;
 const FETCH: i16 = 11;
@@ -197,7 +202,34 @@ impl AsyncClient {
             security: security.clone(),
             routes: Routes::default(),
             brokers: HashMap::new(),
+            served: None,
         })
+    }
+
+    /// Whether the cluster serves `key` (as its bootstrap broker says in ApiVersions). Calls
+    /// that only add to an answer (partition sizes, producer state) are skipped where it does
+    /// not: a broker closes the connection on a request it does not know.
+    pub(crate) async fn serves(&mut self, key: ApiKey) -> Result<bool> {
+        if self.served.is_none() {
+            let response: ApiVersionsResponse = self
+                .call(
+                    ApiKey::ApiVersions,
+                    API_VERSIONS,
+                    &ApiVersionsRequest::default(),
+                )
+                .await?;
+            if response.error_code != 0 {
+                return Err(Error::Kafka {
+                    what: "the versions the broker serves".into(),
+                    code: response.error_code,
+                });
+            }
+            self.served = Some(response.api_keys.iter().map(|k| k.api_key).collect());
+        }
+        Ok(self
+            .served
+            .as_ref()
+            .is_some_and(|keys| keys.contains(&(key as i16))))
     }
 
     /// Sends `request` to the broker the client bootstrapped from and reads its answer.
@@ -423,8 +455,12 @@ impl AsyncClient {
         Ok(found)
     }
 
-    /// The size in bytes of each partition of `topic` (DescribeLogDirs), by partition.
+    /// The size in bytes of each partition of `topic` (DescribeLogDirs), by partition; none
+    /// from a cluster that does not serve DescribeLogDirs.
     pub async fn partition_sizes(&mut self, topic: &str) -> Result<Vec<(i32, i64)>> {
+        if !self.serves(ApiKey::DescribeLogDirs).await? {
+            return Ok(Vec::new());
+        }
         let mut wanted = DescribableLogDirTopic::default();
         wanted.topic = name(topic);
         wanted.partitions = (0..self.partition_count(topic, false).await? as i32).collect();
@@ -474,8 +510,12 @@ impl AsyncClient {
     }
 
     /// The idempotent producers every partition of `topic` tracks (DescribeProducers), by
-    /// partition and producer id.
+    /// partition and producer id; none from a cluster that does not serve DescribeProducers
+    /// (Kafka before 2.8).
     pub async fn producers(&mut self, topic: &str) -> Result<Vec<ActiveProducer>> {
+        if !self.serves(ApiKey::DescribeProducers).await? {
+            return Ok(Vec::new());
+        }
         let mut wanted = DescribeProducersTopic::default();
         wanted.name = name(topic);
         wanted.partition_indexes = (0..self.partition_count(topic, false).await? as i32).collect();

@@ -2,12 +2,14 @@
 //! cluster, in the test process): bootstrapped from the broker that leads nothing, `produce`
 //! puts each keyed record on the partition its key hashes to through that partition's leader,
 //! `consume` and `replay` (every partition, one partition, a range, `--into`) read through the
-//! leaders, a leader moved between commands is followed, and `dlq list|show|replay` keep the
-//! dead-letter position in a group coordinated by another broker.
+//! leaders, a leader moved between commands is followed, `dlq list|show|replay` keep the
+//! dead-letter position in a group coordinated by another broker, and `topics list|describe`
+//! gather each partition's offsets from its leader.
 //!
 //! The mock cluster answers neither CreateTopics, DeleteTopics, ListGroups nor DescribeGroups,
-//! so `topics create|delete` and `groups` are covered by the client's routing tests
-//! (`crates/kafka/tests/cluster.rs`) rather than end to end here.
+//! so `topics create|delete` and `groups` are not run end to end here; their requests' routing
+//! (controller, coordinator, every broker) is the same code as the calls tested here and in
+//! `crates/client/tests/cluster.rs`.
 
 use rdkafka::mocking::{MockCluster, MockCoordinator};
 use rdkafka::producer::DefaultProducerContext;
@@ -199,6 +201,30 @@ fn produce_consume_and_replay_go_through_each_partitions_leader_on_a_cluster() {
     assert!(replayed.contains("replayed 2 of 2"), "{replayed}");
     let listed = dlq(&["list", "orders.dlq"]);
     assert_eq!(listed.matches("poison").count(), 0, "{listed}");
+    // `topics list` and `describe` (offsets from each leader; the mock cluster serves neither
+    // DescribeLogDirs nor DescribeProducers, so sizes show as unknown).
+    let listed = ok(&["topics", "--bootstrap", &broker3, "list"], "");
+    assert_eq!(listed, "copy\norders\norders.dlq\n");
+    let described = ok(&["topics", "--bootstrap", &broker3, "describe", TOPIC], "");
+    assert!(
+        described.starts_with("topic orders: 6 partitions"),
+        "{described}"
+    );
+    let rows: Vec<&str> = described.lines().skip(2).collect();
+    assert_eq!(rows.len(), 6, "{described}");
+    let total: i64 = rows
+        .iter()
+        .map(|row| {
+            let fields: Vec<&str> = row.split('\t').collect();
+            assert_eq!(fields[3], "-", "{row}");
+            fields[2].parse::<i64>().unwrap() - fields[1].parse::<i64>().unwrap()
+        })
+        .sum();
+    assert_eq!(
+        total,
+        61 + 2,
+        "every record produced, the two replayed letters with them"
+    );
     let one = consume(&["-p", "1", "-o", "-2"]);
     let values: Vec<&str> = one.iter().map(|r| r.3.as_str()).collect();
     assert_eq!(values, ["dead-1", "dead-2"]);
