@@ -393,7 +393,11 @@ impl AsyncClient {
         timestamp: i64,
     ) -> Result<BTreeMap<i32, Option<i64>>> {
         let mut found = BTreeMap::new();
+        // Sorted, so each leader's share is too and an answer is matched by binary search
+        // (10,000 partitions on one broker would otherwise cost 10^8 comparisons).
         let mut wanted: Vec<i32> = partitions.to_vec();
+        wanted.sort_unstable();
+        wanted.dedup();
         let mut retry = crate::routing::Retry::new();
         while !wanted.is_empty() {
             let mut by_leader: BTreeMap<Option<i32>, Vec<i32>> = BTreeMap::new();
@@ -425,7 +429,7 @@ impl AsyncClient {
                             what: format!("{topic}-{partition}"),
                             code: answer.error_code,
                         });
-                    } else if asked.contains(&partition) {
+                    } else if asked.binary_search(&partition).is_ok() {
                         found.insert(partition, (answer.offset >= 0).then_some(answer.offset));
                     }
                 }
@@ -461,15 +465,15 @@ impl AsyncClient {
         if !self.serves(ApiKey::DescribeLogDirs).await? {
             return Ok(Vec::new());
         }
-        let mut wanted = DescribableLogDirTopic::default();
-        wanted.topic = name(topic);
-        wanted.partitions = (0..self.partition_count(topic, false).await? as i32).collect();
-        let mut request = DescribeLogDirsRequest::default();
-        request.topics = Some(vec![wanted]);
-        // Each broker reports its own log directories: the leader's copy of each partition is
-        // the one counted.
+        // Each broker reports its own log directories: each leader is asked for the partitions
+        // it leads, so the leader's copy is the one counted.
         let mut sizes = Vec::new();
         for (leader, asked) in self.partitions_by_leader(topic).await? {
+            let mut wanted = DescribableLogDirTopic::default();
+            wanted.topic = name(topic);
+            wanted.partitions = asked;
+            let mut request = DescribeLogDirsRequest::default();
+            request.topics = Some(vec![wanted]);
             let route = leader.map_or(Route::Any, Route::Broker);
             let response: DescribeLogDirsResponse = self
                 .call_to(route, ApiKey::DescribeLogDirs, DESCRIBE_LOG_DIRS, &request)
@@ -481,7 +485,6 @@ impl AsyncClient {
                     .flat_map(|dir| &dir.topics)
                     .filter(|t| &*t.name == topic)
                     .flat_map(|t| &t.partitions)
-                    .filter(|p| asked.contains(&p.partition_index))
                     .map(|p| (p.partition_index, p.partition_size)),
             );
         }
@@ -516,13 +519,13 @@ impl AsyncClient {
         if !self.serves(ApiKey::DescribeProducers).await? {
             return Ok(Vec::new());
         }
-        let mut wanted = DescribeProducersTopic::default();
-        wanted.name = name(topic);
-        wanted.partition_indexes = (0..self.partition_count(topic, false).await? as i32).collect();
-        let mut request = DescribeProducersRequest::default();
-        request.topics = vec![wanted];
         let mut answers = Vec::new();
         for (leader, asked) in self.partitions_by_leader(topic).await? {
+            let mut wanted = DescribeProducersTopic::default();
+            wanted.name = name(topic);
+            wanted.partition_indexes = asked;
+            let mut request = DescribeProducersRequest::default();
+            request.topics = vec![wanted];
             let route = leader.map_or(Route::Any, Route::Broker);
             let response: DescribeProducersResponse = self
                 .call_to(
@@ -532,13 +535,7 @@ impl AsyncClient {
                     &request,
                 )
                 .await?;
-            answers.extend(
-                response
-                    .topics
-                    .into_iter()
-                    .flat_map(|t| t.partitions)
-                    .filter(|p| asked.contains(&p.partition_index)),
-            );
+            answers.extend(response.topics.into_iter().flat_map(|t| t.partitions));
         }
         let mut producers = Vec::new();
         for partition in &answers {
@@ -721,7 +718,7 @@ impl AsyncClient {
         self.routes.forget(Route::Leader(topic, partition));
     }
 
-    /// Every partition of `topic`, grouped by leader.
+    /// Every partition of `topic`, grouped by leader, ascending.
     async fn partitions_by_leader(
         &mut self,
         topic: &str,

@@ -14,7 +14,6 @@
 //! connects in clear text, with SASL PLAIN at most; other security settings are refused with
 //! a message that says so.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
@@ -54,12 +53,11 @@ impl std::fmt::Debug for GroupRemote {
 struct Member {
     group: String,
     consumer: BaseConsumer<Rebalances>,
-    rebalances: Arc<AtomicI32>,
 }
 
 /// Counts rebalances (each a new generation as far as the worker cares: its partitions may
 /// have moved and come back) and pauses what is assigned, so librdkafka fetches nothing.
-struct Rebalances(Arc<AtomicI32>);
+struct Rebalances(AtomicI32);
 
 impl ClientContext for Rebalances {}
 
@@ -125,25 +123,20 @@ impl GroupRemote {
 
     /// The member of `group` reading `topics`, joining first if need be.
     fn member(&mut self, group: &str, topics: &[String]) -> Result<&Member> {
-        if self.member.as_ref().is_some_and(|m| m.group != group) {
-            self.member = None;
-        }
         let member = match self.member.take() {
-            Some(member) => member,
-            None => {
-                let rebalances = Arc::new(AtomicI32::new(0));
+            Some(member) if member.group == group => member,
+            _ => {
                 let consumer: BaseConsumer<Rebalances> = self
                     .settings
                     .clone()
                     .set("group.id", group)
-                    .create_with_context(Rebalances(rebalances.clone()))
+                    .create_with_context(Rebalances(AtomicI32::new(0)))
                     .map_err(member_error)?;
                 let names: Vec<&str> = topics.iter().map(String::as_str).collect();
                 consumer.subscribe(&names).map_err(member_error)?;
                 Member {
                     group: group.to_owned(),
                     consumer,
-                    rebalances,
                 }
             }
         };
@@ -212,7 +205,7 @@ impl Transport for GroupRemote {
         let source = topics.last().map(String::as_str);
         let assignment = member.consumer.assignment().map_err(member_error)?;
         Ok(Ownership {
-            generation: member.rebalances.load(Ordering::SeqCst),
+            generation: member.consumer.context().0.load(Ordering::SeqCst),
             partitions: assignment
                 .elements()
                 .iter()

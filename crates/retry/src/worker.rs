@@ -247,8 +247,10 @@ pub struct RetryWorker<T: Transport> {
     /// The hop the last run left in flight, until this worker owns its source partition.
     unsettled: Option<Hop>,
     /// A record whose copy (retry or dead letter) was appended but whose commit the group
-    /// refused: (topic, partition, offset). Committed in the next generation if this worker
-    /// still owns the partition and nobody committed past it meanwhile.
+    /// refused: (topic, partition, offset). Committed at the next look if that look already
+    /// reports a new generation in which this worker owns the partition and nobody committed
+    /// past it (the embedded membership rejoins at once); otherwise dropped there, and the
+    /// record is handled again by whoever owns it next.
     copied_uncommitted: Option<(String, u32, i64)>,
 }
 
