@@ -5,7 +5,8 @@
 # logd thread (nanoseconds, user and kernel) while kcat runs. The builds alternate ROUNDS times,
 # three consumes each, so drift on the machine falls on both.
 # Usage: benches/consume_cpu.sh OLD_LOGD NEW_LOGD [N] [ROUNDS]   (N 4000000, ROUNDS 3)
-# Needs kcat and perf (perf_event_paranoid <= 2: a process's own children).
+# Needs kcat and perf, run as root (or with perf_event_paranoid low enough to watch another
+# process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OLD=$1 NEW=$2 N=${3:-4000000} ROUNDS=${4:-3}

@@ -414,7 +414,12 @@ where
         let _writing = InState::enter(&stats.writing);
         let total: u64 = pieces.iter().map(|p| p.len() as u64).sum();
         stats.sending_bytes.fetch_add(total, Ordering::Relaxed);
-        let written = write_pieces(&mut stream, pieces).await;
+        // Flushed: a TLS stream's last records may still sit in its buffer when the socket
+        // took no more, and would wait there for the next response.
+        let written = match write_pieces(&mut stream, pieces).await {
+            Ok(()) => stream.flush().await,
+            Err(e) => Err(e),
+        };
         stats.sending_bytes.fetch_sub(total, Ordering::Relaxed);
         written?;
     }

@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse,
-    RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse,
-    SaslHandshakeRequest, SaslHandshakeResponse,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, FetchRequest, FetchResponse,
+    MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use logd::{Config, Log};
@@ -27,6 +28,7 @@ use logd_kafka::{
     Broker, BrokerConfig, BrokerObserver, ConnectionLimits, Listener, ListenerConfig,
     SecurityProtocol,
 };
+use logd_storage::batch::{BatchBuilder, Compression};
 
 const SASL_AUTHENTICATION_FAILED: i16 = 58;
 const ILLEGAL_SASL_STATE: i16 = 34;
@@ -101,7 +103,7 @@ fn server() -> Server {
     let failures = Arc::new(Failures::default());
     let broker = Arc::new(
         Broker::new(
-            Log::open(&data, Config::default()).unwrap(),
+            big_topic(&data),
             BrokerConfig {
                 request_timeout: Duration::from_secs(1),
                 ..BrokerConfig::default()
@@ -173,6 +175,30 @@ fn server() -> Server {
         _dir: dir,
     }
 }
+
+/// The engine, with topic `big`: in partition 0 `BIG_BATCHES` batches of one 1,000 KiB record
+/// each, in partition 1 one small record.
+fn big_topic(data: &Path) -> Log {
+    let log = Log::open(data, Config::default()).unwrap();
+    let two = logd::TopicConfig {
+        partitions: 2,
+        ..logd::TopicConfig::default()
+    };
+    log.create_topic("big", two).unwrap();
+    let batch = |value: &[u8]| {
+        let mut builder = BatchBuilder::new(Compression::None);
+        builder.push(0, None, Some(value), &[]);
+        builder.build(0).unwrap()
+    };
+    for i in 0..BIG_BATCHES {
+        log.append("big", 0, &mut batch(&vec![i as u8; 1000 << 10]))
+            .unwrap();
+    }
+    log.append("big", 1, &mut batch(b"small")).unwrap();
+    log
+}
+
+const BIG_BATCHES: usize = 8;
 
 fn certificate_authority() -> (rcgen::Certificate, rcgen::Issuer<'static, rcgen::KeyPair>) {
     let mut params = rcgen::CertificateParams::new(Vec::new()).unwrap();
@@ -588,6 +614,66 @@ fn connect_tls(
         stream: rustls::StreamOwned::new(tls, tcp),
         correlation: 0,
     }
+}
+
+#[test]
+fn a_large_fetch_over_tls_reaches_a_slow_reader_whole() {
+    let server = server();
+    let mut conn = connect_tls(&server.tls, tls_client(&server.ca));
+    assert_eq!(
+        conn.scram(ScramMechanism::Sha256, "alice", "wonderland").0,
+        0
+    );
+    // The big partition, then a small one: the response ends with a few small pieces written
+    // right after the socket last refused bytes.
+    let partition = |index| {
+        let mut partition = FetchPartition::default();
+        partition.partition = index;
+        partition.partition_max_bytes = 64 << 20;
+        partition
+    };
+    let mut topic = FetchTopic::default();
+    topic.topic = TopicName(StrBytes::from_static_str("big"));
+    topic.partitions = vec![partition(0), partition(1)];
+    let mut request = FetchRequest::default();
+    request.replica_id = BrokerId(-1);
+    request.max_bytes = 64 << 20;
+    request.min_bytes = 1;
+    request.topics = vec![topic];
+    conn.send(ApiKey::Fetch, 11, &request);
+    // Read slowly, so that the socket's buffers stay full and the broker's writes keep
+    // meeting a socket that takes nothing more: the end of the response must still come
+    // without another request from this client (the TLS layer's last records are flushed).
+    let mut frame = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    let whole = |frame: &[u8]| {
+        frame.len() >= 4
+            && frame.len() >= 4 + i32::from_be_bytes(frame[..4].try_into().unwrap()) as usize
+    };
+    while !whole(&frame) {
+        std::thread::sleep(Duration::from_millis(2));
+        let read = conn
+            .stream
+            .read(&mut chunk)
+            .expect("the rest of the response");
+        assert_ne!(read, 0, "closed");
+        frame.extend_from_slice(&chunk[..read]);
+    }
+    let mut body = Bytes::from(frame).split_off(4);
+    let header = ResponseHeader::decode(&mut body, 0).unwrap();
+    assert_eq!(header.correlation_id, conn.correlation);
+    let response = FetchResponse::decode(&mut body, 11).unwrap();
+    let small = response.responses[0].partitions[1].records.as_ref();
+    assert!(small.is_some_and(|r| !r.is_empty()), "{small:?}");
+    let records = response.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .unwrap();
+    assert!(
+        records.len() > BIG_BATCHES * (1000 << 10),
+        "{} bytes of records",
+        records.len()
+    );
 }
 
 #[test]
