@@ -22,7 +22,7 @@ measure() {
   "$1" serve --listen 127.0.0.1:0 --data-dir "$work/data" --fsync interval > "$work/addr" 2>/dev/null &
   pid=$!
   while ! grep -q listening "$work/addr" 2>/dev/null; do sleep 0.05; done
-  addr=$(awk '{print $4}' "$work/addr")
+  addr=$(awk '/listening/ {print $4}' "$work/addr")
   kcat -P -t bench -b "$addr" -X acks=all "${producer_opts[@]}" < "$work/input"
   local figures=()
   for _ in 1 2 3; do

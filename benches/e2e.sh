@@ -64,7 +64,7 @@ for fsync in interval always; do
   "$LOGD" serve --listen 127.0.0.1:0 --data-dir "$work/data" --fsync "$fsync" > "$work/addr" 2>/dev/null &
   pid=$!
   while ! grep -q listening "$work/addr" 2>/dev/null; do sleep 0.05; done
-  addr=$(awk '{print $4}' "$work/addr")
+  addr=$(awk '/listening/ {print $4}' "$work/addr")
   # The same produce as an idempotent producer, into its own topic, right before: the
   # producer-state checks cost what they cost in this same run.
   t0=$(seconds)

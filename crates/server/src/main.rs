@@ -24,6 +24,7 @@ use metrics::fsync::MeteredFs;
 
 mod dump;
 mod fd_limit;
+mod http;
 mod listen_backlog;
 mod listeners;
 mod metrics;
@@ -176,10 +177,17 @@ struct ServeArgs {
     /// Default segment file size for new topics.
     #[arg(long, env = "LOGD_SEGMENT_BYTES", default_value_t = 1 << 30)]
     segment_bytes: u64,
-    /// Serve Prometheus metrics (`/metrics`) and a health check (`/health`) over HTTP on this
-    /// address (keep it on loopback); off unless set.
-    #[arg(long, env = "LOGD_METRICS_LISTEN")]
-    metrics_listen: Option<SocketAddr>,
+    /// Serve the web console (`/`), its JSON API (`/api/v1/`), Prometheus metrics
+    /// (`/metrics`) and a health check (`/health`) over HTTP on this address, or `none`. The
+    /// console has no login yet: keep it on loopback.
+    #[arg(
+        long,
+        alias = "metrics-listen",
+        env = "LOGD_HTTP_LISTEN",
+        default_value = "127.0.0.1:9644",
+        value_parser = parse_http_listen
+    )]
+    http_listen: HttpListen,
     /// How often retention runs, in ms.
     #[arg(long, env = "LOGD_RETENTION_CHECK_MS", default_value_t = 60_000)]
     retention_check_ms: u64,
@@ -386,6 +394,11 @@ fn parse_with_config_file() -> anyhow::Result<Cli> {
         .parse()
         .with_context(|| format!("config file {} is not valid TOML", path.display()))?;
     for (key, value) in table {
+        // The HTTP listener's old name, as config files written for earlier versions say it.
+        let key = match key.as_str() {
+            "metrics-listen" => "http-listen".to_owned(),
+            _ => key,
+        };
         let id = key.replace('-', "_");
         if id == "config" {
             anyhow::bail!(
@@ -527,12 +540,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None => broker,
     });
     metrics.attach_broker(broker.budget(), broker.connection_stats());
-    let metrics_listener = match args.metrics_listen {
-        Some(addr) => Some(
-            TcpListener::bind(addr)
-                .with_context(|| format!("cannot listen for metrics on {addr}"))?,
-        ),
-        None => None,
+    let http_listener = match args.http_listen {
+        HttpListen::On(addr) => Some(TcpListener::bind(addr).with_context(|| {
+            format!(
+                "cannot serve the console and metrics on {addr} (--http-listen): \
+                 choose another address or pass --http-listen none"
+            )
+        })?),
+        HttpListen::Off => None,
     };
     // Scripts and tests read the bound addresses from these lines (a closed stdout is no
     // reason not to serve): `logd listening on ADDR` for `--listen`, with `NAME=PROTOCOL://`
@@ -552,13 +567,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!(listener = %config.name, protocol = %config.protocol, %local,
             advertised = %format!("{}:{}", config.advertised_host, config.advertised_port), "listening");
     }
-    if let Some(listener) = metrics_listener {
-        let _ = writeln!(
-            std::io::stdout(),
-            "logd metrics on http://{}/metrics",
-            listener.local_addr()?
-        );
-        metrics::http::spawn(listener, metrics.clone());
+    if let Some(listener) = http_listener {
+        let local = listener.local_addr()?;
+        // Scripts read the metrics address from the first of these lines.
+        let _ = writeln!(std::io::stdout(), "logd metrics on http://{local}/metrics");
+        let _ = writeln!(std::io::stdout(), "logd console on http://{local}/");
+        tracing::info!(%local, "console and metrics over HTTP");
+        http::spawn(listener, broker.log().clone(), metrics.clone())
+            .context("cannot start the HTTP listener")?;
     }
     tracing::info!(data_dir = %args.data_dir.display(), "serving");
 
@@ -596,4 +612,21 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .checkpoint_all()
         .context("checkpoint at shutdown")?;
     Ok(())
+}
+
+/// Where the HTTP listener serves, if anywhere.
+#[derive(Debug, Clone, Copy)]
+enum HttpListen {
+    On(SocketAddr),
+    Off,
+}
+
+fn parse_http_listen(value: &str) -> Result<HttpListen, String> {
+    match value {
+        "none" => Ok(HttpListen::Off),
+        addr => addr
+            .parse()
+            .map(HttpListen::On)
+            .map_err(|e| format!("{e}: an address such as 127.0.0.1:9644, or none")),
+    }
 }

@@ -10,7 +10,6 @@
 //! nothing), so replaying dead letters with that group lowers it.
 
 pub(crate) mod fsync;
-pub(crate) mod http;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};

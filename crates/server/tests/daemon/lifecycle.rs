@@ -166,7 +166,7 @@ fn the_daemon_raises_its_open_file_limit_to_the_hard_one_and_says_so() {
     let mut child = std::process::Command::new("bash")
         .arg("-c")
         .arg(format!(
-            "ulimit -Sn 1024 && exec {} serve --listen 127.0.0.1:0 --data-dir {}",
+            "ulimit -Sn 1024 && exec {} serve --listen 127.0.0.1:0 --http-listen none --data-dir {}",
             env!("CARGO_BIN_EXE_logd"),
             dir.path().join("data").display()
         ))

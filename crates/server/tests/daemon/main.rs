@@ -8,6 +8,7 @@ mod cli;
 mod clients;
 mod cluster_tools;
 mod conformance;
+mod console;
 mod group_tools;
 mod groups;
 mod idempotence;
@@ -42,7 +43,8 @@ pub struct Daemon {
     child: Child,
     /// `host:port` it listens on.
     pub addr: String,
-    /// `host:port` of its metrics endpoint, when started with `--metrics-listen`.
+    /// `host:port` of its HTTP listener (metrics, console), when started with
+    /// `--metrics-listen` or `--http-listen`.
     pub metrics: Option<String>,
     /// `(name, host:port)` of each `--listener`, in the order given.
     pub listeners: Vec<(String, String)>,
@@ -87,10 +89,18 @@ impl Daemon {
         env: &[(&str, &str)],
         stderr: Stdio,
     ) -> Daemon {
+        // The HTTP listener's default address is one per machine: tests that do not ask for
+        // it turn it off, so that daemons started side by side do not compete for it.
+        let http = extra.contains(&"--metrics-listen") || extra.contains(&"--http-listen");
         let mut child = Command::new(env!("CARGO_BIN_EXE_logd"))
             .args(["serve", "--listen", listen, "--data-dir"])
             .arg(data_dir)
             .args(extra)
+            .args(if http {
+                &[][..]
+            } else {
+                &["--http-listen", "none"][..]
+            })
             .env("RUST_LOG", "warn")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
@@ -114,7 +124,7 @@ impl Daemon {
                 (name.to_owned(), addr.to_owned())
             })
             .collect();
-        let metrics = extra.contains(&"--metrics-listen").then(|| {
+        let metrics = http.then(|| {
             let mut metrics_line = String::new();
             stdout.read_line(&mut metrics_line).expect("metrics line");
             metrics_line

@@ -10,13 +10,22 @@ use std::time::Duration;
 use super::{Daemon, logd, python, wait_until};
 
 /// GETs `path`; (status line, body).
-fn get(addr: &str, path: &str) -> (String, String) {
-    let mut stream = TcpStream::connect(addr).expect("connect to the metrics port");
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: logd\r\n\r\n").unwrap();
+/// One request on a connection of its own: the status line and the body.
+pub(super) fn request(addr: &str, method: &str, path: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect to the HTTP port");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: logd\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").expect("HTTP response");
     (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+pub(super) fn get(addr: &str, path: &str) -> (String, String) {
+    request(addr, "GET", path)
 }
 
 /// Every sample: `name{labels}` -> value.

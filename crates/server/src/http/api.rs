@@ -1,0 +1,221 @@
+//! The console's JSON API, `/api/v1/`: topics with their partitions, sizes and the groups that
+//! read them; groups with their members, committed offsets and lag. Read-only; every answer
+//! is built from the same engine calls `logd topics` and `logd groups` make.
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use logd::group::GroupPhase;
+use serde_json::{Value, json};
+
+use super::State as Shared;
+
+pub(super) fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/topics", get(topics))
+        .route("/topics/{name}", get(topic))
+        .route("/groups", get(groups))
+        .route("/groups/{group}", get(group))
+        .fallback(|| async { not_found("no such API endpoint".into()) })
+}
+
+/// Every topic: partitions, bytes on disk and records stored.
+async fn topics(State(state): State<Shared>) -> Response {
+    let mut names = state.log.list_topics();
+    names.sort();
+    let topics: Vec<Value> = names
+        .iter()
+        .filter_map(|name| state.log.describe_topic(name).ok())
+        .map(|topic| {
+            json!({
+                "name": topic.name,
+                "partitions": topic.partitions.len(),
+                "size_bytes": topic.partitions.iter().map(|p| p.size_bytes).sum::<u64>(),
+                "records": topic.partitions.iter()
+                    .map(|p| (p.high_watermark - p.log_start).max(0))
+                    .sum::<i64>(),
+            })
+        })
+        .collect();
+    Json(json!({ "topics": topics })).into_response()
+}
+
+/// One topic: its configuration, each partition's offsets and size, and the groups with
+/// offsets committed on it, with their lag.
+async fn topic(State(state): State<Shared>, Path(name): Path<String>) -> Response {
+    let topic = match state.log.describe_topic(&name) {
+        Ok(topic) => topic,
+        Err(logd::Error::UnknownTopic(_)) => return not_found(format!("no topic {name}")),
+        Err(e) => return server_error(e),
+    };
+    let config = &topic.config;
+    let partitions: Vec<Value> = topic
+        .partitions
+        .iter()
+        .map(|p| {
+            json!({
+                "partition": p.partition,
+                "log_start": p.log_start,
+                "log_end": p.log_end,
+                "high_watermark": p.high_watermark,
+                "size_bytes": p.size_bytes,
+            })
+        })
+        .collect();
+    let groups: Vec<Value> = state
+        .log
+        .list_groups()
+        .into_iter()
+        .filter_map(|group| {
+            let description = state.log.describe_group(&group).ok()?;
+            let lag: Vec<_> = description
+                .offsets
+                .iter()
+                .filter(|o| o.topic == name)
+                .collect();
+            (!lag.is_empty()).then(|| {
+                json!({
+                    "group": group,
+                    "state": phase_name(description.phase),
+                    "lag": lag.iter().map(|o| o.lag).sum::<i64>(),
+                })
+            })
+        })
+        .collect();
+    Json(json!({
+        "name": topic.name,
+        "id": hex(&topic.id),
+        "config": {
+            "retention_ms": config.retention_ms,
+            "retention_bytes": config.retention_bytes,
+            "segment_bytes": config.segment_bytes,
+            "segment_ms": config.segment_ms,
+            "max_batch_bytes": config.max_batch_bytes,
+        },
+        "partitions": partitions,
+        "groups": groups,
+    }))
+    .into_response()
+}
+
+/// Every group: state, members and total lag.
+async fn groups(State(state): State<Shared>) -> Response {
+    let groups: Vec<Value> = state
+        .log
+        .list_groups()
+        .into_iter()
+        .filter_map(|group| state.log.describe_group(&group).ok())
+        .map(|g| {
+            json!({
+                "group": g.group,
+                "state": phase_name(g.phase),
+                "members": g.members.len(),
+                "lag": g.offsets.iter().map(|o| o.lag).sum::<i64>(),
+            })
+        })
+        .collect();
+    Json(json!({ "groups": groups })).into_response()
+}
+
+/// One group: state, generation, members with their assignments, and per partition the
+/// committed offset, the end and the lag.
+async fn group(State(state): State<Shared>, Path(group): Path<String>) -> Response {
+    if !state.log.list_groups().contains(&group) {
+        return not_found(format!("no group {group}"));
+    }
+    let g = match state.log.describe_group(&group) {
+        Ok(g) => g,
+        Err(e) => return server_error(e),
+    };
+    let members: Vec<Value> = g
+        .members
+        .iter()
+        .map(|(member, assigned)| {
+            json!({
+                "member_id": member.member_id,
+                "client_id": member.client_id,
+                "client_host": member.client_host,
+                "assignment": assigned.iter()
+                    .map(|(topic, partition)| json!({"topic": topic, "partition": partition}))
+                    .collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let offsets: Vec<Value> = g
+        .offsets
+        .iter()
+        .map(|o| {
+            json!({
+                "topic": o.topic,
+                "partition": o.partition,
+                "committed": o.committed,
+                "log_end": o.log_end,
+                "lag": o.lag,
+            })
+        })
+        .collect();
+    Json(json!({
+        "group": g.group,
+        "state": phase_name(g.phase),
+        "generation": g.generation,
+        "members": members,
+        "offsets": offsets,
+    }))
+    .into_response()
+}
+
+/// Kafka's names for group states; a group known only by its committed offsets is `Empty`.
+fn phase_name(phase: Option<GroupPhase>) -> &'static str {
+    match phase {
+        None | Some(GroupPhase::Empty) => "Empty",
+        Some(GroupPhase::PreparingRebalance) => "PreparingRebalance",
+        Some(GroupPhase::CompletingRebalance) => "CompletingRebalance",
+        Some(GroupPhase::Stable) => "Stable",
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn not_found(error: String) -> Response {
+    (StatusCode::NOT_FOUND, Json(json!({ "error": error }))).into_response()
+}
+
+fn server_error(error: logd::Error) -> Response {
+    let body = Json(json!({ "error": error.to_string() }));
+    (StatusCode::INTERNAL_SERVER_ERROR, body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every endpoint `routes` serves is in the OpenAPI document, and the document names no
+    /// endpoint that is not served.
+    #[test]
+    fn the_openapi_document_lists_exactly_the_served_endpoints() {
+        let document = include_str!("../../../../docs/console-api.yaml");
+        let documented: Vec<&str> = document
+            .lines()
+            .filter_map(|l| l.strip_prefix("  /")?.strip_suffix(':'))
+            .collect();
+        let served = [
+            "api/v1/topics",
+            "api/v1/topics/{name}",
+            "api/v1/groups",
+            "api/v1/groups/{group}",
+            "metrics",
+            "health",
+        ];
+        assert_eq!(documented, served);
+        let source = include_str!("api.rs");
+        for path in served.iter().filter_map(|p| p.strip_prefix("api/v1")) {
+            assert!(
+                source.contains(&format!(".route(\"{path}\"")),
+                "{path} is routed"
+            );
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! The HTTP listener (`--http-listen`, on by default on loopback): the web console at `/`, the
+//! JSON API it is built on under `/api/v1/` (documented in `docs/console-api.yaml`),
+//! Prometheus metrics at `/metrics` and a health check at `/health`. It runs on a runtime of
+//! its own thread, so a busy console never takes a worker from the Kafka listeners, and reads
+//! the engine directly, in process.
+
+mod api;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use logd::Log;
+
+use crate::metrics::Metrics;
+
+/// The console page: server-side assets built into the binary, no network beyond logd.
+const CONSOLE_PAGE: &str = include_str!("console.html");
+
+/// What the handlers share.
+#[derive(Clone)]
+pub(crate) struct State {
+    log: Log,
+    metrics: Arc<Metrics>,
+}
+
+/// Serves `listener` on a new thread until the process ends.
+pub(crate) fn spawn(
+    listener: std::net::TcpListener,
+    log: Log,
+    metrics: Arc<Metrics>,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let router = router(State { log, metrics });
+    std::thread::Builder::new()
+        .name("logd-http".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(listener) => listener,
+                    Err(e) => {
+                        tracing::error!(error = %e, "the HTTP listener cannot start");
+                        return;
+                    }
+                };
+                if let Err(e) = axum::serve(listener, router).await {
+                    tracing::error!(error = %e, "the HTTP listener stopped");
+                }
+            });
+        })?;
+    Ok(())
+}
+
+fn router(state: State) -> Router {
+    Router::new()
+        .route("/", get(|| async { Html(CONSOLE_PAGE) }))
+        .route("/health", get(|| async { "ok\n" }))
+        .route("/metrics", get(metrics))
+        .nest("/api/v1", api::routes())
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+        .with_state(state)
+}
+
+async fn metrics(axum::extract::State(state): axum::extract::State<State>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+}

@@ -1,0 +1,176 @@
+//! The HTTP listener's console and JSON API against a real daemon: topics, groups and lag as
+//! the engine has them, errors as JSON, the page served from the binary with nothing from
+//! another origin, and the default address on loopback.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::librdkafka;
+use super::metrics::{get, request};
+use super::{Daemon, wait_until};
+
+fn json(addr: &str, path: &str) -> (String, Value) {
+    let (status, body) = get(addr, path);
+    let value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
+    (status, value)
+}
+
+#[test]
+fn the_api_shows_topics_partitions_groups_and_lag_as_the_engine_has_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--http-listen", "127.0.0.1:0"]);
+    let http = daemon.metrics.clone().expect("the HTTP address line");
+    let lines: Vec<String> = (0..30).map(|i| format!("k{i}:value {i}")).collect();
+    librdkafka::produce(&daemon.addr, "orders", "none", &lines);
+    // A group reads everything and commits; 5 more records make its lag 5.
+    assert_eq!(
+        librdkafka::consume_in_group(&daemon.addr, "billing", "orders").len(),
+        30
+    );
+    let more: Vec<String> = (30..35).map(|i| format!("k{i}:value {i}")).collect();
+    librdkafka::produce(&daemon.addr, "orders", "none", &more);
+
+    let (status, topics) = json(&http, "/api/v1/topics");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let orders = topics["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "orders")
+        .unwrap_or_else(|| panic!("{topics}"));
+    assert_eq!(orders["records"], 35);
+    assert!(orders["size_bytes"].as_u64().unwrap() > 35 * 7, "{orders}");
+    let partitions = orders["partitions"].as_u64().unwrap();
+
+    let (_, topic) = json(&http, "/api/v1/topics/orders");
+    let shown = topic["partitions"].as_array().unwrap();
+    assert_eq!(shown.len() as u64, partitions);
+    let ends: i64 = shown
+        .iter()
+        .map(|p| p["high_watermark"].as_i64().unwrap())
+        .sum();
+    assert_eq!(ends, 35);
+    assert_eq!(topic["id"].as_str().unwrap().len(), 32, "16 bytes in hex");
+    assert_eq!(topic["groups"][0]["group"], "billing");
+    assert_eq!(topic["groups"][0]["lag"], 5);
+
+    // Committed offsets are the next to read: the group's lag falls to 0 once it reads again.
+    let (_, groups) = json(&http, "/api/v1/groups");
+    let billing = &groups["groups"][0];
+    assert_eq!(billing["group"], "billing");
+    assert_eq!(billing["state"], "Empty", "the consumer left: {billing}");
+    assert_eq!(billing["lag"], 5);
+    let (_, group) = json(&http, "/api/v1/groups/billing");
+    let committed: i64 = group["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["committed"].as_i64().unwrap())
+        .sum();
+    assert_eq!(committed, 30);
+    assert_eq!(
+        librdkafka::consume_in_group(&daemon.addr, "billing", "orders").len(),
+        5
+    );
+    wait_until("the lag shown falls to 0", Duration::from_secs(10), || {
+        json(&http, "/api/v1/groups/billing").1["offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["lag"] == 0)
+    });
+}
+
+#[test]
+fn bad_requests_get_json_errors_and_the_page_needs_nothing_from_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    // The old flag's name still works.
+    let daemon = Daemon::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
+    let http = daemon.metrics.clone().unwrap();
+
+    let (status, error) = json(&http, "/api/v1/topics/nope");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+    assert_eq!(error["error"], "no topic nope");
+    let (status, error) = json(&http, "/api/v1/groups/nobody");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+    assert_eq!(error["error"], "no group nobody");
+    let (status, error) = json(&http, "/api/v1/no-such-thing");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+    assert!(error["error"].is_string());
+    let (status, _) = request(&http, "DELETE", "/api/v1/topics");
+    assert_eq!(status, "HTTP/1.1 405 Method Not Allowed");
+    // A name that is not a topic name at all, escaped in the path.
+    let (status, error) = json(&http, "/api/v1/topics/%3Cscript%3E");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+    assert_eq!(error["error"], "no topic <script>", "JSON, not HTML");
+
+    // The old name in a config file is the same option (here with a value it refuses).
+    let config = dir.path().join("logd.toml");
+    std::fs::write(&config, "metrics-listen = \"not an address\"\n").unwrap();
+    let (ok, _, stderr) = super::logd(&["serve", "--config", config.to_str().unwrap()], "");
+    assert!(!ok && stderr.contains("--http-listen"), "{stderr}");
+
+    let (status, page) = get(&http, "/");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(page.contains("<title>logd console</title>"));
+    assert!(page.contains("/api/v1/topics") && page.contains("/api/v1/groups"));
+    // Everything it loads comes from logd, and names are set as text, never as markup.
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "no other origin"
+    );
+    assert!(!page.contains("innerHTML"), "text only");
+}
+
+#[test]
+fn by_default_the_console_is_on_loopback_port_9644() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    if let Ok(taken) = TcpListener::bind("127.0.0.1:9644") {
+        // Held here, the default address is busy: logd refuses to start and says what to do.
+        let (ok, _, stderr) = super::logd(
+            &["serve", "--listen", "127.0.0.1:0", "--data-dir", data],
+            "",
+        );
+        assert!(!ok);
+        assert!(
+            stderr.contains("127.0.0.1:9644") && stderr.contains("--http-listen none"),
+            "{stderr}"
+        );
+        drop(taken);
+    }
+    // Free (or, if something else on this machine holds it, not ours to test): the daemon
+    // serves the console there and prints its address.
+    if TcpListener::bind("127.0.0.1:9644").is_ok() {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_logd"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let lines: Vec<String> = (0..3)
+            .map(|_| {
+                let mut line = String::new();
+                stdout.read_line(&mut line).unwrap();
+                line.trim().to_owned()
+            })
+            .collect();
+        assert!(
+            lines[0].starts_with("logd listening on 127.0.0.1:"),
+            "{lines:?}"
+        );
+        assert_eq!(lines[1], "logd metrics on http://127.0.0.1:9644/metrics");
+        assert_eq!(lines[2], "logd console on http://127.0.0.1:9644/");
+        let (status, page) = get("127.0.0.1:9644", "/");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        assert!(page.contains("logd console"));
+    }
+}
