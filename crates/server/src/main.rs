@@ -127,8 +127,9 @@ struct ServeArgs {
     /// `allow.everyone.if.no.acl.found`); a resource with any ACL is still only what they allow.
     #[arg(long, env = "LOGD_ALLOW_EVERYONE_IF_NO_ACL_FOUND", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
     allow_everyone_if_no_acl_found: bool,
-    /// Let a listener on a non-loopback address serve clients that do not authenticate
-    /// (protected mode refuses to start otherwise).
+    /// Let a listener on a non-loopback address serve clients that do not authenticate, and
+    /// the HTTP listener (console, metrics) serve on one (protected mode refuses to start
+    /// otherwise).
     #[arg(long, env = "LOGD_ALLOW_UNAUTHENTICATED", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
     allow_unauthenticated: bool,
     /// Data directory.
@@ -179,7 +180,7 @@ struct ServeArgs {
     segment_bytes: u64,
     /// Serve the web console (`/`), its JSON API (`/api/v1/`), Prometheus metrics
     /// (`/metrics`) and a health check (`/health`) over HTTP on this address, or `none`. The
-    /// console has no login yet: keep it on loopback.
+    /// console has no login yet: an address off loopback needs `--allow-unauthenticated`.
     #[arg(
         long,
         alias = "metrics-listen",
@@ -541,6 +542,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     });
     metrics.attach_broker(broker.budget(), broker.connection_stats());
     let http_listener = match args.http_listen {
+        // Protected mode, as for the Kafka listeners: the console shows every topic's
+        // messages and has no login yet.
+        HttpListen::On(addr) if !addr.ip().is_loopback() && !args.allow_unauthenticated => {
+            anyhow::bail!(
+                "protected mode: the console on {addr} (--http-listen) would show every \
+                 topic's messages to anyone who can reach it, and it has no login yet. Bind \
+                 it to 127.0.0.1, turn it off with --http-listen none, or pass \
+                 --allow-unauthenticated if the network is trusted"
+            );
+        }
         HttpListen::On(addr) => Some(TcpListener::bind(addr).with_context(|| {
             format!(
                 "cannot serve the console and metrics on {addr} (--http-listen): \

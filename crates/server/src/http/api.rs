@@ -17,6 +17,7 @@ pub(super) fn routes() -> Router<Shared> {
     Router::new()
         .route("/topics", get(topics))
         .route("/topics/{name}", get(topic))
+        .route("/topics/{name}/messages", get(super::messages::messages))
         .route("/groups", get(groups))
         .route("/groups/{group}", get(group))
         .fallback(|| async { not_found("no such API endpoint".into()) })
@@ -204,6 +205,7 @@ mod tests {
         let served = [
             "api/v1/topics",
             "api/v1/topics/{name}",
+            "api/v1/topics/{name}/messages",
             "api/v1/groups",
             "api/v1/groups/{group}",
             "metrics",
@@ -213,7 +215,7 @@ mod tests {
         let source = include_str!("api.rs");
         for path in served.iter().filter_map(|p| p.strip_prefix("api/v1")) {
             assert!(
-                source.contains(&format!(".route(\"{path}\"")),
+                source.contains(&format!(".route(\"{path}\", get(")),
                 "{path} is routed"
             );
         }

@@ -174,3 +174,149 @@ fn by_default_the_console_is_on_loopback_port_9644() {
         assert!(page.contains("logd console"));
     }
 }
+
+#[test]
+fn messages_come_from_storage_from_any_start_with_keys_values_and_headers_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--http-listen", "127.0.0.1:0"]);
+    let http = daemon.metrics.clone().unwrap();
+    let b = daemon.addr.as_str();
+    let (ok, _, stderr) = super::logd(
+        &[
+            "topics",
+            "create",
+            "m",
+            "--partitions",
+            "1",
+            "--bootstrap",
+            b,
+        ],
+        "",
+    );
+    assert!(ok, "{stderr}");
+    // Twenty records in gzip batches (decoded for the console), then one with markup and a
+    // header, written by logd's own producer.
+    let lines: Vec<String> = (0..20).map(|i| format!("k{i}:{{\"n\":{i}}}")).collect();
+    librdkafka::produce(b, "m", "gzip", &lines);
+    let (ok, _, stderr) = super::logd(
+        &[
+            "produce",
+            "-t",
+            "m",
+            "-k",
+            "|",
+            "-H",
+            "origin=<b>cli</b>",
+            "--bootstrap",
+            b,
+        ],
+        "<script>alert(1)</script>|<img src=x onerror=alert(2)>\n",
+    );
+    assert!(ok, "{stderr}");
+
+    let (status, page) = json(&http, "/api/v1/topics/m/messages");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(page["high_watermark"], 21);
+    let records = page["records"].as_array().unwrap();
+    assert_eq!(records.len(), 21, "the default limit is 50");
+    assert_eq!(records[3]["offset"], 3);
+    assert_eq!(records[3]["key"]["text"], "k3");
+    assert_eq!(records[3]["value"]["text"], "{\"n\":3}");
+    let last = &records[20];
+    assert_eq!(
+        last["key"]["text"], "<script>alert(1)</script>",
+        "as stored, as text"
+    );
+    assert_eq!(last["value"]["text"], "<img src=x onerror=alert(2)>");
+    assert_eq!(last["headers"][0]["key"]["text"], "origin");
+    assert_eq!(last["headers"][0]["value"]["text"], "<b>cli</b>");
+
+    // From an offset, with a limit; the last N; a timestamp.
+    let (_, page) = json(&http, "/api/v1/topics/m/messages?offset=5&limit=3");
+    let offsets: Vec<i64> = page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(offsets, [5, 6, 7]);
+    assert_eq!(page["next_offset"], 8);
+    let (_, page) = json(&http, "/api/v1/topics/m/messages?last=2");
+    let offsets: Vec<i64> = page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(offsets, [19, 20]);
+    let sixth = records[6]["timestamp"].as_i64().unwrap();
+    let (_, page) = json(
+        &http,
+        &format!("/api/v1/topics/m/messages?timestamp={sixth}&limit=1"),
+    );
+    assert!(page["records"][0]["offset"].as_i64().unwrap() <= 6);
+    assert!(page["records"][0]["timestamp"].as_i64().unwrap() >= sixth);
+    let (_, page) = json(&http, "/api/v1/topics/m/messages?offset=21");
+    assert_eq!(
+        page["records"].as_array().unwrap().len(),
+        0,
+        "at the end: nothing yet"
+    );
+
+    // Bad input: each refused with what was wrong.
+    for (query, status, says) in [
+        (
+            "offset=22",
+            "400 Bad Request",
+            "outside the partition's 0 to 21",
+        ),
+        ("offset=-1", "400 Bad Request", "outside"),
+        ("limit=-1", "400 Bad Request", "limit must be 1 to 1000"),
+        ("limit=0", "400 Bad Request", "limit must be 1 to 1000"),
+        ("limit=ten", "400 Bad Request", "limit must be an integer"),
+        ("last=0", "400 Bad Request", "last must be positive"),
+        ("offset=1&last=2", "400 Bad Request", "at most one of"),
+        ("partition=7", "404 Not Found", "topic m has no partition 7"),
+    ] {
+        let (got, error) = json(&http, &format!("/api/v1/topics/m/messages?{query}"));
+        assert_eq!(got, format!("HTTP/1.1 {status}"), "{query}");
+        assert!(
+            error["error"].as_str().unwrap().contains(says),
+            "{query}: {error}"
+        );
+    }
+    let (got, error) = json(&http, "/api/v1/topics/nope/messages");
+    assert_eq!(got, "HTTP/1.1 404 Not Found");
+    assert_eq!(error["error"], "no topic nope");
+}
+
+#[test]
+fn protected_mode_keeps_the_console_on_loopback_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let (ok, _, stderr) = super::logd(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--http-listen",
+            "0.0.0.0:0",
+            "--data-dir",
+            data,
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("protected mode") && stderr.contains("--allow-unauthenticated"),
+        "{stderr}"
+    );
+    let daemon = Daemon::start(
+        dir.path(),
+        &["--http-listen", "0.0.0.0:0", "--allow-unauthenticated"],
+    );
+    let http = daemon.metrics.clone().unwrap();
+    assert!(http.starts_with("0.0.0.0:"), "{http}");
+    assert_eq!(get(&http, "/health").0, "HTTP/1.1 200 OK");
+}
