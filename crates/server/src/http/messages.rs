@@ -139,7 +139,7 @@ fn read(state: &Shared, name: &str, query: &HashMap<String, String>) -> Result<V
 }
 
 /// Bytes as the console shows them: text when they are UTF-8, else hex.
-fn shown(bytes: &[u8]) -> Value {
+pub(super) fn shown(bytes: &[u8]) -> Value {
     match std::str::from_utf8(bytes) {
         Ok(text) => json!({ "text": text }),
         Err(_) => json!({ "hex": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>() }),

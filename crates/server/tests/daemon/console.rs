@@ -320,3 +320,184 @@ fn protected_mode_keeps_the_console_on_loopback_unless_allowed() {
     assert!(http.starts_with("0.0.0.0:"), "{http}");
     assert_eq!(get(&http, "/health").0, "HTTP/1.1 200 OK");
 }
+
+/// Sends `body` as JSON (or as `content_type`) with POST: the status line and the body.
+fn post(addr: &str, path: &str, content_type: &str, body: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: logd\r\nContent-Type: {content_type}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+#[test]
+fn dead_letters_are_grouped_listed_and_replayed_after_a_dry_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--http-listen", "127.0.0.1:0"]);
+    let http = daemon.metrics.clone().unwrap();
+    let b = daemon.addr.as_str();
+    for topic in ["orders", "orders.dlq"] {
+        let (ok, _, e) = super::logd(&["topics", "create", topic, "--bootstrap", b], "");
+        assert!(ok, "{e}");
+    }
+    // Letters as the retry layer writes them: three timeouts that ran out of attempts, two
+    // permanent failures.
+    let letters = |class: &str, reason: &str, lines: &str| {
+        let headers = [
+            format!("logd.dlq.error.class={class}"),
+            format!("logd.dlq.reason={reason}"),
+            "logd.dlq.error.message=it failed".into(),
+            "logd.dlq.original.topic=orders".into(),
+            "logd.dlq.original.partition=0".into(),
+            "logd.dlq.original.offset=7".into(),
+            "logd.dlq.attempts=5".into(),
+            "tenant=acme".into(),
+        ];
+        let mut args = vec!["produce", "-t", "orders.dlq", "-k", "|", "--bootstrap", b];
+        for header in &headers {
+            args.extend(["-H", header]);
+        }
+        let (ok, _, e) = super::logd(&args, lines);
+        assert!(ok, "{e}");
+    };
+    letters("Timeout", "max-attempts", "a|1\nb|2\nc|3\n");
+    letters("BadInput", "permanent", "d|4\ne|5\n");
+
+    let (_, all) = json(&http, "/api/v1/dead-letters");
+    let dlq = &all["topics"][0];
+    assert_eq!(dlq["topic"], "orders.dlq");
+    assert_eq!(dlq["pending"], 5);
+    let groups: Vec<(String, i64)> = dlq["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            assert_eq!(g["original_topic"], "orders");
+            assert!(g["first_seen"].as_i64() <= g["last_seen"].as_i64());
+            (
+                g["error_class"].as_str().unwrap().to_owned(),
+                g["count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(groups, [("BadInput".into(), 2), ("Timeout".into(), 3)]);
+
+    let (_, listed) = json(&http, "/api/v1/dead-letters/orders.dlq?error_class=Timeout");
+    assert_eq!(listed["matching"], 3);
+    let first = &listed["letters"][0];
+    assert_eq!(first["key"]["text"], "a");
+    assert_eq!(first["attempts"], 5);
+    assert_eq!(first["reason"], "max-attempts");
+    assert_eq!(first["error_message"], "it failed");
+    assert_eq!(first["original"]["topic"], "orders");
+    assert_eq!(first["original"]["offset"], 7);
+    assert_eq!(
+        first["headers"],
+        serde_json::json!([{"key": {"text": "tenant"}, "value": {"text": "acme"}}]),
+        "logd's own headers left out"
+    );
+
+    // A dry run plans and writes nothing.
+    let timeouts = r#"{"error_class": "Timeout", "dry_run": true}"#;
+    let (status, plan) = post(
+        &http,
+        "/api/v1/dead-letters/orders.dlq/replay",
+        "application/json",
+        timeouts,
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK", "{plan}");
+    let plan: Value = serde_json::from_str(&plan).unwrap();
+    assert_eq!(plan["replays"].as_array().unwrap().len(), 3);
+    assert_eq!(plan["replays"][0]["target"], "orders");
+    assert_eq!(
+        json(&http, "/api/v1/topics/orders").1["partitions"][0]["high_watermark"],
+        0
+    );
+    assert_eq!(
+        json(&http, "/api/v1/dead-letters").1["topics"][0]["pending"],
+        5
+    );
+
+    // Not JSON (what a form on another site can send): refused, nothing written.
+    let (status, _) = post(
+        &http,
+        "/api/v1/dead-letters/orders.dlq/replay",
+        "text/plain",
+        r#"{"error_class": "Timeout"}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 415 Unsupported Media Type");
+    assert_eq!(
+        json(&http, "/api/v1/topics/orders").1["partitions"][0]["high_watermark"],
+        0
+    );
+
+    // The replay: the three timeouts go back to orders, with their replay count.
+    let (status, done) = post(
+        &http,
+        "/api/v1/dead-letters/orders.dlq/replay",
+        "application/json",
+        r#"{"error_class": "Timeout"}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK", "{done}");
+    let (_, replayed) = json(&http, "/api/v1/topics/orders/messages");
+    let keys: Vec<&str> = replayed["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["a", "b", "c"]);
+    assert!(
+        replayed["records"][0]["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["key"]["text"] == "logd.dlq.replay.count" && h["value"]["text"] == "1")
+    );
+    // The position moved past every letter scanned: nothing is pending, and a second replay
+    // sends nothing again.
+    assert_eq!(
+        json(&http, "/api/v1/dead-letters").1["topics"][0]["pending"],
+        0
+    );
+    let (_, again) = post(
+        &http,
+        "/api/v1/dead-letters/orders.dlq/replay",
+        "application/json",
+        "{}",
+    );
+    let again: Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["replays"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        json(&http, "/api/v1/dead-letters/orders.dlq?all=true").1["matching"],
+        5
+    );
+
+    // Bad requests.
+    let (status, error) = json(&http, "/api/v1/dead-letters/orders");
+    assert_eq!(status, "HTTP/1.1 400 Bad Request");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a dead-letter topic")
+    );
+    let (status, _) = json(&http, "/api/v1/dead-letters/gone.dlq");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+    let (status, error) = post(
+        &http,
+        "/api/v1/dead-letters/orders.dlq/replay",
+        "application/json",
+        r#"{"to": "nowhere"}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 400 Bad Request");
+    assert!(error.contains("no topic nowhere"), "{error}");
+}
