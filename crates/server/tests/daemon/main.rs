@@ -9,6 +9,7 @@ mod clients;
 mod cluster_tools;
 mod conformance;
 mod console;
+mod console_browser;
 mod group_tools;
 mod groups;
 mod idempotence;
@@ -243,6 +244,27 @@ pub fn system_kcat() -> Option<PathBuf> {
         say(
             "logd tests: no kcat on PATH, so the old-librdkafka test covers nothing on this \
              machine (apt-get install kcat adds it); librdkafka is still covered through rdkafka",
+        );
+    }
+    found
+}
+
+/// Debian's chromium, when it is installed: the browser the console's tests drive through
+/// Playwright. Missing, the caller says so in the run's output, except under CI (`CI` set),
+/// whose script installs it: there a missing browser fails the test.
+pub fn system_chromium() -> Option<PathBuf> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|candidate| candidate.is_file());
+    assert!(
+        found.is_some() || std::env::var_os("CI").is_none(),
+        "CI installs chromium (.ci/run), yet none is installed"
+    );
+    if found.is_none() {
+        say(
+            "logd tests: no chromium installed, so the console's browser test covers nothing on \
+             this machine (apt-get install chromium adds it); its API tests still run",
         );
     }
     found

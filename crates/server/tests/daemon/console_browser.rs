@@ -1,0 +1,186 @@
+//! The console in a real browser: Debian's headless chromium driven by Playwright (Python)
+//! against a real daemon. It opens the overview, reads a topic's messages (markup in keys,
+//! values and headers shown as text, never run), sees a group's lag, replays a dead-letter
+//! class after its dry run, and checks the layout at a laptop's and a phone's width, saving a
+//! screenshot of each under `target/console-screenshots/`.
+
+use std::path::Path;
+
+use super::{Daemon, librdkafka, logd, python_script, system_chromium};
+
+/// Drives the console at `sys.argv[1]` with the browser at `sys.argv[2]`, saving screenshots
+/// in `sys.argv[3]`; prints one JSON object with what it saw.
+const BROWSER: &str = r##"
+import json, sys
+from playwright.sync_api import sync_playwright
+
+url, chromium, shots = sys.argv[1], sys.argv[2], sys.argv[3]
+seen = {"dialogs": 0}
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.on("dialog", lambda d: (seen.__setitem__("dialogs", seen["dialogs"] + 1), d.dismiss()))
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(url)
+    page.wait_for_selector("#topics button:text-is('web')")
+    page.wait_for_selector("#groups button:text-is('billing')")
+    seen["group_row"] = page.inner_text("#groups tr:has(button:text-is('billing'))")
+    page.screenshot(path=f"{shots}/overview-1280.png", full_page=True)
+
+    # A topic's messages: the markup comes back as text.
+    page.click("#topics button:text-is('web')")
+    page.wait_for_selector("#message-rows tr")
+    row = page.locator("#message-rows tr").first
+    seen["key"] = row.locator("td").nth(2).inner_text()
+    seen["value"] = row.locator("td").nth(3).inner_text()
+    seen["headers"] = row.locator("td").nth(4).inner_text()
+    page.select_option("#m-format", "hex")
+    seen["value_hex"] = page.locator("#message-rows tr").first.locator("td").nth(3).inner_text()
+    seen["xss"] = page.evaluate("window.__xss === undefined ? null : window.__xss")
+    seen["script_elements_in_rows"] = page.locator("#message-rows script, #message-rows img").count()
+    page.screenshot(path=f"{shots}/messages-1280.png", full_page=True)
+
+    # Dead letters: the dry run first, then the replay.
+    timeout_row = page.locator("#dlq-groups tr:has(td:text-is('Timeout'))")
+    timeout_row.locator("button:text-is('replay…')").click()
+    page.wait_for_selector("#replay-plan:not([hidden])")
+    seen["dry_run"] = page.inner_text("#replay-summary")
+    page.click("#replay-confirm")
+    page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Replayed')")
+    seen["replayed"] = page.inner_text("#replay-summary")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#topics tr')]"
+        ".some(r => r.cells[0].textContent === 'orders' && r.cells[2].textContent === '3')")
+    page.screenshot(path=f"{shots}/dead-letters-1280.png", full_page=True)
+
+    # A phone's width: the page itself does not scroll sideways (wide tables scroll inside
+    # their own section).
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_timeout(200)
+    seen["phone_scroll_width"] = page.evaluate("document.documentElement.scrollWidth")
+    page.screenshot(path=f"{shots}/overview-390.png", full_page=True)
+    seen["other_origins"] = [r for r in requests if not r.startswith(url.rstrip("/"))]
+    browser.close()
+print(json.dumps(seen))
+"##;
+
+#[test]
+fn the_console_works_in_a_real_browser() {
+    let Some(chromium) = system_chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--http-listen", "127.0.0.1:0"]);
+    let http = daemon.metrics.clone().unwrap();
+    let b = daemon.addr.as_str();
+    for topic in ["web", "orders", "orders.dlq"] {
+        let (ok, _, e) = logd(&["topics", "create", topic, "--bootstrap", b], "");
+        assert!(ok, "{e}");
+    }
+    let (ok, _, e) = logd(
+        &[
+            "produce",
+            "-t",
+            "web",
+            "-k",
+            "|",
+            "-H",
+            "note=<b onmouseover=\"window.__xss=3\">hi</b>",
+            "--bootstrap",
+            b,
+        ],
+        "<script>window.__xss=1</script>|<img src=x onerror=\"window.__xss=2\">\n",
+    );
+    assert!(ok, "{e}");
+    // A group 5 behind on its own topic.
+    librdkafka::produce(b, "jobs", "none", &["a:1", "b:2"]);
+    assert_eq!(librdkafka::consume_in_group(b, "billing", "jobs").len(), 2);
+    librdkafka::produce(b, "jobs", "none", &["c:3", "d:4", "e:5", "f:6", "g:7"]);
+    let (ok, _, e) = logd(
+        &[
+            "produce",
+            "-t",
+            "orders.dlq",
+            "-k",
+            "|",
+            "-H",
+            "logd.dlq.error.class=Timeout",
+            "-H",
+            "logd.dlq.reason=max-attempts",
+            "-H",
+            "logd.dlq.original.topic=orders",
+            "-H",
+            "logd.dlq.original.partition=0",
+            "--bootstrap",
+            b,
+        ],
+        "x|1\ny|2\nz|3\n",
+    );
+    assert!(ok, "{e}");
+
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let url = format!("http://{http}/");
+    let out = python_script(
+        BROWSER,
+        &[&url, chromium.to_str().unwrap(), shots.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "the browser script failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["key"], "<script>window.__xss=1</script>", "{seen}");
+    assert_eq!(seen["value"], "<img src=x onerror=\"window.__xss=2\">");
+    assert_eq!(
+        seen["headers"],
+        "note: <b onmouseover=\"window.__xss=3\">hi</b>"
+    );
+    let hex: String = b"<img src=x onerror=\"window.__xss=2\">"
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(seen["value_hex"], hex);
+    assert_eq!(seen["xss"], serde_json::Value::Null, "no markup ran");
+    assert_eq!(seen["script_elements_in_rows"], 0);
+    assert_eq!(seen["dialogs"], 0);
+    assert!(
+        seen["group_row"].as_str().unwrap().ends_with("Empty\t0\t5"),
+        "group, state, members, lag: {seen}"
+    );
+    assert!(
+        seen["dry_run"]
+            .as_str()
+            .unwrap()
+            .starts_with("Dry run: 3 letter(s)"),
+        "{seen}"
+    );
+    assert_eq!(seen["replayed"], "Replayed 3 letter(s).");
+    assert!(
+        seen["phone_scroll_width"].as_i64().unwrap() <= 390,
+        "{seen}"
+    );
+    assert_eq!(
+        seen["other_origins"],
+        serde_json::json!([]),
+        "nothing from elsewhere"
+    );
+    for shot in [
+        "overview-1280",
+        "messages-1280",
+        "dead-letters-1280",
+        "overview-390",
+    ] {
+        let size = std::fs::metadata(shots.join(format!("{shot}.png")))
+            .unwrap()
+            .len();
+        assert!(size > 1000, "{shot}.png is {size} bytes");
+    }
+}
