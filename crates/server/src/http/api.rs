@@ -12,11 +12,13 @@ use logd::group::GroupPhase;
 use serde_json::{Value, json};
 
 use super::State as Shared;
+use super::changes;
 
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
-        .route("/topics", get(topics))
-        .route("/topics/{name}", get(topic))
+        .route("/topics", get(topics).post(changes::create_topic))
+        .route("/topics/{name}", get(topic).delete(changes::delete_topic))
+        .route("/topics/{name}/partitions", post(changes::add_partitions))
         .route("/topics/{name}/messages", get(super::messages::messages))
         .route("/dead-letters", get(super::dead_letters::topics))
         .route("/dead-letters/{topic}", get(super::dead_letters::letters))
@@ -25,7 +27,11 @@ pub(super) fn routes() -> Router<Shared> {
             post(super::dead_letters::replay),
         )
         .route("/groups", get(groups))
-        .route("/groups/{group}", get(group))
+        .route("/groups/{group}", get(group).delete(changes::delete_group))
+        .route(
+            "/groups/{group}/reset-offsets",
+            post(changes::reset_offsets),
+        )
         .fallback(|| async { not_found("no such API endpoint".into()) })
 }
 
@@ -211,12 +217,14 @@ mod tests {
         let served = [
             "api/v1/topics",
             "api/v1/topics/{name}",
+            "api/v1/topics/{name}/partitions",
             "api/v1/topics/{name}/messages",
             "api/v1/dead-letters",
             "api/v1/dead-letters/{topic}",
             "api/v1/dead-letters/{topic}/replay",
             "api/v1/groups",
             "api/v1/groups/{group}",
+            "api/v1/groups/{group}/reset-offsets",
             "metrics",
             "health",
         ];

@@ -5,6 +5,7 @@
 //! the engine directly, in process.
 
 mod api;
+mod changes;
 mod dead_letters;
 mod messages;
 

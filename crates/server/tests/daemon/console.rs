@@ -501,3 +501,188 @@ fn dead_letters_are_grouped_listed_and_replayed_after_a_dry_run() {
     assert_eq!(status, "HTTP/1.1 400 Bad Request");
     assert!(error.contains("no topic nowhere"), "{error}");
 }
+
+/// A JSON request with `method` on a connection of its own: the status line and the body.
+fn send(addr: &str, method: &str, path: &str, body: &str) -> (String, Value) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: logd\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let value = serde_json::from_str(body).unwrap_or(Value::Null);
+    (head.lines().next().unwrap().to_owned(), value)
+}
+
+#[test]
+fn topics_and_groups_change_under_the_engines_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--http-listen", "127.0.0.1:0"]);
+    let http = daemon.metrics.clone().unwrap();
+    let b = daemon.addr.as_str();
+
+    let (status, made) = send(
+        &http,
+        "POST",
+        "/api/v1/topics",
+        r#"{"name": "made", "partitions": 3}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 201 Created", "{made}");
+    assert_eq!(made["partitions"], 3);
+    let (status, error) = send(&http, "POST", "/api/v1/topics", r#"{"name": "made"}"#);
+    assert_eq!(status, "HTTP/1.1 409 Conflict");
+    assert!(error["error"].as_str().unwrap().contains("already exists"));
+    let (status, error) = send(&http, "POST", "/api/v1/topics", r#"{"name": "bad name!"}"#);
+    assert_eq!(status, "HTTP/1.1 400 Bad Request");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("invalid topic name"),
+        "{error}"
+    );
+    let (status, _) = post(
+        &http,
+        "/api/v1/topics",
+        "text/plain",
+        r#"{"name": "sneaky"}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 415 Unsupported Media Type");
+    assert_eq!(
+        json(&http, "/api/v1/topics/sneaky").0,
+        "HTTP/1.1 404 Not Found"
+    );
+
+    let (status, _) = send(
+        &http,
+        "POST",
+        "/api/v1/topics/made/partitions",
+        r#"{"count": 5}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(
+        json(&http, "/api/v1/topics/made").1["partitions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    let (status, error) = send(
+        &http,
+        "POST",
+        "/api/v1/topics/made/partitions",
+        r#"{"count": 2}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 400 Bad Request", "{error}");
+
+    // A group that read all 10 records: a planned reset changes nothing, an executed one does.
+    let lines: Vec<String> = (0..10).map(|i| format!("k{i}:v")).collect();
+    librdkafka::produce(b, "made", "none", &lines);
+    assert_eq!(librdkafka::consume_in_group(b, "readers", "made").len(), 10);
+    let lag = || {
+        json(&http, "/api/v1/groups/readers").1["offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["lag"].as_i64().unwrap())
+            .sum::<i64>()
+    };
+    assert_eq!(lag(), 0);
+    let (status, plan) = send(
+        &http,
+        "POST",
+        "/api/v1/groups/readers/reset-offsets",
+        r#"{"to": "earliest"}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK", "{plan}");
+    assert_eq!(plan["executed"], false);
+    assert!(
+        plan["plan"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["target"] == 0)
+    );
+    assert_eq!(lag(), 0, "a plan only");
+    let (status, _) = send(
+        &http,
+        "POST",
+        "/api/v1/groups/readers/reset-offsets",
+        r#"{"to": "earliest", "execute": true}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(lag(), 10);
+    for (body, says) in [
+        (r#"{"to": "offset"}"#, "needs a value"),
+        (r#"{"to": "sideways"}"#, "to must be earliest"),
+    ] {
+        let (status, error) = send(&http, "POST", "/api/v1/groups/readers/reset-offsets", body);
+        assert_eq!(status, "HTTP/1.1 400 Bad Request", "{body}");
+        assert!(error["error"].as_str().unwrap().contains(says), "{error}");
+    }
+
+    // With a member, the group is not reset or deleted (as Kafka refuses).
+    let member = librdkafka::Member::join(b, "readers", "made", 10_000);
+    wait_until("the member joined", Duration::from_secs(30), || {
+        json(&http, "/api/v1/groups/readers").1["members"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 1
+    });
+    let (status, error) = send(
+        &http,
+        "POST",
+        "/api/v1/groups/readers/reset-offsets",
+        r#"{"to": "latest", "execute": true}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 409 Conflict", "{error}");
+    let (status, _) = send(&http, "DELETE", "/api/v1/groups/readers", "");
+    assert_eq!(status, "HTTP/1.1 409 Conflict");
+    drop(member);
+    wait_until("the member left", Duration::from_secs(30), || {
+        json(&http, "/api/v1/groups/readers").1["members"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    });
+    let (status, _) = send(&http, "DELETE", "/api/v1/groups/readers", "");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(
+        json(&http, "/api/v1/groups/readers").0,
+        "HTTP/1.1 404 Not Found"
+    );
+
+    // A topic is deleted only with its name typed again.
+    let (status, error) = send(
+        &http,
+        "DELETE",
+        "/api/v1/topics/made",
+        r#"{"confirm": "mad"}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 400 Bad Request");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("type the topic's name")
+    );
+    assert_eq!(json(&http, "/api/v1/topics/made").0, "HTTP/1.1 200 OK");
+    let (status, _) = send(
+        &http,
+        "DELETE",
+        "/api/v1/topics/made",
+        r#"{"confirm": "made"}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(
+        json(&http, "/api/v1/topics/made").0,
+        "HTTP/1.1 404 Not Found"
+    );
+}

@@ -1,7 +1,8 @@
 //! The console in a real browser: Debian's headless chromium driven by Playwright (Python)
 //! against a real daemon. It opens the overview, reads a topic's messages (markup in keys,
 //! values and headers shown as text, never run), sees a group's lag, replays a dead-letter
-//! class after its dry run, and checks the layout at a laptop's and a phone's width, saving a
+//! class after its dry run, creates a topic, resets a group after its plan, deletes a topic by
+//! typing its name, and checks the layout at a laptop's and a phone's width, saving a
 //! screenshot of each under `target/console-screenshots/`.
 
 use std::path::Path;
@@ -53,6 +54,30 @@ with sync_playwright() as p:
         "[...document.querySelectorAll('#topics tr')]"
         ".some(r => r.cells[0].textContent === 'orders' && r.cells[2].textContent === '3')")
     page.screenshot(path=f"{shots}/dead-letters-1280.png", full_page=True)
+
+    # Changes: create a topic, reset a group after its plan, delete the topic by name.
+    page.fill("#new-name", "made-here")
+    page.fill("#new-partitions", "2")
+    page.click("#create-form button")
+    page.wait_for_selector("#topics button:text-is('made-here')")
+    page.click("#groups button:text-is('billing')")
+    page.wait_for_selector("#group-detail:not([hidden])")
+    page.select_option("#reset-to", "earliest")
+    page.click("#reset-form button[type=submit]")
+    page.wait_for_selector("#reset-plan:not([hidden]) #reset-rows tr")
+    seen["reset_plan"] = page.inner_text("#reset-rows")
+    page.click("#reset-apply")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#groups tr')]"
+        ".some(r => r.cells[0].textContent === 'billing' && r.cells[3].textContent === '7')")
+    page.click("#topics button:text-is('made-here')")
+    page.wait_for_selector("#topic-title:text-is('Topic made-here')")
+    page.fill("#delete-confirm", "made-here")
+    page.click("#delete-topic-form button")
+    page.wait_for_function(
+        "![...document.querySelectorAll('#topics tr')].some(r => r.cells[0].textContent === 'made-here')")
+    seen["notice"] = page.inner_text("#notice")
+    page.screenshot(path=f"{shots}/changes-1280.png", full_page=True)
 
     # A phone's width: the page itself does not scroll sideways (wide tables scroll inside
     # their own section).
@@ -163,6 +188,11 @@ fn the_console_works_in_a_real_browser() {
         "{seen}"
     );
     assert_eq!(seen["replayed"], "Replayed 3 letter(s).");
+    assert_eq!(
+        seen["reset_plan"], "jobs\t0\t2\t0",
+        "topic, partition, now, to: {seen}"
+    );
+    assert_eq!(seen["notice"], "Deleted topic made-here.");
     assert!(
         seen["phone_scroll_width"].as_i64().unwrap() <= 390,
         "{seen}"
@@ -176,6 +206,7 @@ fn the_console_works_in_a_real_browser() {
         "overview-1280",
         "messages-1280",
         "dead-letters-1280",
+        "changes-1280",
         "overview-390",
     ] {
         let size = std::fs::metadata(shots.join(format!("{shot}.png")))

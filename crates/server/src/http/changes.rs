@@ -1,0 +1,243 @@
+//! The console's changes: create a topic, add partitions, delete a topic (its name typed again
+//! to confirm), reset a group's offsets (planned first, applied with `execute`) and delete a
+//! group. Each is one engine call, the one the Kafka handler of the same change makes, so the
+//! engine's rules (topic names, configuration ranges, no reset or delete while a group has
+//! members) answer the same way. Bodies are JSON only: a page on another site cannot send
+//! those, nor a DELETE, without a CORS preflight this server never grants.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use logd::group::GroupError;
+use logd::{Log, ResetTarget};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::State as Shared;
+
+type Failure = (StatusCode, String);
+
+fn answer(result: Result<(StatusCode, Value), Failure>) -> Response {
+    match result {
+        Ok((status, value)) => (status, Json(value)).into_response(),
+        Err((status, error)) => (status, Json(json!({ "error": error }))).into_response(),
+    }
+}
+
+/// The HTTP status of an engine refusal.
+fn refused(error: logd::Error) -> Failure {
+    let status = match &error {
+        logd::Error::UnknownTopic(_) => StatusCode::NOT_FOUND,
+        logd::Error::TopicExists(_) | logd::Error::Group(GroupError::NonEmptyGroup) => {
+            StatusCode::CONFLICT
+        }
+        logd::Error::InvalidTopicName { .. } | logd::Error::InvalidConfig(_) => {
+            StatusCode::BAD_REQUEST
+        }
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    (status, error.to_string())
+}
+
+/// Runs an engine change (it may wait on fsyncs) off the listener's thread.
+async fn blocking(
+    work: impl FnOnce() -> Result<(StatusCode, Value), Failure> + Send + 'static,
+) -> Response {
+    answer(
+        tokio::task::spawn_blocking(work)
+            .await
+            .unwrap_or_else(|e| Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct NewTopic {
+    name: String,
+    partitions: Option<u32>,
+}
+
+/// `POST /api/v1/topics`: a topic with the broker's defaults (as CreateTopics without
+/// configs gets), `partitions` of them (1 unless given).
+pub(super) async fn create_topic(
+    State(state): State<Shared>,
+    Json(request): Json<NewTopic>,
+) -> Response {
+    let log = state.log.clone();
+    blocking(move || {
+        let mut config = log.default_topic_config().clone();
+        config.partitions = request.partitions.unwrap_or(1);
+        let created = log.create_topic(&request.name, config).map_err(refused)?;
+        tracing::info!(topic = %created.name, partitions = created.partitions.len(), "topic created from the console");
+        Ok((
+            StatusCode::CREATED,
+            json!({ "name": created.name, "partitions": created.partitions.len() }),
+        ))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Confirmation {
+    confirm: String,
+}
+
+/// `DELETE /api/v1/topics/{name}` with `{"confirm": name}`: the topic, its data and every
+/// group's offsets on it.
+pub(super) async fn delete_topic(
+    State(state): State<Shared>,
+    Path(name): Path<String>,
+    Json(request): Json<Confirmation>,
+) -> Response {
+    let log = state.log.clone();
+    blocking(move || {
+        if request.confirm != name {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                format!("type the topic's name ({name}) as confirm to delete it"),
+            ));
+        }
+        log.delete_topic(&name).map_err(refused)?;
+        tracing::info!(topic = %name, "topic deleted from the console");
+        Ok((StatusCode::OK, json!({ "deleted": name })))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Partitions {
+    count: u32,
+}
+
+/// `POST /api/v1/topics/{name}/partitions` with `{"count": n}`: grows the topic to n
+/// partitions (never shrinks, as Kafka).
+pub(super) async fn add_partitions(
+    State(state): State<Shared>,
+    Path(name): Path<String>,
+    Json(request): Json<Partitions>,
+) -> Response {
+    let log = state.log.clone();
+    blocking(move || {
+        log.add_partitions(&name, request.count).map_err(refused)?;
+        Ok((
+            StatusCode::OK,
+            json!({ "name": name, "partitions": request.count }),
+        ))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Reset {
+    /// `earliest`, `latest`, `offset`, `timestamp` or `shift-by`.
+    to: String,
+    /// The offset, timestamp (ms) or shift those three need.
+    value: Option<i64>,
+    /// Topics to reset; every topic the group has offsets on when absent.
+    topics: Option<Vec<String>>,
+    /// Apply the plan; without it, only plan.
+    #[serde(default)]
+    execute: bool,
+}
+
+/// `POST /api/v1/groups/{group}/reset-offsets`: the plan of `logd groups reset-offsets`,
+/// applied with `execute`; refused (409) while the group has members, as Kafka refuses.
+pub(super) async fn reset_offsets(
+    State(state): State<Shared>,
+    Path(group): Path<String>,
+    Json(request): Json<Reset>,
+) -> Response {
+    let log = state.log.clone();
+    blocking(move || {
+        let target = target(&request)?;
+        let topics = match request.topics.clone() {
+            Some(topics) => topics,
+            None => committed_topics(&log, &group),
+        };
+        if topics.is_empty() {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                format!("group {group} has no committed offsets: name the topics to reset"),
+            ));
+        }
+        let plan = log
+            .reset_offsets(&group, &topics, target, request.execute)
+            .map_err(refused)?;
+        if request.execute {
+            tracing::info!(group, partitions = plan.len(), to = %request.to, "offsets reset from the console");
+        }
+        let plan: Vec<Value> = plan
+            .iter()
+            .map(|p| {
+                json!({
+                    "topic": p.topic,
+                    "partition": p.partition,
+                    "current": p.current,
+                    "requested": p.requested,
+                    "target": p.target,
+                })
+            })
+            .collect();
+        Ok((
+            StatusCode::OK,
+            json!({ "group": group, "executed": request.execute, "plan": plan }),
+        ))
+    })
+    .await
+}
+
+fn target(request: &Reset) -> Result<ResetTarget, Failure> {
+    let value = |what: &str| {
+        request.value.ok_or_else(|| {
+            (
+                StatusCode::BAD_REQUEST,
+                format!("a reset to {what} needs a value"),
+            )
+        })
+    };
+    Ok(match request.to.as_str() {
+        "earliest" => ResetTarget::Earliest,
+        "latest" => ResetTarget::Latest,
+        "offset" => ResetTarget::Offset(value("an offset")?),
+        "timestamp" => ResetTarget::Timestamp(value("a timestamp")?),
+        "shift-by" => ResetTarget::ShiftBy(value("a shift")?),
+        other => {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "to must be earliest, latest, offset, timestamp or shift-by, not {other:?}"
+                ),
+            ));
+        }
+    })
+}
+
+/// The topics `group` has committed offsets on, sorted.
+fn committed_topics(log: &Log, group: &str) -> Vec<String> {
+    let mut topics: Vec<String> = log
+        .offsets()
+        .group_offsets(group)
+        .into_iter()
+        .map(|(topic, _, _)| topic)
+        .collect();
+    topics.sort();
+    topics.dedup();
+    topics
+}
+
+/// `DELETE /api/v1/groups/{group}`: its offsets and state; refused (409) while it has members.
+pub(super) async fn delete_group(
+    State(state): State<Shared>,
+    Path(group): Path<String>,
+) -> Response {
+    let log = state.log.clone();
+    blocking(move || {
+        if !log.list_groups().contains(&group) {
+            return Err((StatusCode::NOT_FOUND, format!("no group {group}")));
+        }
+        log.delete_group(&group).map_err(refused)?;
+        tracing::info!(group, "group deleted from the console");
+        Ok((StatusCode::OK, json!({ "deleted": group })))
+    })
+    .await
+}
