@@ -20,6 +20,7 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/topics/{name}", get(topic).delete(changes::delete_topic))
         .route("/topics/{name}/partitions", post(changes::add_partitions))
         .route("/topics/{name}/messages", get(super::messages::messages))
+        .route("/topics/{name}/search", get(super::search::search))
         .route("/dead-letters", get(super::dead_letters::topics))
         .route("/dead-letters/{topic}", get(super::dead_letters::letters))
         .route(
@@ -219,6 +220,7 @@ mod tests {
             "api/v1/topics/{name}",
             "api/v1/topics/{name}/partitions",
             "api/v1/topics/{name}/messages",
+            "api/v1/topics/{name}/search",
             "api/v1/dead-letters",
             "api/v1/dead-letters/{topic}",
             "api/v1/dead-letters/{topic}/replay",

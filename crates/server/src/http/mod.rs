@@ -8,6 +8,7 @@ mod api;
 mod changes;
 mod dead_letters;
 mod messages;
+mod search;
 
 use std::sync::Arc;
 

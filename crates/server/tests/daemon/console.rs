@@ -686,3 +686,122 @@ fn topics_and_groups_change_under_the_engines_rules() {
         "HTTP/1.1 404 Not Found"
     );
 }
+
+#[test]
+fn search_scans_in_steps_that_say_how_far_they_got() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--http-listen", "127.0.0.1:0"]);
+    let http = daemon.metrics.clone().unwrap();
+    let b = daemon.addr.as_str();
+    let (ok, _, e) = super::logd(&["topics", "create", "s", "--bootstrap", b], "");
+    assert!(ok, "{e}");
+    // 3,000 records in lz4 batches; "needle" in the values of three, far apart.
+    let lines: Vec<String> = (0..3000)
+        .map(|i| match i {
+            10 | 1500 | 2990 => format!("k{i}:a needle at {i}"),
+            _ => format!("k{i}:hay {i}"),
+        })
+        .collect();
+    librdkafka::produce(b, "s", "lz4", &lines);
+    let (ok, _, e) = super::logd(
+        &[
+            "produce",
+            "-t",
+            "s",
+            "-H",
+            "trace=needle-in-a-header",
+            "--bootstrap",
+            b,
+        ],
+        "plain value\n",
+    );
+    assert!(ok, "{e}");
+
+    // One call over everything.
+    let (status, all) = json(&http, "/api/v1/topics/s/search?q=needle");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{all}");
+    let offsets = |page: &Value| -> Vec<i64> {
+        page["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["offset"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(offsets(&all), [10, 1500, 2990, 3000], "values and a header");
+    assert_eq!(all["done"], true);
+    assert_eq!(all["scanned"], 3001);
+    assert_eq!(
+        offsets(&json(&http, "/api/v1/topics/s/search?q=needle&in=value").1),
+        [10, 1500, 2990]
+    );
+    assert_eq!(
+        offsets(&json(&http, "/api/v1/topics/s/search?q=needle&in=header").1),
+        [3000]
+    );
+    assert_eq!(
+        offsets(&json(&http, "/api/v1/topics/s/search?q=k1500&in=key").1),
+        [1500]
+    );
+    let (_, range) = json(&http, "/api/v1/topics/s/search?q=needle&from=11&to=2990");
+    assert_eq!(offsets(&range), [1500], "from inclusive, to exclusive");
+
+    // In steps of 700 records: the first finds one match and says it is not done; a step that
+    // finds nothing is not "no messages" either.
+    let (_, first) = json(&http, "/api/v1/topics/s/search?q=needle&scan=700");
+    assert_eq!(offsets(&first), [10]);
+    assert_eq!(
+        (first["scanned"].as_i64(), first["done"].as_bool()),
+        (Some(700), Some(false))
+    );
+    let mut found = offsets(&first);
+    let mut from = first["scanned_through"].as_i64().unwrap();
+    assert_eq!(from, 700);
+    let mut steps = 1;
+    loop {
+        let (_, step) = json(
+            &http,
+            &format!("/api/v1/topics/s/search?q=needle&scan=700&from={from}"),
+        );
+        steps += 1;
+        if step["matches"].as_array().unwrap().is_empty() && step["done"] == false {
+            assert!(
+                step["scanned_through"].as_i64().unwrap() > from,
+                "progress: {step}"
+            );
+        }
+        found.extend(offsets(&step));
+        from = step["scanned_through"].as_i64().unwrap();
+        if step["done"] == true {
+            break;
+        }
+    }
+    assert_eq!(found, [10, 1500, 2990, 3000]);
+    assert_eq!(steps, 5, "3,001 records in steps of 700");
+    // A limit on matches stops right after the last one it returns.
+    let (_, limited) = json(&http, "/api/v1/topics/s/search?q=needle&limit=2");
+    assert_eq!(offsets(&limited), [10, 1500]);
+    assert_eq!(
+        (
+            limited["scanned_through"].as_i64(),
+            limited["done"].as_bool()
+        ),
+        (Some(1501), Some(false))
+    );
+
+    for (query, says) in [
+        ("", "q, the text to find, is required"),
+        ("q=x&in=body", "in must be any, key, value or header"),
+        ("q=x&scan=0", "scan must be 1 to 10000000"),
+        ("q=x&limit=5000", "limit must be 1 to 1000"),
+        ("q=x&from=9999", "outside the partition"),
+        ("q=x&from=1&from_timestamp=5", "not both"),
+    ] {
+        let (status, error) = json(&http, &format!("/api/v1/topics/s/search?{query}"));
+        assert_eq!(status, "HTTP/1.1 400 Bad Request", "{query}");
+        assert!(
+            error["error"].as_str().unwrap().contains(says),
+            "{query}: {error}"
+        );
+    }
+}

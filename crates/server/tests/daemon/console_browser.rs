@@ -1,6 +1,7 @@
 //! The console in a real browser: Debian's headless chromium driven by Playwright (Python)
 //! against a real daemon. It opens the overview, reads a topic's messages (markup in keys,
-//! values and headers shown as text, never run), sees a group's lag, replays a dead-letter
+//! values and headers shown as text, never run), searches, follows new records, sees a
+//! group's lag, replays a dead-letter
 //! class after its dry run, creates a topic, resets a group after its plan, deletes a topic by
 //! typing its name, and checks the layout at a laptop's and a phone's width, saving a
 //! screenshot of each under `target/console-screenshots/`.
@@ -10,12 +11,13 @@ use std::path::Path;
 use super::{Daemon, librdkafka, logd, python_script, system_chromium};
 
 /// Drives the console at `sys.argv[1]` with the browser at `sys.argv[2]`, saving screenshots
-/// in `sys.argv[3]`; prints one JSON object with what it saw.
+/// in `sys.argv[3]` and producing through the broker at `sys.argv[4]`; prints one JSON object
+/// with what it saw.
 const BROWSER: &str = r##"
 import json, sys
 from playwright.sync_api import sync_playwright
 
-url, chromium, shots = sys.argv[1], sys.argv[2], sys.argv[3]
+url, chromium, shots, kafka = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 seen = {"dialogs": 0}
 with sync_playwright() as p:
     browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
@@ -41,6 +43,24 @@ with sync_playwright() as p:
     seen["xss"] = page.evaluate("window.__xss === undefined ? null : window.__xss")
     seen["script_elements_in_rows"] = page.locator("#message-rows script, #message-rows img").count()
     page.screenshot(path=f"{shots}/messages-1280.png", full_page=True)
+
+    # Search, and the live tail of a record produced meanwhile.
+    page.fill("#s-q", "__xss=2")
+    page.select_option("#s-in", "value")
+    page.click("#search-form button[type=submit]")
+    page.wait_for_function("document.getElementById('search-progress').textContent.startsWith('Searched')")
+    seen["search"] = page.inner_text("#search-progress")
+    page.click("#messages-form button[type=submit]")
+    page.wait_for_selector("#message-rows tr")
+    page.check("#m-follow")
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": kafka})
+    producer.produce("web", key=b"tail", value=b"a record produced while following")
+    producer.flush(10)
+    # (Values are shown in hex since the step above; keys stay text.)
+    page.wait_for_selector("#message-rows pre:text-is('tail')")
+    page.uncheck("#m-follow")
+    seen["tailed_rows"] = page.locator("#message-rows tr").count()
 
     # Dead letters: the dry run first, then the replay.
     timeout_row = page.locator("#dlq-groups tr:has(td:text-is('Timeout'))")
@@ -152,7 +172,7 @@ fn the_console_works_in_a_real_browser() {
     let url = format!("http://{http}/");
     let out = python_script(
         BROWSER,
-        &[&url, chromium.to_str().unwrap(), shots.to_str().unwrap()],
+        &[&url, chromium.to_str().unwrap(), shots.to_str().unwrap(), b],
     )
     .output()
     .unwrap();
@@ -188,6 +208,11 @@ fn the_console_works_in_a_real_browser() {
         "{seen}"
     );
     assert_eq!(seen["replayed"], "Replayed 3 letter(s).");
+    assert_eq!(seen["search"], "Searched all 1 records: 1 found.");
+    assert_eq!(
+        seen["tailed_rows"], 2,
+        "the first record and the one followed"
+    );
     assert_eq!(
         seen["reset_plan"], "jobs\t0\t2\t0",
         "topic, partition, now, to: {seen}"
