@@ -25,6 +25,7 @@ use metrics::fsync::MeteredFs;
 mod dump;
 mod fd_limit;
 mod http;
+mod lag;
 mod listen_backlog;
 mod listeners;
 mod metrics;

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::State as Shared;
 use super::changes;
+use crate::lag::{group_lag, partition_lag};
 
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
@@ -27,6 +28,7 @@ pub(super) fn routes() -> Router<Shared> {
             "/dead-letters/{topic}/replay",
             post(super::dead_letters::replay),
         )
+        .route("/history", get(super::history::history))
         .route("/groups", get(groups))
         .route("/groups/{group}", get(group).delete(changes::delete_group))
         .route(
@@ -123,11 +125,14 @@ async fn groups(State(state): State<Shared>) -> Response {
         .into_iter()
         .filter_map(|group| state.log.describe_group(&group).ok())
         .map(|g| {
+            let now = state.log.clock().now_ms();
+            let lag = group_lag(&state.log, &g.group);
             json!({
                 "group": g.group,
                 "state": phase_name(g.phase),
                 "members": g.members.len(),
-                "lag": g.offsets.iter().map(|o| o.lag).sum::<i64>(),
+                "lag": lag.records,
+                "lag_ms": lag.oldest_unconsumed.map(|ts| (now - ts).max(0)),
             })
         })
         .collect();
@@ -158,16 +163,20 @@ async fn group(State(state): State<Shared>, Path(group): Path<String>) -> Respon
             })
         })
         .collect();
+    let now = state.log.clock().now_ms();
     let offsets: Vec<Value> = g
         .offsets
         .iter()
         .map(|o| {
+            let oldest = partition_lag(&state.log, &o.topic, o.partition as i32, o.committed)
+                .and_then(|lag| lag.oldest_unconsumed);
             json!({
                 "topic": o.topic,
                 "partition": o.partition,
                 "committed": o.committed,
                 "log_end": o.log_end,
                 "lag": o.lag,
+                "lag_ms": oldest.map(|ts| (now - ts).max(0)),
             })
         })
         .collect();
@@ -224,6 +233,7 @@ mod tests {
             "api/v1/dead-letters",
             "api/v1/dead-letters/{topic}",
             "api/v1/dead-letters/{topic}/replay",
+            "api/v1/history",
             "api/v1/groups",
             "api/v1/groups/{group}",
             "api/v1/groups/{group}/reset-offsets",

@@ -7,6 +7,7 @@
 mod api;
 mod changes;
 mod dead_letters;
+mod history;
 mod messages;
 mod search;
 
@@ -28,6 +29,7 @@ const CONSOLE_PAGE: &str = include_str!("console.html");
 pub(crate) struct State {
     log: Log,
     metrics: Arc<Metrics>,
+    history: Arc<history::History>,
 }
 
 /// Serves `listener` on a new thread until the process ends.
@@ -40,7 +42,12 @@ pub(crate) fn spawn(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()?;
-    let router = router(State { log, metrics });
+    let history = history::History::start(log.clone(), metrics.clone())?;
+    let router = router(State {
+        log,
+        metrics,
+        history,
+    });
     std::thread::Builder::new()
         .name("logd-http".into())
         .spawn(move || {

@@ -27,6 +27,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::lag::partition_lag;
+
 /// Topics with this suffix are dead-letter topics.
 pub(crate) const DLQ_SUFFIX: &str = ".dlq";
 /// The group whose commits on a dead-letter topic mark what was replayed.
@@ -69,6 +71,9 @@ pub(crate) struct Metrics {
     connections_now: OnceLock<Arc<ConnectionStats>>,
     /// Scrapes recompute the engine-derived families; one at a time.
     rendering: Mutex<()>,
+    /// Records produced and fetched over every topic since start, for the console's rates.
+    produced_total: AtomicU64,
+    fetched_total: AtomicU64,
 }
 
 impl Metrics {
@@ -100,6 +105,8 @@ impl Metrics {
             budget: OnceLock::new(),
             connections_now: OnceLock::new(),
             rendering: Mutex::new(()),
+            produced_total: AtomicU64::new(0),
+            fetched_total: AtomicU64::new(0),
             registry: Registry::default(),
         };
         let m = &metrics;
@@ -236,6 +243,14 @@ impl Metrics {
     }
 
     /// The exposition text.
+    /// Records produced and fetched over the wire since start, over every topic.
+    pub(crate) fn traffic(&self) -> (u64, u64) {
+        (
+            self.produced_total.load(Ordering::Relaxed),
+            self.fetched_total.load(Ordering::Relaxed),
+        )
+    }
+
     pub(crate) fn render(&self) -> String {
         let _one_at_a_time = self.rendering.lock();
         if let Some(budget) = self.budget.get() {
@@ -273,22 +288,17 @@ impl Metrics {
         for group in log.list_groups() {
             let mut oldest: Option<i64> = None;
             for (topic, partition, committed) in log.offsets().group_offsets(&group) {
-                let Ok(p) = log.partition(&topic, partition as u32) else {
+                let Some(lag) = partition_lag(log, &topic, partition, committed.offset) else {
                     continue;
                 };
-                let end = p.high_watermark().0;
-                let lag = (end - committed.offset).max(0);
                 self.consumer_lag
                     .get_or_create(&vec![
                         ("group", group.clone()),
                         ("topic", topic.clone()),
                         ("partition", partition.to_string()),
                     ])
-                    .set(lag);
-                let next = committed.offset.max(p.log_start_offset().0);
-                if next < end
-                    && let Ok(Some(ts)) = p.timestamp_of(Offset(next))
-                {
+                    .set(lag.records);
+                if let Some(ts) = lag.oldest_unconsumed {
                     oldest = Some(oldest.map_or(ts, |o: i64| o.min(ts)));
                 }
             }
@@ -392,12 +402,14 @@ impl BrokerObserver for Metrics {
     }
 
     fn produced(&self, topic: &str, records: u64, bytes: u64) {
+        self.produced_total.fetch_add(records, Ordering::Relaxed);
         let labels = topic_labels(topic);
         self.records_in.get_or_create(&labels).inc_by(records);
         self.bytes_in.get_or_create(&labels).inc_by(bytes);
     }
 
     fn fetched(&self, topic: &str, records: u64, bytes: u64) {
+        self.fetched_total.fetch_add(records, Ordering::Relaxed);
         let labels = topic_labels(topic);
         self.records_out.get_or_create(&labels).inc_by(records);
         self.bytes_out.get_or_create(&labels).inc_by(bytes);

@@ -29,6 +29,7 @@ with sync_playwright() as p:
     page.wait_for_selector("#topics button:text-is('web')")
     page.wait_for_selector("#groups button:text-is('billing')")
     seen["group_row"] = page.inner_text("#groups tr:has(button:text-is('billing'))")
+    seen["rates"] = page.inner_text("#rates")
     page.screenshot(path=f"{shots}/overview-1280.png", full_page=True)
 
     # A topic's messages: the markup comes back as text.
@@ -197,8 +198,11 @@ fn the_console_works_in_a_real_browser() {
     assert_eq!(seen["script_elements_in_rows"], 0);
     assert_eq!(seen["dialogs"], 0);
     assert!(
-        seen["group_row"].as_str().unwrap().ends_with("Empty\t0\t5"),
-        "group, state, members, lag: {seen}"
+        seen["group_row"]
+            .as_str()
+            .unwrap()
+            .contains("Empty\t0\t5\t"),
+        "group, state, members, lag, lag in time: {seen}"
     );
     assert!(
         seen["dry_run"]
@@ -218,6 +222,11 @@ fn the_console_works_in_a_real_browser() {
         "topic, partition, now, to: {seen}"
     );
     assert_eq!(seen["notice"], "Deleted topic made-here.");
+    let rates = seen["rates"].as_str().unwrap();
+    assert!(
+        rates.starts_with("produce ") && rates.contains("/s · fetch "),
+        "{rates}"
+    );
     assert!(
         seen["phone_scroll_width"].as_i64().unwrap() <= 390,
         "{seen}"
