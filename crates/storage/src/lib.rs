@@ -47,7 +47,7 @@ pub use crc::crc32c;
 pub use error::{Error, Result};
 pub use io::{
     CachedFs, CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile,
-    create_dir_durable, lock_holder, replace_file,
+    create_dir_durable, disk_space, lock_holder, replace_file,
 };
 pub use log::{PartitionLog, sync_logs};
 pub use offset::Offset;

@@ -17,6 +17,7 @@ use crate::lag::{group_lag, partition_lag};
 
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
+        .route("/broker", get(broker))
         .route("/topics", get(topics).post(changes::create_topic))
         .route("/topics/{name}", get(topic).delete(changes::delete_topic))
         .route("/topics/{name}/partitions", post(changes::add_partitions))
@@ -36,6 +37,29 @@ pub(super) fn routes() -> Router<Shared> {
             post(changes::reset_offsets),
         )
         .fallback(|| async { not_found("no such API endpoint".into()) })
+}
+
+/// The node: data directory, the fsync policy new topics get, and the disk's size and free
+/// space (-1 when the system cannot say).
+async fn broker(State(state): State<Shared>) -> Response {
+    let dir = state.log.dir();
+    let (total, free) = logd_storage::disk_space(dir);
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "data_dir": dir.display().to_string(),
+        "fsync": fsync_name(state.log.default_topic_config().fsync),
+        "disk_total_bytes": total,
+        "disk_free_bytes": free,
+    }))
+    .into_response()
+}
+
+fn fsync_name(fsync: logd::Fsync) -> String {
+    match fsync {
+        logd::Fsync::Always => "always".into(),
+        logd::Fsync::Never => "never".into(),
+        logd::Fsync::IntervalMs(every) => format!("interval ({every} ms)"),
+    }
 }
 
 /// Every topic: partitions, bytes on disk and records stored.
@@ -68,19 +92,57 @@ async fn topic(State(state): State<Shared>, Path(name): Path<String>) -> Respons
         Err(e) => return server_error(e),
     };
     let config = &topic.config;
+    let defaults = state.log.default_topic_config();
     let partitions: Vec<Value> = topic
         .partitions
         .iter()
         .map(|p| {
+            let log = state.log.partition(&name, p.partition).ok();
+            let oldest = log.as_ref().and_then(|l| {
+                (p.log_start < p.high_watermark)
+                    .then(|| {
+                        l.timestamp_of(logd_storage::Offset(p.log_start))
+                            .ok()
+                            .flatten()
+                    })
+                    .flatten()
+            });
+            let newest = log
+                .as_ref()
+                .and_then(|l| l.max_timestamp().ok().flatten())
+                .map(|(ts, _)| ts);
             json!({
                 "partition": p.partition,
                 "log_start": p.log_start,
                 "log_end": p.log_end,
                 "high_watermark": p.high_watermark,
                 "size_bytes": p.size_bytes,
+                "segments": log.as_ref().map(|l| l.segment_count()),
+                "oldest_timestamp": oldest,
+                "newest_timestamp": newest,
             })
         })
         .collect();
+    // The settings this topic has that a topic created now with no configs would not.
+    let non_default: Vec<&str> = [
+        ("retention_ms", config.retention_ms != defaults.retention_ms),
+        (
+            "retention_bytes",
+            config.retention_bytes != defaults.retention_bytes,
+        ),
+        (
+            "segment_bytes",
+            config.segment_bytes != defaults.segment_bytes,
+        ),
+        ("segment_ms", config.segment_ms != defaults.segment_ms),
+        (
+            "max_batch_bytes",
+            config.max_batch_bytes != defaults.max_batch_bytes,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(key, differs)| differs.then_some(key))
+    .collect();
     let groups: Vec<Value> = state
         .log
         .list_groups()
@@ -111,6 +173,7 @@ async fn topic(State(state): State<Shared>, Path(name): Path<String>) -> Respons
             "segment_ms": config.segment_ms,
             "max_batch_bytes": config.max_batch_bytes,
         },
+        "non_default": non_default,
         "partitions": partitions,
         "groups": groups,
     }))
@@ -225,6 +288,7 @@ mod tests {
             .filter_map(|l| l.strip_prefix("  /")?.strip_suffix(':'))
             .collect();
         let served = [
+            "api/v1/broker",
             "api/v1/topics",
             "api/v1/topics/{name}",
             "api/v1/topics/{name}/partitions",

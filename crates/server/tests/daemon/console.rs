@@ -55,6 +55,24 @@ fn the_api_shows_topics_partitions_groups_and_lag_as_the_engine_has_them() {
         .sum();
     assert_eq!(ends, 35);
     assert_eq!(topic["id"].as_str().unwrap().len(), 32, "16 bytes in hex");
+    let first = &shown[0];
+    assert_eq!(first["segments"], 1);
+    if first["high_watermark"].as_i64() > Some(0) {
+        let (oldest, newest) = (
+            first["oldest_timestamp"].as_i64(),
+            first["newest_timestamp"].as_i64(),
+        );
+        assert!(oldest.is_some() && oldest <= newest, "{first}");
+    }
+    assert_eq!(
+        topic["non_default"],
+        serde_json::json!([]),
+        "created with the defaults"
+    );
+    let (_, broker) = json(&http, "/api/v1/broker");
+    assert_eq!(broker["fsync"], "always", "the daemon's default");
+    assert_eq!(broker["data_dir"], dir.path().display().to_string());
+    assert!(broker["disk_free_bytes"].as_i64().unwrap() > 0, "{broker}");
     assert_eq!(topic["groups"][0]["group"], "billing");
     assert_eq!(topic["groups"][0]["lag"], 5);
 

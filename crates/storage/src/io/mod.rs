@@ -151,3 +151,27 @@ impl fmt::Debug for DirLock {
         f.write_str("DirLock")
     }
 }
+
+/// The size and the space left to unprivileged writers of the file system holding `dir`, in
+/// bytes; -1 each when the system cannot say (Kafka's "unknown").
+#[allow(
+    unsafe_code,
+    reason = "statvfs(3) is a system call libc exposes only as unsafe FFI"
+)]
+pub fn disk_space(dir: &std::path::Path) -> (i64, i64) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return (-1, -1);
+    };
+    // SAFETY: `statvfs` is plain old data, for which all zero bytes are a valid value.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and outlives the call; `stats` is a valid out-parameter.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return (-1, -1);
+    }
+    let block = stats.f_frsize as i64;
+    (
+        (stats.f_blocks as i64).saturating_mul(block),
+        (stats.f_bavail as i64).saturating_mul(block),
+    )
+}
