@@ -21,7 +21,10 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/topics", get(topics).post(changes::create_topic))
         .route("/topics/{name}", get(topic).delete(changes::delete_topic))
         .route("/topics/{name}/partitions", post(changes::add_partitions))
-        .route("/topics/{name}/messages", get(super::messages::messages))
+        .route(
+            "/topics/{name}/messages",
+            get(super::messages::messages).post(changes::produce),
+        )
         .route("/topics/{name}/search", get(super::search::search))
         .route("/dead-letters", get(super::dead_letters::topics))
         .route("/dead-letters/{topic}", get(super::dead_letters::letters))

@@ -1,6 +1,6 @@
-//! The console's changes: create a topic, add partitions, delete a topic (its name typed again
-//! to confirm), reset a group's offsets (planned first, applied with `execute`) and delete a
-//! group. Each is one engine call, the one the Kafka handler of the same change makes, so the
+//! The console's changes: produce a record, create a topic, add partitions, delete a topic
+//! (its name typed again to confirm), reset a group's offsets (planned first, applied with
+//! `execute`) and delete a group. Each is one engine call, the one the Kafka handler of the same change makes, so the
 //! engine's rules (topic names, configuration ranges, no reset or delete while a group has
 //! members) answer the same way. Bodies are JSON only: a page on another site cannot send
 //! those, nor a DELETE, without a CORS preflight this server never grants.
@@ -10,7 +10,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use logd::group::GroupError;
-use logd::{Log, ResetTarget};
+use logd::{Log, Partitioner, ResetTarget};
+use logd_storage::batch::{BatchBuilder, Compression};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -35,6 +36,9 @@ fn refused(error: logd::Error) -> Failure {
         logd::Error::InvalidTopicName { .. } | logd::Error::InvalidConfig(_) => {
             StatusCode::BAD_REQUEST
         }
+        logd::Error::Storage(logd_storage::Error::BatchTooLarge { .. }) => {
+            StatusCode::PAYLOAD_TOO_LARGE
+        }
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     (status, error.to_string())
@@ -49,6 +53,68 @@ async fn blocking(
             .await
             .unwrap_or_else(|e| Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))),
     )
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct NewRecord {
+    key: Option<String>,
+    value: Option<String>,
+    #[serde(default)]
+    headers: Vec<NewHeader>,
+    /// The partition; by the key's murmur2 hash (as Kafka's Java client) when absent, keyless
+    /// records in turn.
+    partition: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct NewHeader {
+    key: String,
+    value: Option<String>,
+}
+
+/// `POST /api/v1/topics/{name}/messages`: one record, appended as the Produce handler appends
+/// a client's batch (the engine's size limit and durability apply).
+pub(super) async fn produce(
+    State(state): State<Shared>,
+    Path(name): Path<String>,
+    Json(request): Json<NewRecord>,
+) -> Response {
+    let (log, partitioner) = (state.log.clone(), state.partitioner.clone());
+    blocking(move || {
+        let count = log.partition_count(&name).map_err(refused)?;
+        let key = request.key.as_deref().map(str::as_bytes);
+        let partition = match request.partition {
+            Some(p) if p < count => p,
+            Some(p) => {
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    format!("topic {name} has no partition {p} (it has {count})"),
+                ));
+            }
+            None => partitioner.partition(key, count),
+        };
+        let headers: Vec<(&[u8], Option<&[u8]>)> = request
+            .headers
+            .iter()
+            .map(|h| (h.key.as_bytes(), h.value.as_deref().map(str::as_bytes)))
+            .collect();
+        let mut builder = BatchBuilder::new(Compression::None);
+        builder.push(
+            log.clock().now_ms(),
+            key,
+            request.value.as_deref().map(str::as_bytes),
+            &headers,
+        );
+        let mut batch = builder
+            .build(0)
+            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        let appended = log.append(&name, partition, &mut batch).map_err(refused)?;
+        Ok((
+            StatusCode::CREATED,
+            json!({ "topic": name, "partition": partition, "offset": appended.base_offset.0 }),
+        ))
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]

@@ -30,6 +30,9 @@ pub(crate) struct State {
     log: Log,
     metrics: Arc<Metrics>,
     history: Arc<history::History>,
+    /// Where records produced from the console go: by key as Kafka's Java client, keyless in
+    /// turn.
+    partitioner: Arc<logd::KeyHash<logd::RoundRobin>>,
 }
 
 /// Serves `listener` on a new thread until the process ends.
@@ -47,6 +50,7 @@ pub(crate) fn spawn(
         log,
         metrics,
         history,
+        partitioner: Arc::default(),
     });
     std::thread::Builder::new()
         .name("logd-http".into())

@@ -844,3 +844,77 @@ fn search_scans_in_steps_that_say_how_far_they_got() {
         );
     }
 }
+
+#[test]
+fn a_record_produced_from_the_console_is_stored_as_a_clients_would_be() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--http-listen", "127.0.0.1:0"]);
+    let http = daemon.metrics.clone().unwrap();
+    let b = daemon.addr.as_str();
+    let (ok, _, e) = super::logd(
+        &[
+            "topics",
+            "create",
+            "p",
+            "--partitions",
+            "4",
+            "--bootstrap",
+            b,
+        ],
+        "",
+    );
+    assert!(ok, "{e}");
+    let body = r#"{"key": "user-7", "value": "{\"n\": 1}", "headers": [{"key": "trace", "value": "abc"}, {"key": "empty", "value": null}]}"#;
+    let (status, done) = send(&http, "POST", "/api/v1/topics/p/messages", body);
+    assert_eq!(status, "HTTP/1.1 201 Created", "{done}");
+    // Keyed: the partition Kafka's Java client picks (murmur2), as librdkafka's consumer sees.
+    let partition = done["partition"].as_i64().unwrap();
+    let expected = (logd_partition::murmur2(b"user-7") as u32 & 0x7fff_ffff) % 4;
+    assert_eq!(partition, i64::from(expected));
+    let read = librdkafka::consume(b, "p", rdkafka::Offset::Beginning);
+    assert_eq!(read.len(), 1);
+    assert_eq!(i64::from(read[0].partition), partition);
+    assert_eq!(read[0].key.as_deref(), Some("user-7"));
+    assert_eq!(read[0].value, "{\"n\": 1}");
+    let (_, page) = json(
+        &http,
+        &format!("/api/v1/topics/p/messages?partition={partition}"),
+    );
+    let record = &page["records"][0];
+    assert_eq!(record["headers"][0]["value"]["text"], "abc");
+    assert!(
+        record["headers"][1]["value"].is_null(),
+        "a null header value stays null"
+    );
+
+    let (status, error) = send(
+        &http,
+        "POST",
+        "/api/v1/topics/p/messages",
+        r#"{"value": "x", "partition": 9}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 400 Bad Request");
+    assert!(error["error"].as_str().unwrap().contains("no partition 9"));
+    let (status, _) = send(
+        &http,
+        "POST",
+        "/api/v1/topics/nope/messages",
+        r#"{"value": "x"}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+    let big = format!(r#"{{"value": "{}"}}"#, "x".repeat(1_500_000));
+    let (status, error) = send(&http, "POST", "/api/v1/topics/p/messages", &big);
+    assert_eq!(status, "HTTP/1.1 413 Payload Too Large", "{error}");
+    let (status, _) = post(
+        &http,
+        "/api/v1/topics/p/messages",
+        "text/plain",
+        r#"{"value": "x"}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 415 Unsupported Media Type");
+    assert_eq!(
+        librdkafka::consume(b, "p", rdkafka::Offset::Beginning).len(),
+        1,
+        "nothing else stored"
+    );
+}

@@ -1,6 +1,7 @@
 //! The console in a real browser: Debian's headless chromium driven by Playwright (Python)
 //! against a real daemon. It opens the overview, reads a topic's messages (markup in keys,
-//! values and headers shown as text, never run), searches, follows new records, sees a
+//! values and headers shown as text, never run), searches, follows new records, produces a
+//! record and finds it by a header search, sees a
 //! group's lag, replays a dead-letter
 //! class after its dry run, creates a topic, resets a group after its plan, deletes a topic by
 //! typing its name, and checks the layout at a laptop's and a phone's width, saving a
@@ -62,6 +63,19 @@ with sync_playwright() as p:
     page.wait_for_selector("#message-rows pre:text-is('tail')")
     page.uncheck("#m-follow")
     seen["tailed_rows"] = page.locator("#message-rows tr").count()
+
+    # Produce from the page, with a header, and find the record by a header search.
+    page.fill("#p-key", "from-the-page")
+    page.fill("#p-value", "typed in a browser")
+    page.fill("#p-headers", "origin=console, trace=t-42")
+    page.click("#produce-form button")
+    page.wait_for_function("document.getElementById('notice').textContent.startsWith('Produced to web')")
+    page.fill("#s-q", "t-42")
+    page.select_option("#s-in", "header")
+    page.click("#search-form button[type=submit]")
+    page.wait_for_function("document.getElementById('search-progress').textContent.startsWith('Searched')")
+    seen["header_search"] = page.inner_text("#search-progress")
+    seen["header_search_key"] = page.locator("#message-rows tr").first.locator("td").nth(2).inner_text()
 
     # Dead letters: the dry run first, then the replay.
     timeout_row = page.locator("#dlq-groups tr:has(td:text-is('Timeout'))")
@@ -213,6 +227,11 @@ fn the_console_works_in_a_real_browser() {
     );
     assert_eq!(seen["replayed"], "Replayed 3 letter(s).");
     assert_eq!(seen["search"], "Searched all 1 records: 1 found.");
+    assert_eq!(
+        seen["header_search"], "Searched all 3 records: 1 found.",
+        "{seen}"
+    );
+    assert_eq!(seen["header_search_key"], "from-the-page");
     assert_eq!(
         seen["tailed_rows"], 2,
         "the first record and the one followed"
