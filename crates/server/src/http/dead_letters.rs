@@ -19,13 +19,12 @@ use serde_json::{Value, json};
 
 use super::State as Shared;
 use super::messages::shown;
+use super::params::{Failure, bad};
 
 /// The suffix that makes a topic a dead-letter topic.
 const DLQ_SUFFIX: &str = ".dlq";
 /// Letters one listing returns at most.
 const MAX_LETTERS: usize = 500;
-
-type Failure = (StatusCode, String);
 
 fn answer(result: Result<Value, Failure>) -> Response {
     match result {
@@ -217,10 +216,6 @@ async fn blocking(
     work: impl FnOnce() -> Result<Value, Failure> + Send + 'static,
 ) -> Result<Value, Failure> {
     tokio::task::spawn_blocking(work).await.map_err(failed)?
-}
-
-fn bad(error: String) -> Failure {
-    (StatusCode::BAD_REQUEST, error)
 }
 
 /// Checks `topic` is an existing dead-letter topic.

@@ -9,9 +9,11 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use logd_storage::Offset;
+use logd_storage::batch::RecordRef;
 use serde_json::{Value, json};
 
 use super::State as Shared;
+use super::params::{Failure, bad, number, partition_of};
 
 /// Records per request unless `limit` says otherwise.
 const DEFAULT_LIMIT: usize = 50;
@@ -40,22 +42,6 @@ pub(super) async fn messages(
     }
 }
 
-type Failure = (StatusCode, String);
-
-fn bad(error: String) -> Failure {
-    (StatusCode::BAD_REQUEST, error)
-}
-
-fn number(query: &HashMap<String, String>, key: &str) -> Result<Option<i64>, Failure> {
-    query
-        .get(key)
-        .map(|v| {
-            v.parse::<i64>()
-                .map_err(|_| bad(format!("{key} must be an integer, not {v:?}")))
-        })
-        .transpose()
-}
-
 fn read(state: &Shared, name: &str, query: &HashMap<String, String>) -> Result<Value, Failure> {
     let partition = number(query, "partition")?.unwrap_or(0);
     let limit = match number(query, "limit")? {
@@ -75,21 +61,7 @@ fn read(state: &Shared, name: &str, query: &HashMap<String, String>) -> Result<V
         (None, None, Some(last)) => return Err(bad(format!("last must be positive, not {last}"))),
         _ => return Err(bad("give at most one of offset, timestamp and last".into())),
     };
-    let log = match state.log.describe_topic(name) {
-        Ok(_) => state
-            .log
-            .partition(name, u32::try_from(partition).unwrap_or(u32::MAX))
-            .map_err(|_| {
-                (
-                    StatusCode::NOT_FOUND,
-                    format!("topic {name} has no partition {partition}"),
-                )
-            })?,
-        Err(logd::Error::UnknownTopic(_)) => {
-            return Err((StatusCode::NOT_FOUND, format!("no topic {name}")));
-        }
-        Err(e) => return Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
-    };
+    let log = partition_of(&state.log, name, partition)?;
     let (log_start, high_watermark) = (log.log_start_offset().0, log.high_watermark().0);
     let from = match start {
         Start::Earliest => log_start,
@@ -110,16 +82,7 @@ fn read(state: &Shared, name: &str, query: &HashMap<String, String>) -> Result<V
     while next < high_watermark && records.len() < limit {
         let reached = log
             .visit_records(Offset(next), READ_STEP, |record| {
-                records.push(json!({
-                    "offset": record.offset,
-                    "timestamp": record.timestamp,
-                    "key": record.key.map(shown),
-                    "value": record.value.map(shown),
-                    "headers": record.headers.map(|h| json!({
-                        "key": shown(h.key),
-                        "value": h.value.map(shown),
-                    })).collect::<Vec<_>>(),
-                }));
+                records.push(record_json(&record));
                 records.len() < limit
             })
             .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
@@ -136,6 +99,21 @@ fn read(state: &Shared, name: &str, query: &HashMap<String, String>) -> Result<V
         "next_offset": next,
         "records": records,
     }))
+}
+
+/// A record as the console shows it: offset, timestamp, and key, value and headers as
+/// [`shown`] renders bytes.
+pub(super) fn record_json(record: &RecordRef<'_>) -> Value {
+    json!({
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "key": record.key.map(shown),
+        "value": record.value.map(shown),
+        "headers": record.headers.map(|h| json!({
+            "key": shown(h.key),
+            "value": h.value.map(shown),
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// Bytes as the console shows them: text when they are UTF-8, else hex.

@@ -9,6 +9,7 @@ mod changes;
 mod dead_letters;
 mod history;
 mod messages;
+mod params;
 mod search;
 
 use std::sync::Arc;

@@ -15,7 +15,8 @@ use memchr::memmem::Finder;
 use serde_json::{Value, json};
 
 use super::State as Shared;
-use super::messages::shown;
+use super::messages::record_json;
+use super::params::{Failure, bad, number, partition_of};
 
 /// Matches one call returns unless `limit` says otherwise, and at most.
 const DEFAULT_MATCHES: usize = 100;
@@ -35,12 +36,6 @@ enum Field {
     Header,
 }
 
-type Failure = (StatusCode, String);
-
-fn bad(error: String) -> Failure {
-    (StatusCode::BAD_REQUEST, error)
-}
-
 pub(super) async fn search(
     State(state): State<Shared>,
     Path(name): Path<String>,
@@ -54,16 +49,6 @@ pub(super) async fn search(
         Ok(value) => Json(value).into_response(),
         Err((status, error)) => (status, Json(json!({ "error": error }))).into_response(),
     }
-}
-
-fn number(query: &HashMap<String, String>, key: &str) -> Result<Option<i64>, Failure> {
-    query
-        .get(key)
-        .map(|v| {
-            v.parse::<i64>()
-                .map_err(|_| bad(format!("{key} must be an integer, not {v:?}")))
-        })
-        .transpose()
 }
 
 fn run(log: &logd::Log, name: &str, query: &HashMap<String, String>) -> Result<Value, Failure> {
@@ -93,20 +78,7 @@ fn run(log: &logd::Log, name: &str, query: &HashMap<String, String>) -> Result<V
         Some(n) => return Err(bad(format!("scan must be 1 to {MAX_SCAN}, not {n}"))),
     };
     let partition = number(query, "partition")?.unwrap_or(0);
-    let partition_log = match log.describe_topic(name) {
-        Ok(_) => log
-            .partition(name, u32::try_from(partition).unwrap_or(u32::MAX))
-            .map_err(|_| {
-                (
-                    StatusCode::NOT_FOUND,
-                    format!("topic {name} has no partition {partition}"),
-                )
-            })?,
-        Err(logd::Error::UnknownTopic(_)) => {
-            return Err((StatusCode::NOT_FOUND, format!("no topic {name}")));
-        }
-        Err(e) => return Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
-    };
+    let partition_log = partition_of(log, name, partition)?;
     let (log_start, high_watermark) = (
         partition_log.log_start_offset().0,
         partition_log.high_watermark().0,
@@ -161,16 +133,7 @@ fn run(log: &logd::Log, name: &str, query: &HashMap<String, String>) -> Result<V
                     }
                 };
                 if hit {
-                    matches.push(json!({
-                        "offset": record.offset,
-                        "timestamp": record.timestamp,
-                        "key": record.key.map(shown),
-                        "value": record.value.map(shown),
-                        "headers": record.headers.map(|h| json!({
-                            "key": shown(h.key),
-                            "value": h.value.map(shown),
-                        })).collect::<Vec<_>>(),
-                    }));
+                    matches.push(record_json(&record));
                 }
                 // Stop right after the record that used up the budget.
                 scanned < scan && matches.len() < limit

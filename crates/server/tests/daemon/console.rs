@@ -360,13 +360,20 @@ fn protected_mode_keeps_the_console_on_loopback_unless_allowed() {
     assert_eq!(get(&http, "/health").0, "HTTP/1.1 200 OK");
 }
 
-/// Sends `body` as JSON (or as `content_type`) with POST: the status line and the body.
-fn post(addr: &str, path: &str, content_type: &str, body: &str) -> (String, String) {
+/// Sends `body` with `method` and `content_type` on a connection of its own: the status line
+/// and the body.
+fn exchange(
+    addr: &str,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> (String, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "POST {path} HTTP/1.1\r\nHost: logd\r\nContent-Type: {content_type}\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: logd\r\nContent-Type: {content_type}\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
@@ -375,6 +382,10 @@ fn post(addr: &str, path: &str, content_type: &str, body: &str) -> (String, Stri
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
     (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+fn post(addr: &str, path: &str, content_type: &str, body: &str) -> (String, String) {
+    exchange(addr, "POST", path, content_type, body)
 }
 
 #[test]
@@ -541,22 +552,10 @@ fn dead_letters_are_grouped_listed_and_replayed_after_a_dry_run() {
     assert!(error.contains("no topic nowhere"), "{error}");
 }
 
-/// A JSON request with `method` on a connection of its own: the status line and the body.
+/// A JSON request with `method`: the status line and the body (null if it is not JSON).
 fn send(addr: &str, method: &str, path: &str, body: &str) -> (String, Value) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: logd\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    let value = serde_json::from_str(body).unwrap_or(Value::Null);
-    (head.lines().next().unwrap().to_owned(), value)
+    let (status, body) = exchange(addr, method, path, "application/json", body);
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
 #[test]
