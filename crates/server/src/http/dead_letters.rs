@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use logd::Headers;
 use logd_retry::message::*;
 use logd_retry::{DeadLetters, Embedded, LetterFilter, Message, ReplayOptions};
@@ -19,19 +19,11 @@ use serde_json::{Value, json};
 
 use super::State as Shared;
 use super::messages::shown;
-use super::params::{Failure, bad};
+use super::params::{Failure, answer, bad};
+use crate::metrics::DLQ_SUFFIX;
 
-/// The suffix that makes a topic a dead-letter topic.
-const DLQ_SUFFIX: &str = ".dlq";
 /// Letters one listing returns at most.
 const MAX_LETTERS: usize = 500;
-
-fn answer(result: Result<Value, Failure>) -> Response {
-    match result {
-        Ok(value) => Json(value).into_response(),
-        Err((status, error)) => (status, Json(json!({ "error": error }))).into_response(),
-    }
-}
 
 fn failed(e: impl std::fmt::Display) -> Failure {
     (StatusCode::INTERNAL_SERVER_ERROR, e.to_string())

@@ -4,16 +4,15 @@
 
 use std::collections::HashMap;
 
-use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use logd_storage::Offset;
 use logd_storage::batch::RecordRef;
 use serde_json::{Value, json};
 
 use super::State as Shared;
-use super::params::{Failure, bad, number, partition_of};
+use super::params::{Failure, answer, bad, number, partition_of};
 
 /// Records per request unless `limit` says otherwise.
 const DEFAULT_LIMIT: usize = 50;
@@ -36,10 +35,7 @@ pub(super) async fn messages(
     Path(name): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    match read(&state, &name, &query) {
-        Ok(answer) => Json(answer).into_response(),
-        Err((status, error)) => (status, Json(json!({ "error": error }))).into_response(),
-    }
+    answer(read(&state, &name, &query))
 }
 
 fn read(state: &Shared, name: &str, query: &HashMap<String, String>) -> Result<Value, Failure> {

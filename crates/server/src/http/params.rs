@@ -1,16 +1,27 @@
-//! What the read endpoints share: a failure as an HTTP status and a message, integer query
+//! What the read endpoints share: a failure as an HTTP status and a message (answered as JSON), integer query
 //! parameters that say what was wrong with them, and a topic's partition or a 404 that says
 //! which of the two is missing.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::Json;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use logd::Log;
 use logd_storage::PartitionLog;
+use serde_json::{Value, json};
 
 /// A refused or failed request: its status and what to tell the caller.
 pub(super) type Failure = (StatusCode, String);
+
+/// The answer as JSON, or the failure as `{"error": ...}` with its status.
+pub(super) fn answer(result: Result<Value, Failure>) -> Response {
+    match result {
+        Ok(value) => Json(value).into_response(),
+        Err((status, error)) => (status, Json(json!({ "error": error }))).into_response(),
+    }
+}
 
 /// A bad request, saying why.
 pub(super) fn bad(error: String) -> Failure {

@@ -6,17 +6,16 @@
 
 use std::collections::HashMap;
 
-use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use logd_storage::Offset;
 use memchr::memmem::Finder;
 use serde_json::{Value, json};
 
 use super::State as Shared;
 use super::messages::record_json;
-use super::params::{Failure, bad, number, partition_of};
+use super::params::{Failure, answer, bad, number, partition_of};
 
 /// Matches one call returns unless `limit` says otherwise, and at most.
 const DEFAULT_MATCHES: usize = 100;
@@ -45,10 +44,7 @@ pub(super) async fn search(
     let result = tokio::task::spawn_blocking(move || run(&log, &name, &query))
         .await
         .unwrap_or_else(|e| Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string())));
-    match result {
-        Ok(value) => Json(value).into_response(),
-        Err((status, error)) => (status, Json(json!({ "error": error }))).into_response(),
-    }
+    answer(result)
 }
 
 fn run(log: &logd::Log, name: &str, query: &HashMap<String, String>) -> Result<Value, Failure> {
