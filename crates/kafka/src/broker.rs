@@ -166,21 +166,7 @@ impl Broker {
                 request,
             } => {
                 let response = self.handle(&header, *request, version, peer);
-                let id = header.correlation_id;
-                let encoded = match response {
-                    Some(ResponseKind::Fetch(fetch))
-                        if crate::fetch_response::VERSIONS.contains(&version) =>
-                    {
-                        crate::fetch_response::encode(id, version, &fetch)
-                            .map(|pieces| Some(Frame::Pieces(pieces)))
-                    }
-                    Some(response) => {
-                        encode(key, version, id, response).map(|b| Some(Frame::Whole(b)))
-                    }
-                    None => Ok(None),
-                };
-                self.observer.request_served(key, arrived.elapsed());
-                encoded
+                self.answer(key, version, header.correlation_id, response, arrived)
             }
             Decoded::UnsupportedApiVersions { correlation_id } => {
                 // KIP-511: answer with v0 and UNSUPPORTED_VERSION, so the client retries lower.
@@ -195,6 +181,73 @@ impl Broker {
                 .map(|b| Some(Frame::Whole(b)))
             }
         }
+    }
+
+    /// As [`Broker::respond`] for a fetch that needs no waiting (its bytes are there, or it
+    /// may not wait); `None` for everything else, which may block its thread (long polls,
+    /// fsyncs, group joins) and goes to [`Broker::respond`] on a thread that may block. A
+    /// consumer catching up sends one such fetch after another: answered on the connection's
+    /// own thread, each saves the two thread switches of a hand-off, which cost as much CPU as
+    /// the fetch itself. Its reads of the mapping may fault pages in from disk, as the socket
+    /// write of the same bytes does on this thread anyway.
+    pub(crate) fn respond_without_waiting(
+        &self,
+        frame: &Bytes,
+        peer: &Peer,
+    ) -> Option<Result<Option<Frame>>> {
+        if frame.get(..2) != Some(&(ApiKey::Fetch as i16).to_be_bytes()[..]) {
+            return None;
+        }
+        let arrived = Instant::now();
+        let decoded = match decode_request(frame.clone()) {
+            Ok(decoded) => decoded,
+            Err(e) => return Some(Err(e)),
+        };
+        let Decoded::Request {
+            key,
+            version,
+            header,
+            request,
+        } = decoded
+        else {
+            return None;
+        };
+        let RequestKind::Fetch(request) = *request else {
+            return None;
+        };
+        let response = self.fetch_without_waiting(&request, version, peer)?;
+        Some(self.answer(
+            key,
+            version,
+            header.correlation_id,
+            Some(ResponseKind::Fetch(response)),
+            arrived,
+        ))
+    }
+
+    /// Encodes a handler's response (a fetch's record bytes as pieces) and reports it served.
+    fn answer(
+        &self,
+        key: ApiKey,
+        version: i16,
+        correlation_id: i32,
+        response: Option<ResponseKind>,
+        arrived: Instant,
+    ) -> Result<Option<Frame>> {
+        let encoded = match response {
+            Some(ResponseKind::Fetch(fetch))
+                if crate::fetch_response::VERSIONS.contains(&version) =>
+            {
+                crate::fetch_response::encode(correlation_id, version, &fetch)
+                    .map(|pieces| Some(Frame::Pieces(pieces)))
+            }
+            Some(response) => {
+                encode(key, version, correlation_id, response).map(|b| Some(Frame::Whole(b)))
+            }
+            None => Ok(None),
+        };
+        self.observer.request_served(key, arrived.elapsed());
+        encoded
     }
 }
 

@@ -37,7 +37,40 @@ impl Broker {
     pub(crate) fn fetch(&self, request: &FetchRequest, version: i16, peer: &Peer) -> FetchResponse {
         let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
         // Asked once, not at each look of a long poll.
-        let access: Vec<Access> = request
+        let access = self.access(request, version, peer);
+        loop {
+            let seen = self.log.append_count();
+            let (response, bytes, failed) = self.fetch_once(request, version, &access);
+            let now = Instant::now();
+            if bytes >= request.min_bytes.max(0) as usize || failed || now >= deadline {
+                self.report_fetched(&response, &access);
+                return response;
+            }
+            self.log.wait_for_append(seen, deadline - now);
+        }
+    }
+
+    /// The answer [`Broker::fetch`] gives if it gives it at its first look, without waiting;
+    /// `None` if that fetch would wait for appends.
+    pub(crate) fn fetch_without_waiting(
+        &self,
+        request: &FetchRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> Option<FetchResponse> {
+        let access = self.access(request, version, peer);
+        let (response, bytes, failed) = self.fetch_once(request, version, &access);
+        let answers = bytes >= request.min_bytes.max(0) as usize || failed;
+        if !answers && request.max_wait_ms > 0 {
+            return None;
+        }
+        self.report_fetched(&response, &access);
+        Some(response)
+    }
+
+    /// What the request may read of each topic it names.
+    fn access(&self, request: &FetchRequest, version: i16, peer: &Peer) -> Vec<Access> {
+        request
             .topics
             .iter()
             .map(|t| {
@@ -54,17 +87,7 @@ impl Broker {
                     false => Access::Refused,
                 }
             })
-            .collect();
-        loop {
-            let seen = self.log.append_count();
-            let (response, bytes, failed) = self.fetch_once(request, version, &access);
-            let now = Instant::now();
-            if bytes >= request.min_bytes.max(0) as usize || failed || now >= deadline {
-                self.report_fetched(&response, &access);
-                return response;
-            }
-            self.log.wait_for_append(seen, deadline - now);
-        }
+            .collect()
     }
 
     /// Tells the observer what a fetch response carries, per topic.

@@ -397,10 +397,16 @@ where
                 }
             }
             Gate::Serve => {
-                let (broker, peer) = (broker.clone(), session.peer.clone());
-                tokio::task::spawn_blocking(move || broker.respond(Bytes::from(body), &peer))
-                    .await
-                    .map_err(|e| Error::Io(std::io::Error::other(e)))??
+                let body = Bytes::from(body);
+                match broker.respond_without_waiting(&body, &session.peer) {
+                    Some(answer) => answer?,
+                    None => {
+                        let (broker, peer) = (broker.clone(), session.peer.clone());
+                        tokio::task::spawn_blocking(move || broker.respond(body, &peer))
+                            .await
+                            .map_err(|e| Error::Io(std::io::Error::other(e)))??
+                    }
+                }
             }
         };
         drop(reservation);

@@ -1,6 +1,10 @@
 //! Reading: whole stored batches as zero-copy slices of the memory-mapped segment, starting
 //! with the batch that holds the requested offset; and the offset for a timestamp.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use bytes::Bytes;
 
 use super::PartitionLog;
@@ -25,8 +29,11 @@ impl PartitionLog {
 
     /// Reads whole batches from one segment, starting with the batch that contains `from`,
     /// up to `max_bytes` (but always at least one batch, as Kafka's fetch does). Returns an
-    /// empty buffer at the high watermark. Every returned batch's CRC is checked; a mismatch
-    /// is [`Error::Corrupted`] naming the file and position.
+    /// empty buffer at the high watermark. Every returned batch's CRC has been checked by this
+    /// process, once: on append, by recovery, or here on its first read, so bytes that were
+    /// damaged on disk are found on their first read after a restart, and a batch read again
+    /// is served without being read by the CPU (which would cost as much as the socket's copy).
+    /// A mismatch is [`Error::Corrupted`] naming the file and position.
     pub fn read(&self, from: Offset, max_bytes: usize) -> Result<Bytes> {
         let Some(range) = self.batch_range(from, max_bytes, true)? else {
             return Ok(Bytes::new());
@@ -72,11 +79,19 @@ impl PartitionLog {
     }
 
     /// The run of whole batches `read` serves for `from` and `max_bytes`, their CRCs checked
-    /// when `verify` is set; `None` at the high watermark.
+    /// when `verify` is set (unless checked before); `None` at the high watermark.
     fn batch_range(&self, from: Offset, max_bytes: usize, verify: bool) -> Result<Option<Range>> {
-        let Some((view, position, path, high_watermark)) = self.locate(from)? else {
+        let Some(Located {
+            view,
+            position,
+            path,
+            high_watermark,
+            crc_checked,
+        }) = self.locate(from)?
+        else {
             return Ok(None);
         };
+        let checked_before = crc_checked.load(Ordering::Acquire) as usize;
         let mut range: Option<(usize, usize)> = None;
         let mut cursor = position;
         for item in BatchIter::new(&view[position..], position) {
@@ -94,12 +109,19 @@ impl PartitionLog {
             {
                 break;
             }
-            if verify {
+            if verify && cursor > checked_before {
                 batch
                     .verify_crc(at)
                     .map_err(|e| Error::corrupted(&path, at as u64, e))?;
             }
             range = Some((range.map_or(at, |(start, _)| start), cursor));
+        }
+        if let Some((start, end)) = range
+            && verify
+            && start <= checked_before
+        {
+            // The served run continues the checked prefix.
+            crc_checked.fetch_max(end as u64, Ordering::AcqRel);
         }
         Ok(range.map(|(start, end)| Range {
             view,
@@ -109,9 +131,8 @@ impl PartitionLog {
         }))
     }
 
-    /// The view of the segment holding `from`, the position to scan from, the segment's path
-    /// and the high watermark; `None` at the high watermark.
-    fn locate(&self, from: Offset) -> Result<Option<(Bytes, usize, std::path::PathBuf, i64)>> {
+    /// Where to read `from`; `None` at the high watermark.
+    fn locate(&self, from: Offset) -> Result<Option<Located>> {
         let high_watermark = self.high_watermark().0;
         let mut state = self.state.lock();
         if from.0 < state.log_start || from.0 > high_watermark {
@@ -126,13 +147,13 @@ impl PartitionLog {
         }
         let index = state.segment_for(from.0);
         let segment: &mut Segment = &mut state.segments[index];
-        let position = segment.position_for(from.0) as usize;
-        Ok(Some((
-            segment.view()?,
-            position,
-            segment.log_path.clone(),
+        Ok(Some(Located {
+            view: segment.view()?,
+            position: segment.position_for(from.0) as usize,
+            path: segment.log_path.clone(),
             high_watermark,
-        )))
+            crc_checked: segment.crc_checked(),
+        }))
     }
 
     /// The first offset whose record timestamp is at least `timestamp`, or `None` if every
@@ -198,10 +219,20 @@ impl PartitionLog {
     }
 }
 
+/// The segment holding an offset, as a read needs it.
+struct Located {
+    view: Bytes,
+    /// The position to scan from: the last indexed batch at or before the offset.
+    position: usize,
+    path: PathBuf,
+    high_watermark: i64,
+    crc_checked: Arc<AtomicU64>,
+}
+
 /// Whole batches in one segment: `view[start..end]`, read from `path`.
 struct Range {
     view: Bytes,
     start: usize,
     end: usize,
-    path: std::path::PathBuf,
+    path: PathBuf,
 }

@@ -6,6 +6,7 @@ pub(crate) mod index;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
@@ -78,6 +79,11 @@ pub(crate) struct Segment {
     /// Bytes of the `.log` the OS was already asked to start writing back.
     writeback_started: u64,
     view: Bytes,
+    /// Every batch below this position had its CRC checked by this process: on append (the
+    /// producer's bytes), by a recovery scan, or by a fetch. Fetches serve such batches without
+    /// reading them again, as Kafka's `sendfile` serves every batch; bytes on disk that this
+    /// process has not checked (after a restart) are checked on their first fetch.
+    crc_checked: Arc<AtomicU64>,
 }
 
 impl Segment {
@@ -134,6 +140,8 @@ impl Segment {
             bytes_since_index: 0,
             writeback_started: known.size,
             view: Bytes::new(),
+            // Bytes opened from disk are unchecked until scanned or fetched.
+            crc_checked: Arc::new(AtomicU64::new(0)),
         };
         segment.max_timestamp = match known.max_timestamp {
             Some(ts) => ts,
@@ -173,10 +181,18 @@ impl Segment {
         next_offset - 1 - self.base_offset <= u32::MAX as i64
     }
 
-    /// Records that the batch `header` (with its final base offset) was written at `position`,
-    /// adding index entries every `interval` bytes.
+    /// Records that the batch `header` (with its final base offset, and its CRC checked) was
+    /// written at `position`, adding index entries every `interval` bytes.
     pub(crate) fn note_batch(&mut self, position: u64, header: &BatchHeader, interval: u64) {
         let len = header.total_len() as u64;
+        // Extends the checked prefix if the batch continues it; a fetch may have extended it
+        // to `position` meanwhile, never past the bytes that exist.
+        let _ = self.crc_checked.compare_exchange(
+            position,
+            position + len,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
         self.roll_timestamp.get_or_insert(header.max_timestamp);
         self.max_timestamp = self.max_timestamp.max(header.max_timestamp);
         if self.bytes_since_index > interval {
@@ -259,6 +275,7 @@ impl Segment {
         self.roll_timestamp = None;
         self.bytes_since_index = 0;
         self.writeback_started = 0;
+        self.crc_checked.store(0, Ordering::Release);
         Ok(())
     }
 
@@ -306,6 +323,7 @@ impl Segment {
     pub(crate) fn truncate_to_size(&mut self) -> Result<u64> {
         let file_len = self.log.size().map_err(Error::io("stat", &self.log_path))?;
         self.view = Bytes::new();
+        self.crc_checked.fetch_min(self.size, Ordering::AcqRel);
         self.log
             .set_len(self.size)
             .map_err(Error::io("truncate", &self.log_path))?;
@@ -325,6 +343,11 @@ impl Segment {
                 .map_err(Error::io("mmap", &self.log_path))?;
         }
         Ok(self.view.clone())
+    }
+
+    /// The checked prefix (see the field), shared with fetches that extend it.
+    pub(crate) fn crc_checked(&self) -> Arc<AtomicU64> {
+        self.crc_checked.clone()
     }
 
     /// Byte position from which to scan for `offset`: the last indexed batch at or before it.

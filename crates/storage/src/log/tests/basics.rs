@@ -338,6 +338,50 @@ fn damage_to_a_sealed_segment_is_reported_with_file_and_position() {
     assert_eq!(visited, (0..damaged_at.1).collect::<Vec<_>>());
 }
 
+/// Flips every bit of the byte at `position` in place (same inode), as damage on the device
+/// would, so a mapping of the file sees it.
+fn flip_byte(path: &Path, position: u64) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, position).unwrap();
+    file.write_all_at(&[byte[0] ^ 0xff], position).unwrap();
+}
+
+#[test]
+fn a_batch_is_crc_checked_once_per_process_and_again_after_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), small_config()).unwrap();
+    for i in 0..30 {
+        log.append(&mut batch_of(&values("s", 3), i)).unwrap();
+    }
+    let first = dir.path().join("00000000000000000000.log");
+    let original = std::fs::read(&first).unwrap();
+    let served_byte = |log: &PartitionLog| log.read(Offset(0), 1 << 20).map(|b| b[300]);
+
+    // Appended batches were checked on append, so a fetch serves them without reading them.
+    flip_byte(&first, 300);
+    assert_eq!(served_byte(&log).unwrap(), !original[300]);
+    log.close().unwrap();
+
+    // A reopened log trusts nothing it has not checked: the first read finds the damage.
+    let log = PartitionLog::open(dir.path(), small_config()).unwrap();
+    assert!(matches!(served_byte(&log), Err(Error::Corrupted { .. })));
+
+    // Repaired, the first read checks it; damage after that goes unseen until a reopen.
+    flip_byte(&first, 300);
+    assert_eq!(served_byte(&log).unwrap(), original[300]);
+    flip_byte(&first, 300);
+    assert_eq!(served_byte(&log).unwrap(), !original[300]);
+    log.close().unwrap();
+    let log = PartitionLog::open(dir.path(), small_config()).unwrap();
+    assert!(matches!(served_byte(&log), Err(Error::Corrupted { .. })));
+}
+
 #[test]
 fn visiting_records_skips_those_below_the_offset_and_stops_when_asked() {
     let log = PartitionLog::open_with(Arc::new(SimFs::new()), "/p", small_config()).unwrap();
