@@ -181,7 +181,9 @@ struct ServeArgs {
     segment_bytes: u64,
     /// Serve the web console (`/`), its JSON API (`/api/v1/`), Prometheus metrics
     /// (`/metrics`) and a health check (`/health`) over HTTP on this address, or `none`. The
-    /// console has no login yet: an address off loopback needs `--allow-unauthenticated`.
+    /// console asks for a logd user's password when a Kafka listener authenticates; off
+    /// loopback it needs `--allow-unauthenticated` without a login and
+    /// `--allow-plain-without-tls` with one (it serves plain HTTP).
     #[arg(
         long,
         alias = "metrics-listen",
@@ -541,16 +543,37 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(authorizer) => broker.with_authorizer(authorizer),
         None => broker,
     });
+    // With a Kafka listener that authenticates, the console asks for a login too.
+    let console_login = listeners.iter().any(|l| {
+        l.config.protocol.uses_sasl()
+            || l.config
+                .tls
+                .as_ref()
+                .is_some_and(|t| t.requires_client_certificates())
+    });
     metrics.attach_broker(broker.budget(), broker.connection_stats());
     let http_listener = match args.http_listen {
-        // Protected mode, as for the Kafka listeners: the console shows every topic's
-        // messages and has no login yet.
-        HttpListen::On(addr) if !addr.ip().is_loopback() && !args.allow_unauthenticated => {
+        // Protected mode, as for the Kafka listeners: without a login the console shows every
+        // topic's messages to whoever reaches it; with one, it takes passwords over plain
+        // HTTP (no TLS of its own), as PLAIN without TLS would.
+        HttpListen::On(addr)
+            if !addr.ip().is_loopback() && !console_login && !args.allow_unauthenticated =>
+        {
             anyhow::bail!(
                 "protected mode: the console on {addr} (--http-listen) would show every \
-                 topic's messages to anyone who can reach it, and it has no login yet. Bind \
-                 it to 127.0.0.1, turn it off with --http-listen none, or pass \
-                 --allow-unauthenticated if the network is trusted"
+                 topic's messages to anyone who can reach it (it asks for a login only when a \
+                 Kafka listener authenticates). Bind it to 127.0.0.1, turn it off with \
+                 --http-listen none, or pass --allow-unauthenticated if the network is trusted"
+            );
+        }
+        HttpListen::On(addr)
+            if !addr.ip().is_loopback() && console_login && !args.allow_plain_without_tls =>
+        {
+            anyhow::bail!(
+                "protected mode: the console on {addr} (--http-listen) would take passwords in \
+                 clear text over the network (it serves plain HTTP). Bind it to 127.0.0.1 \
+                 (behind a TLS proxy), turn it off with --http-listen none, or pass \
+                 --allow-plain-without-tls if the network is trusted"
             );
         }
         HttpListen::On(addr) => Some(TcpListener::bind(addr).with_context(|| {
@@ -585,7 +608,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let _ = writeln!(std::io::stdout(), "logd metrics on http://{local}/metrics");
         let _ = writeln!(std::io::stdout(), "logd console on http://{local}/");
         tracing::info!(%local, "console and metrics over HTTP");
-        http::spawn(listener, broker.log().clone(), metrics.clone())
+        let access = http::access::Access::new(
+            console_login,
+            broker.credentials().clone(),
+            broker.authorizer().cloned(),
+        );
+        http::spawn(listener, broker.log().clone(), metrics.clone(), access)
             .context("cannot start the HTTP listener")?;
     }
     tracing::info!(data_dir = %args.data_dir.display(), "serving");

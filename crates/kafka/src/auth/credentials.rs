@@ -14,7 +14,10 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use super::scram::{MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism, random_bytes};
+use super::scram::{
+    DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS, Refused, ScramCredential, ScramMechanism,
+    random_bytes,
+};
 use crate::error::{Error, Result};
 
 /// The store's file name in the data directory.
@@ -214,6 +217,43 @@ impl CredentialStore {
     /// attempts see the same one, and unpredictable, so it gives nothing away.
     pub fn unknown_user_salt(&self, user: &str) -> Vec<u8> {
         ScramMechanism::Sha256.hmac(&self.unknown_user_key, user.as_bytes())
+    }
+
+    /// Whether `password` is `user`'s (SASL PLAIN's check, and the console's login): any
+    /// stored SCRAM credential of the user proves it, by recomputing its salted key, so no
+    /// password is ever stored. An unknown user costs the same PBKDF2 work against a
+    /// throwaway credential, so timing does not tell who exists. Thousands of hash rounds:
+    /// call it where blocking is allowed.
+    pub fn check_password(&self, user: &str, password: &[u8]) -> std::result::Result<(), Refused> {
+        self.check_password_in(&self.current(), user, password)
+    }
+
+    /// [`CredentialStore::check_password`] against a version of the credentials already read.
+    pub(crate) fn check_password_in(
+        &self,
+        credentials: &Credentials,
+        user: &str,
+        password: &[u8],
+    ) -> std::result::Result<(), Refused> {
+        let stored = ScramMechanism::ALL
+            .into_iter()
+            .find_map(|m| credentials.get(user, m).map(|c| (m, c.clone())));
+        let known = stored.is_some();
+        let (mechanism, credential) = stored.unwrap_or_else(|| {
+            let m = ScramMechanism::Sha256;
+            let salt = self.unknown_user_salt(user);
+            let throwaway =
+                ScramCredential::from_salted_password(m, &salt, salt.clone(), DEFAULT_ITERATIONS);
+            (m, throwaway)
+        });
+        if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&credential.iterations) {
+            return Err(Refused("stored credential's iterations are out of range"));
+        }
+        if credential.matches_password(mechanism, password) && known {
+            Ok(())
+        } else {
+            Err(Refused("wrong password or unknown user"))
+        }
     }
 
     /// Sets `user`'s credential for `mechanism`, creating the user if needed.

@@ -11,4 +11,5 @@ mod session;
 pub mod tls;
 
 pub use sasl::SaslMechanism;
-pub(crate) use session::{ANONYMOUS, Gate, Peer, Session};
+pub use session::ANONYMOUS;
+pub(crate) use session::{Gate, Peer, Session};

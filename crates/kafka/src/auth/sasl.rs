@@ -14,10 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::credentials::{CredentialStore, Credentials};
 use super::plain::parse_plain;
-use super::scram::{
-    DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS, Refused, ScramCredential, ScramMechanism,
-    ScramServer, ServerStep,
-};
+use super::scram::{Refused, ScramMechanism, ScramServer, ServerStep};
 use crate::codes;
 
 /// A SASL mechanism logd serves.
@@ -274,34 +271,15 @@ impl Authenticator {
     }
 }
 
-/// PLAIN's check: any stored SCRAM credential of the user proves the password. An unknown
-/// user costs the same PBKDF2 work against a throwaway credential, so timing does not tell
-/// who exists.
+/// PLAIN's check, [`CredentialStore::check_password`] on the message's user and password.
 fn check_plain(
     token: &[u8],
     credentials: &Credentials,
     store: &CredentialStore,
 ) -> Result<(Vec<u8>, Option<String>), Refused> {
     let message = parse_plain(token)?;
-    let stored = ScramMechanism::ALL
-        .into_iter()
-        .find_map(|m| credentials.get(message.username, m).map(|c| (m, c.clone())));
-    let known = stored.is_some();
-    let (mechanism, credential) = stored.unwrap_or_else(|| {
-        let m = ScramMechanism::Sha256;
-        let salt = store.unknown_user_salt(message.username);
-        let throwaway =
-            ScramCredential::from_salted_password(m, &salt, salt.clone(), DEFAULT_ITERATIONS);
-        (m, throwaway)
-    });
-    if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&credential.iterations) {
-        return Err(Refused("stored credential's iterations are out of range"));
-    }
-    if credential.matches_password(mechanism, message.password) && known {
-        Ok((Vec::new(), Some(message.username.to_owned())))
-    } else {
-        Err(Refused("wrong password or unknown user"))
-    }
+    store.check_password_in(credentials, message.username, message.password)?;
+    Ok((Vec::new(), Some(message.username.to_owned())))
 }
 
 fn encode_handshake(

@@ -74,7 +74,7 @@ impl Peer {
 }
 
 /// Kafka's principal for a connection that did not authenticate.
-pub(crate) const ANONYMOUS: &str = "User:ANONYMOUS";
+pub const ANONYMOUS: &str = "User:ANONYMOUS";
 
 /// One connection's identity, and its SASL login while that is under way.
 pub(crate) struct Session {

@@ -4,19 +4,25 @@
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use logd::group::GroupPhase;
+use logd_kafka::acl::{Operation, ResourceType};
 use serde_json::{Value, json};
 
 use super::State as Shared;
+use super::access::{self, Caller};
 use super::changes;
+use super::params::answer;
 use crate::lag::{group_lag, partition_lag};
 
-pub(super) fn routes() -> Router<Shared> {
+pub(super) fn routes(state: &Shared) -> Router<Shared> {
     Router::new()
+        .route("/session", get(access::session))
+        .route("/logout", post(access::logout))
         .route("/broker", get(broker))
         .route("/topics", get(topics).post(changes::create_topic))
         .route("/topics/{name}", get(topic).delete(changes::delete_topic))
@@ -39,12 +45,19 @@ pub(super) fn routes() -> Router<Shared> {
             "/groups/{group}/reset-offsets",
             post(changes::reset_offsets),
         )
+        .route_layer(middleware::from_fn_with_state(state.clone(), access::guard))
+        // The one call a caller makes before it has a session.
+        .route("/login", post(access::login))
         .fallback(|| async { not_found("no such API endpoint".into()) })
 }
 
 /// The node: data directory, the fsync policy new topics get, and the disk's size and free
 /// space (-1 when the system cannot say).
-async fn broker(State(state): State<Shared>) -> Response {
+async fn broker(State(state): State<Shared>, Extension(caller): Extension<Caller>) -> Response {
+    // What DescribeLogDirs shows a Kafka client.
+    if let Err(refused) = caller.require_on_cluster(Operation::Describe) {
+        return answer(Err(refused));
+    }
     let dir = state.log.dir();
     let (total, free) = logd_storage::disk_space(dir);
     Json(json!({
@@ -66,8 +79,9 @@ fn fsync_name(fsync: logd::Fsync) -> String {
 }
 
 /// Every topic: partitions, bytes on disk and records stored.
-async fn topics(State(state): State<Shared>) -> Response {
+async fn topics(State(state): State<Shared>, Extension(caller): Extension<Caller>) -> Response {
     let mut names = state.log.list_topics();
+    names.retain(|name| caller.sees_topic(name));
     names.sort();
     let topics: Vec<Value> = names
         .iter()
@@ -88,7 +102,14 @@ async fn topics(State(state): State<Shared>) -> Response {
 
 /// One topic: its configuration, each partition's offsets and size, and the groups with
 /// offsets committed on it, with their lag.
-async fn topic(State(state): State<Shared>, Path(name): Path<String>) -> Response {
+async fn topic(
+    State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Response {
+    if let Err(refused) = caller.require(Operation::Describe, ResourceType::Topic, &name) {
+        return answer(Err(refused));
+    }
     let topic = match state.log.describe_topic(&name) {
         Ok(topic) => topic,
         Err(logd::Error::UnknownTopic(_)) => return not_found(format!("no topic {name}")),
@@ -150,6 +171,7 @@ async fn topic(State(state): State<Shared>, Path(name): Path<String>) -> Respons
         .log
         .list_groups()
         .into_iter()
+        .filter(|group| caller.sees_group(group))
         .filter_map(|group| {
             let description = state.log.describe_group(&group).ok()?;
             let lag: Vec<_> = description
@@ -184,11 +206,12 @@ async fn topic(State(state): State<Shared>, Path(name): Path<String>) -> Respons
 }
 
 /// Every group: state, members and total lag.
-async fn groups(State(state): State<Shared>) -> Response {
+async fn groups(State(state): State<Shared>, Extension(caller): Extension<Caller>) -> Response {
     let groups: Vec<Value> = state
         .log
         .list_groups()
         .into_iter()
+        .filter(|group| caller.sees_group(group))
         .filter_map(|group| state.log.describe_group(&group).ok())
         .map(|g| {
             let now = state.log.clock().now_ms();
@@ -207,7 +230,14 @@ async fn groups(State(state): State<Shared>) -> Response {
 
 /// One group: state, generation, members with their assignments, and per partition the
 /// committed offset, the end and the lag.
-async fn group(State(state): State<Shared>, Path(group): Path<String>) -> Response {
+async fn group(
+    State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
+    Path(group): Path<String>,
+) -> Response {
+    if let Err(refused) = caller.require(Operation::Describe, ResourceType::Group, &group) {
+        return answer(Err(refused));
+    }
     if !state.log.list_groups().contains(&group) {
         return not_found(format!("no group {group}"));
     }
@@ -219,10 +249,12 @@ async fn group(State(state): State<Shared>, Path(group): Path<String>) -> Respon
         .members
         .iter()
         .map(|(member, assigned)| {
+            let (host, principal) = host_and_principal(&member.client_host);
             json!({
                 "member_id": member.member_id,
                 "client_id": member.client_id,
-                "client_host": member.client_host,
+                "client_host": host,
+                "principal": principal,
                 "assignment": assigned.iter()
                     .map(|(topic, partition)| json!({"topic": topic, "partition": partition}))
                     .collect::<Vec<_>>(),
@@ -230,9 +262,11 @@ async fn group(State(state): State<Shared>, Path(group): Path<String>) -> Respon
         })
         .collect();
     let now = state.log.clock().now_ms();
+    // As OffsetFetch answers: only the topics the caller may see.
     let offsets: Vec<Value> = g
         .offsets
         .iter()
+        .filter(|o| caller.sees_topic(&o.topic))
         .map(|o| {
             let oldest = partition_lag(&state.log, &o.topic, o.partition as i32, o.committed)
                 .and_then(|lag| lag.oldest_unconsumed);
@@ -254,6 +288,16 @@ async fn group(State(state): State<Shared>, Path(group): Path<String>) -> Respon
         "offsets": offsets,
     }))
     .into_response()
+}
+
+/// A member's host and principal: the broker records a member that authenticated as
+/// `/HOST (User:NAME)` (what Kafka's tools show as the host), one that did not as `/HOST`;
+/// a host never holds a space, a principal (a certificate's subject) may hold brackets.
+fn host_and_principal(client_host: &str) -> (&str, &str) {
+    client_host
+        .strip_suffix(')')
+        .and_then(|rest| rest.split_once(" ("))
+        .unwrap_or((client_host, logd_kafka::auth::ANONYMOUS))
 }
 
 /// Kafka's names for group states; a group known only by its committed offsets is `Empty`.
@@ -284,6 +328,24 @@ mod tests {
     /// Every endpoint `routes` serves is in the OpenAPI document, and the document names no
     /// endpoint that is not served.
     #[test]
+    fn a_members_host_and_principal_are_told_apart() {
+        use super::host_and_principal;
+        assert_eq!(
+            host_and_principal("/127.0.0.1 (User:alice)"),
+            ("/127.0.0.1", "User:alice")
+        );
+        assert_eq!(
+            host_and_principal("/10.0.0.7"),
+            ("/10.0.0.7", "User:ANONYMOUS")
+        );
+        assert_eq!(
+            host_and_principal("/::1 (User:CN=svc (ops))"),
+            ("/::1", "User:CN=svc (ops)"),
+            "a principal may hold brackets"
+        );
+    }
+
+    #[test]
     fn the_openapi_document_lists_exactly_the_served_endpoints() {
         let document = include_str!("../../../../docs/console-api.yaml");
         let documented: Vec<&str> = document
@@ -291,6 +353,9 @@ mod tests {
             .filter_map(|l| l.strip_prefix("  /")?.strip_suffix(':'))
             .collect();
         let served = [
+            "api/v1/login",
+            "api/v1/session",
+            "api/v1/logout",
             "api/v1/broker",
             "api/v1/topics",
             "api/v1/topics/{name}",

@@ -6,16 +6,18 @@
 //! those, nor a DELETE, without a CORS preflight this server never grants.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use logd::group::GroupError;
 use logd::{Log, Partitioner, ResetTarget};
+use logd_kafka::acl::{Operation, ResourceType};
 use logd_storage::batch::{BatchBuilder, Compression};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::State as Shared;
+use super::access::Caller;
 
 type Failure = (StatusCode, String);
 
@@ -76,11 +78,13 @@ pub(super) struct NewHeader {
 /// a client's batch (the engine's size limit and durability apply).
 pub(super) async fn produce(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Json(request): Json<NewRecord>,
 ) -> Response {
     let (log, partitioner) = (state.log.clone(), state.partitioner.clone());
     blocking(move || {
+        caller.require(Operation::Write, ResourceType::Topic, &name)?;
         let count = log.partition_count(&name).map_err(refused)?;
         let key = request.key.as_deref().map(str::as_bytes);
         let partition = match request.partition {
@@ -127,14 +131,19 @@ pub(super) struct NewTopic {
 /// configs gets), `partitions` of them (1 unless given).
 pub(super) async fn create_topic(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Json(request): Json<NewTopic>,
 ) -> Response {
     let log = state.log.clone();
     blocking(move || {
+        // As CreateTopics: CREATE on the cluster, or on the topic.
+        if !caller.may(Operation::Create, ResourceType::Cluster, logd_kafka::acl::CLUSTER_NAME) {
+            caller.require(Operation::Create, ResourceType::Topic, &request.name)?;
+        }
         let mut config = log.default_topic_config().clone();
         config.partitions = request.partitions.unwrap_or(1);
         let created = log.create_topic(&request.name, config).map_err(refused)?;
-        tracing::info!(topic = %created.name, partitions = created.partitions.len(), "topic created from the console");
+        tracing::info!(topic = %created.name, partitions = created.partitions.len(), principal = caller.principal(), "topic created from the console");
         Ok((
             StatusCode::CREATED,
             json!({ "name": created.name, "partitions": created.partitions.len() }),
@@ -152,11 +161,13 @@ pub(super) struct Confirmation {
 /// group's offsets on it.
 pub(super) async fn delete_topic(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Json(request): Json<Confirmation>,
 ) -> Response {
     let log = state.log.clone();
     blocking(move || {
+        caller.require(Operation::Delete, ResourceType::Topic, &name)?;
         if request.confirm != name {
             return Err((
                 StatusCode::BAD_REQUEST,
@@ -164,7 +175,7 @@ pub(super) async fn delete_topic(
             ));
         }
         log.delete_topic(&name).map_err(refused)?;
-        tracing::info!(topic = %name, "topic deleted from the console");
+        tracing::info!(topic = %name, principal = caller.principal(), "topic deleted from the console");
         Ok((StatusCode::OK, json!({ "deleted": name })))
     })
     .await
@@ -179,11 +190,13 @@ pub(super) struct Partitions {
 /// partitions (never shrinks, as Kafka).
 pub(super) async fn add_partitions(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Json(request): Json<Partitions>,
 ) -> Response {
     let log = state.log.clone();
     blocking(move || {
+        caller.require(Operation::Alter, ResourceType::Topic, &name)?;
         log.add_partitions(&name, request.count).map_err(refused)?;
         Ok((
             StatusCode::OK,
@@ -210,16 +223,23 @@ pub(super) struct Reset {
 /// applied with `execute`; refused (409) while the group has members, as Kafka refuses.
 pub(super) async fn reset_offsets(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path(group): Path<String>,
     Json(request): Json<Reset>,
 ) -> Response {
     let log = state.log.clone();
     blocking(move || {
+        // As OffsetCommit, which `logd groups reset-offsets` sends: READ on the group and on
+        // each topic.
+        caller.require(Operation::Read, ResourceType::Group, &group)?;
         let target = target(&request)?;
         let topics = match request.topics.clone() {
             Some(topics) => topics,
             None => committed_topics(&log, &group),
         };
+        for topic in &topics {
+            caller.require(Operation::Read, ResourceType::Topic, topic)?;
+        }
         if topics.is_empty() {
             return Err((
                 StatusCode::BAD_REQUEST,
@@ -230,7 +250,7 @@ pub(super) async fn reset_offsets(
             .reset_offsets(&group, &topics, target, request.execute)
             .map_err(refused)?;
         if request.execute {
-            tracing::info!(group, partitions = plan.len(), to = %request.to, "offsets reset from the console");
+            tracing::info!(group, partitions = plan.len(), to = %request.to, principal = caller.principal(), "offsets reset from the console");
         }
         let plan: Vec<Value> = plan
             .iter()
@@ -294,15 +314,21 @@ fn committed_topics(log: &Log, group: &str) -> Vec<String> {
 /// `DELETE /api/v1/groups/{group}`: its offsets and state; refused (409) while it has members.
 pub(super) async fn delete_group(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path(group): Path<String>,
 ) -> Response {
     let log = state.log.clone();
     blocking(move || {
+        caller.require(Operation::Delete, ResourceType::Group, &group)?;
         if !log.list_groups().contains(&group) {
             return Err((StatusCode::NOT_FOUND, format!("no group {group}")));
         }
         log.delete_group(&group).map_err(refused)?;
-        tracing::info!(group, "group deleted from the console");
+        tracing::info!(
+            group,
+            principal = caller.principal(),
+            "group deleted from the console"
+        );
         Ok((StatusCode::OK, json!({ "deleted": group })))
     })
     .await

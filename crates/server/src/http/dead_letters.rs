@@ -8,16 +8,19 @@
 use std::collections::{BTreeMap, HashMap};
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use logd::Headers;
+use logd_kafka::acl::{Operation, ResourceType};
 use logd_retry::message::*;
 use logd_retry::{DeadLetters, Embedded, LetterFilter, Message, ReplayOptions};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::State as Shared;
+use super::access::Caller;
+use super::checked_transport::CheckedTransport;
 use super::messages::shown;
 use super::params::{Failure, answer, bad};
 use crate::metrics::DLQ_SUFFIX;
@@ -31,14 +34,20 @@ fn failed(e: impl std::fmt::Display) -> Failure {
 
 /// Every dead-letter topic: its pending letters in groups of the same error class, reason
 /// and original topic, with how many and when the first and last of each were written.
-pub(super) async fn topics(State(state): State<Shared>) -> Response {
+pub(super) async fn topics(
+    State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
     let log = state.log.clone();
     answer(
         blocking(move || {
+            // Grouping reads the letters: the topics the caller may READ.
             let mut names: Vec<String> = log
                 .list_topics()
                 .into_iter()
-                .filter(|t| t.ends_with(DLQ_SUFFIX))
+                .filter(|t| {
+                    t.ends_with(DLQ_SUFFIX) && caller.may(Operation::Read, ResourceType::Topic, t)
+                })
                 .collect();
             names.sort();
             let mut topics = Vec::new();
@@ -87,12 +96,14 @@ pub(super) async fn topics(State(state): State<Shared>) -> Response {
 /// one `error_class` and `reason`, at most [`MAX_LETTERS`].
 pub(super) async fn letters(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path(topic): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let log = state.log.clone();
     answer(
         blocking(move || {
+            caller.require(Operation::Read, ResourceType::Topic, &topic)?;
             dead_letter_topic(&log, &topic)?;
             let all = match query.get("all").map(String::as_str) {
                 None | Some("false") => false,
@@ -137,18 +148,19 @@ pub(super) struct ReplayRequest {
     dry_run: bool,
 }
 
-/// Replays the pending letters a request selects (or plans it, with `dry_run`). The body
-/// must be JSON, which a page on another site cannot send here without the browser first
-/// asking this server's permission (which it never gives): that is the console's defence
-/// against cross-site requests until it has logins and CSRF tokens.
+/// Replays the pending letters a request selects (or plans it, with `dry_run`). The caller
+/// must READ the dead-letter topic and WRITE every topic a letter goes to: the targets of the
+/// plan are checked before anything is written, and each append again as it is made.
 pub(super) async fn replay(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path(topic): Path<String>,
     Json(request): Json<ReplayRequest>,
 ) -> Response {
     let log = state.log.clone();
     answer(
         blocking(move || {
+            caller.require(Operation::Read, ResourceType::Topic, &topic)?;
             dead_letter_topic(&log, &topic)?;
             if let Some(to) = &request.to
                 && log.describe_topic(to).is_err()
@@ -163,15 +175,32 @@ pub(super) async fn replay(
                     key: request.key.clone(),
                 },
                 from_beginning: false,
-                dry_run: request.dry_run,
+                dry_run: true,
             };
-            let mut transport = Embedded::new(log);
-            let report = DeadLetters::new(&mut transport, &topic)
+            let mut planning = Embedded::new(log.clone());
+            let mut report = DeadLetters::new(&mut planning, &topic)
                 .replay(&options)
                 .map_err(failed)?;
             if !request.dry_run {
+                let mut targets: Vec<&str> = report.replays.iter().map(|r| &*r.target).collect();
+                targets.sort_unstable();
+                targets.dedup();
+                for target in targets {
+                    caller.require(Operation::Write, ResourceType::Topic, target)?;
+                }
+                let mut transport = CheckedTransport::new(Embedded::new(log), &caller);
+                let replayed = DeadLetters::new(&mut transport, &topic).replay(&ReplayOptions {
+                    dry_run: false,
+                    ..options
+                });
+                report = match (replayed, transport.refused) {
+                    (Ok(report), _) => report,
+                    (Err(_), Some(refused)) => return Err(refused),
+                    (Err(e), None) => return Err(failed(e)),
+                };
                 tracing::info!(
                     topic,
+                    principal = caller.principal(),
                     replayed = report.replays.len(),
                     scanned = report.scanned,
                     error_class = request.error_class.as_deref().unwrap_or("*"),

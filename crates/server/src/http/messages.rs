@@ -4,14 +4,16 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use logd_kafka::acl::{Operation, ResourceType};
 use logd_storage::Offset;
 use logd_storage::batch::RecordRef;
 use serde_json::{Value, json};
 
 use super::State as Shared;
+use super::access::Caller;
 use super::params::{Failure, answer, bad, number, partition_of};
 
 /// Records per request unless `limit` says otherwise.
@@ -32,10 +34,15 @@ enum Start {
 
 pub(super) async fn messages(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    answer(read(&state, &name, &query))
+    answer(
+        caller
+            .require(Operation::Read, ResourceType::Topic, &name)
+            .and_then(|()| read(&state, &name, &query)),
+    )
 }
 
 fn read(state: &Shared, name: &str, query: &HashMap<String, String>) -> Result<Value, Failure> {

@@ -2,16 +2,20 @@
 //! JSON API it is built on under `/api/v1/` (documented in `docs/console-api.yaml`),
 //! Prometheus metrics at `/metrics` and a health check at `/health`. It runs on a runtime of
 //! its own thread, so a busy console never takes a worker from the Kafka listeners, and reads
-//! the engine directly, in process.
+//! the engine directly, in process. Who may use the API, and for what, is `access.rs`'s;
+//! `/metrics` and `/health` stay open to scrapers.
 
+pub(crate) mod access;
 mod api;
 mod changes;
+mod checked_transport;
 mod dead_letters;
 mod history;
 mod messages;
 mod params;
 mod search;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -29,6 +33,7 @@ const CONSOLE_PAGE: &str = include_str!("console.html");
 #[derive(Clone)]
 pub(crate) struct State {
     log: Log,
+    access: Arc<access::Access>,
     metrics: Arc<Metrics>,
     history: Arc<history::History>,
     /// Where records produced from the console go: by key as Kafka's Java client, keyless in
@@ -41,6 +46,7 @@ pub(crate) fn spawn(
     listener: std::net::TcpListener,
     log: Log,
     metrics: Arc<Metrics>,
+    access: access::Access,
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -49,6 +55,7 @@ pub(crate) fn spawn(
     let history = history::History::start(log.clone(), metrics.clone())?;
     let router = router(State {
         log,
+        access: Arc::new(access),
         metrics,
         history,
         partitioner: Arc::default(),
@@ -64,7 +71,9 @@ pub(crate) fn spawn(
                         return;
                     }
                 };
-                if let Err(e) = axum::serve(listener, router).await {
+                // The caller's address is the host ACLs are checked for.
+                let service = router.into_make_service_with_connect_info::<SocketAddr>();
+                if let Err(e) = axum::serve(listener, service).await {
                     tracing::error!(error = %e, "the HTTP listener stopped");
                 }
             });
@@ -77,7 +86,7 @@ fn router(state: State) -> Router {
         .route("/", get(|| async { Html(CONSOLE_PAGE) }))
         .route("/health", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
-        .nest("/api/v1", api::routes())
+        .nest("/api/v1", api::routes(&state))
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
         .with_state(state)
 }

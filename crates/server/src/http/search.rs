@@ -6,14 +6,16 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use logd_kafka::acl::{Operation, ResourceType};
 use logd_storage::Offset;
 use memchr::memmem::Finder;
 use serde_json::{Value, json};
 
 use super::State as Shared;
+use super::access::Caller;
 use super::messages::record_json;
 use super::params::{Failure, answer, bad, number, partition_of};
 
@@ -37,9 +39,13 @@ enum Field {
 
 pub(super) async fn search(
     State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
+    if let Err(refused) = caller.require(Operation::Read, ResourceType::Topic, &name) {
+        return answer(Err(refused));
+    }
     let log = state.log.clone();
     let result = tokio::task::spawn_blocking(move || run(&log, &name, &query))
         .await

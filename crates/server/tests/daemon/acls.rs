@@ -37,7 +37,7 @@ fn create_user(data: &Path, name: &str) {
     assert!(ok, "{out}{err}");
 }
 
-struct Cluster {
+pub(super) struct Cluster {
     dir: tempfile::TempDir,
     daemon: Option<Daemon>,
 }
@@ -45,7 +45,7 @@ struct Cluster {
 impl Cluster {
     /// A daemon with a SASL_PLAINTEXT listener, ACLs on, `User:admin` a super user, and users
     /// admin, alice and billing.
-    fn start() -> Cluster {
+    pub(super) fn start() -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         for user in ["admin", "alice", "billing"] {
             create_user(&dir.path().join("data"), user);
@@ -73,7 +73,7 @@ impl Cluster {
         ));
     }
 
-    fn daemon(&self) -> &Daemon {
+    pub(super) fn daemon(&self) -> &Daemon {
         self.daemon.as_ref().expect("running")
     }
 
@@ -104,7 +104,7 @@ impl Cluster {
     }
 
     /// `logd ARGS --bootstrap SASL --command-config USER`.
-    fn logd_as(&self, user: &str, args: &[&str]) -> (bool, String, String) {
+    pub(super) fn logd_as(&self, user: &str, args: &[&str]) -> (bool, String, String) {
         let sasl = self.sasl();
         let config = self.properties_file(user);
         let mut all = args.to_vec();
