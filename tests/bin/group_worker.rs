@@ -89,6 +89,9 @@ impl<T: Transport> Transport for CrashAtAppend<T> {
     fn partition_count(&mut self, topic: &str) -> Result<u32> {
         self.inner.partition_count(topic)
     }
+    fn partitions_if_exists(&mut self, topic: &str) -> Result<Option<u32>> {
+        self.inner.partitions_if_exists(topic)
+    }
 
     fn owned_partitions(
         &mut self,

@@ -1,7 +1,8 @@
 //! `DeadLetters` over the embedded engine: tasks that always fail, permanently or after their
 //! attempts, are listed with their origin, shown one by one, replayed selectively (a dry run
-//! first, which changes nothing) to their original topic with a replay count, and the
-//! dead-letter position moves past what was scanned.
+//! first, which changes nothing) to their original topic with a replay count, each replay
+//! recorded with who asked; letters a replay skipped stay pending, one can be replayed by its
+//! place, and nothing is replayed twice by accident.
 
 use std::time::Duration;
 
@@ -68,6 +69,7 @@ fn dead_letters_are_listed_shown_and_replayed_selectively() {
             reason: Some("permanent".into()),
             ..LetterFilter::default()
         },
+        by: Some("User:ops".into()),
         ..ReplayOptions::default()
     };
     let plan = letters
@@ -106,13 +108,76 @@ fn dead_letters_are_listed_shown_and_replayed_selectively() {
         3,
         "the permanent failures, once each: {replayed:?}"
     );
-    assert!(
-        letters.list(true).unwrap().is_empty(),
-        "position past everything scanned"
-    );
+    let recorded = letters.replays().unwrap();
+    assert_eq!(recorded.len(), 3);
+    for (record, replay) in recorded.iter().zip(&done.replays) {
+        assert_eq!(
+            (
+                record.partition,
+                record.offset,
+                &record.target,
+                record.count
+            ),
+            (replay.partition, replay.offset, &replay.target, 1)
+        );
+        assert_eq!(record.by.as_deref(), Some("User:ops"));
+        let copy = source
+            .iter()
+            .find(|m| m.partition == record.target_partition && m.offset == record.target_offset)
+            .expect("the record names the copy's place");
+        assert_eq!(copy.header_str(DLQ_REPLAY_COUNT), Some("1"));
+    }
+
+    // The letter the filter skipped is still pending; replaying again finds nothing else.
+    let pending = letters.list(true).unwrap();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].header_str("task-id"), Some("1"));
+    assert_eq!(letters.replay(&permanent).unwrap().replays, [], "not twice");
+
+    // One letter by its place.
+    let one = ReplayOptions {
+        filter: LetterFilter {
+            letters: Some([(pending[0].partition, pending[0].offset)].into()),
+            ..LetterFilter::default()
+        },
+        ..ReplayOptions::default()
+    };
+    let done = letters.replay(&one).unwrap();
+    assert_eq!(done.replays.len(), 1);
+    assert!(letters.list(true).unwrap().is_empty());
+    assert_eq!(letters.replays().unwrap().len(), 4);
+    assert_eq!(letters.replays().unwrap()[3].by, None);
     assert_eq!(
         letters.list(false).unwrap().len(),
         4,
         "the letters stay in the topic"
+    );
+    // Every letter is handled now, so the position is past all of them.
+    for partition in 0..2 {
+        let end = log
+            .partition("tasks.dlq", partition)
+            .unwrap()
+            .high_watermark()
+            .0;
+        let committed = logd_retry::Transport::committed(
+            &mut Embedded::new(log.clone()),
+            logd_retry::REPLAY_GROUP,
+            "tasks.dlq",
+            partition,
+        )
+        .unwrap();
+        assert_eq!(committed.unwrap_or(0), end, "partition {partition}");
+    }
+    // Asked for explicitly, a rescan from the start replays again, with the next count.
+    let again = letters
+        .replay(&ReplayOptions {
+            from_beginning: true,
+            ..permanent
+        })
+        .unwrap();
+    assert_eq!(again.replays.len(), 3);
+    assert!(
+        again.replays.iter().all(|r| r.count == 1),
+        "counts come from the letter"
     );
 }

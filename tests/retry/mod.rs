@@ -124,6 +124,9 @@ impl Transport for Probe {
     fn partition_count(&mut self, t: &str) -> logd_retry::Result<u32> {
         self.inner.partition_count(t)
     }
+    fn partitions_if_exists(&mut self, t: &str) -> logd_retry::Result<Option<u32>> {
+        self.inner.partitions_if_exists(t)
+    }
     fn fetch(&mut self, t: &str, p: u32, o: i64) -> logd_retry::Result<Vec<Message>> {
         self.fetches.set(self.fetches.get() + 1);
         self.inner.fetch(t, p, o)

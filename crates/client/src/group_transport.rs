@@ -188,6 +188,10 @@ impl Transport for GroupRemote {
         self.remote.partition_count(topic)
     }
 
+    fn partitions_if_exists(&mut self, topic: &str) -> Result<Option<u32>> {
+        self.remote.partitions_if_exists(topic)
+    }
+
     fn owned_partitions(
         &mut self,
         group: &str,

@@ -69,6 +69,16 @@ impl Transport for Remote {
         self.client.partition_count(topic, false).map_err(remote)
     }
 
+    fn partitions_if_exists(&mut self, topic: &str) -> Result<Option<u32>> {
+        match self.client.partition_count(topic, false) {
+            Ok(count) => Ok(Some(count)),
+            Err(ClientError::Kafka { code, .. }) if code == codes::UNKNOWN_TOPIC_OR_PARTITION => {
+                Ok(None)
+            }
+            Err(e) => Err(remote(e)),
+        }
+    }
+
     fn fetch(&mut self, topic: &str, partition: u32, offset: i64) -> Result<Vec<Message>> {
         let from = match self.client.fetch(topic, partition as i32, offset, 0) {
             Ok((batches, _)) => {

@@ -37,7 +37,8 @@ mod worker;
 
 pub use appender::IdempotentAppender;
 pub use dead_letters::{
-    DeadLetters, LetterFilter, REPLAY_GROUP, Replay, ReplayOptions, ReplayReport,
+    DeadLetters, LetterFilter, REPLAY_GROUP, REPLAYS_SUFFIX, Replay, ReplayOptions, ReplayRecord,
+    ReplayReport, replays_topic,
 };
 pub use dedupe::{DedupeConfig, DedupeStore, Processed};
 pub use error::{Error, Result};
@@ -45,4 +46,5 @@ pub use logd::Headers;
 pub use message::{Message, OutRecord};
 pub use policy::{Jitter, RetryPolicy};
 pub use transport::{Embedded, Ownership, Stamp, Transport, decode_messages, encode_record};
+pub use worker::DEFAULT_RETRY_INFIX;
 pub use worker::{CommitOrder, Failure, Ordering, Outcome, Poll, RetryConfig, RetryWorker, Stats};

@@ -49,6 +49,18 @@ pub const DLQ_ERROR_MESSAGE: &str = "logd.dlq.error.message";
 pub const DLQ_REASON: &str = "logd.dlq.reason";
 /// How many times `logd dlq replay` put this record back.
 pub const DLQ_REPLAY_COUNT: &str = "logd.dlq.replay.count";
+/// On a record of a replays topic: the partition of the letter it replayed.
+pub const REPLAY_LETTER_PARTITION: &str = "logd.replay.letter.partition";
+/// On a record of a replays topic: the offset of the letter it replayed.
+pub const REPLAY_LETTER_OFFSET: &str = "logd.replay.letter.offset";
+/// On a record of a replays topic: where the letter went.
+pub const REPLAY_TARGET_TOPIC: &str = "logd.replay.target.topic";
+/// On a record of a replays topic: the partition it went to.
+pub const REPLAY_TARGET_PARTITION: &str = "logd.replay.target.partition";
+/// On a record of a replays topic: its offset there.
+pub const REPLAY_TARGET_OFFSET: &str = "logd.replay.target.offset";
+/// On a record of a replays topic: who replayed it (a principal), when known.
+pub const REPLAY_BY: &str = "logd.replay.by";
 
 /// A record read from a topic.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,6 +31,9 @@ pub trait Transport {
     ) -> Result<()>;
     /// Partitions of `topic`.
     fn partition_count(&mut self, topic: &str) -> Result<u32>;
+    /// Partitions of `topic`, `None` if there is no such topic (any other failure is an
+    /// error).
+    fn partitions_if_exists(&mut self, topic: &str) -> Result<Option<u32>>;
     /// Joins `group` as a member reading `topics` (the retry tiers and the source, each with
     /// `partitions` partitions, so range assignment gives a member the same partition numbers
     /// of each: a record keeps its partition across hops), keeps the membership alive, and
@@ -188,6 +191,14 @@ impl Transport for Embedded {
 
     fn partition_count(&mut self, topic: &str) -> Result<u32> {
         Ok(self.log.partition_count(topic)?)
+    }
+
+    fn partitions_if_exists(&mut self, topic: &str) -> Result<Option<u32>> {
+        match self.log.partition_count(topic) {
+            Ok(count) => Ok(Some(count)),
+            Err(logd::Error::UnknownTopic(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn owned_partitions(

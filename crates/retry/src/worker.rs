@@ -86,6 +86,10 @@ pub enum CommitOrder {
     BeforeAppend,
 }
 
+/// What names a source's retry tiers unless [`RetryConfig::retry_infix`] says otherwise:
+/// `orders.retry.5s`.
+pub const DEFAULT_RETRY_INFIX: &str = ".retry.";
+
 /// A worker's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetryConfig {
@@ -129,7 +133,7 @@ impl RetryConfig {
             seed: 0,
             id_header: None,
             ordering: Ordering::Unordered,
-            retry_infix: ".retry.".into(),
+            retry_infix: DEFAULT_RETRY_INFIX.into(),
             dlq_suffix: ".dlq".into(),
             dlq_retention: Some(Duration::from_secs(30 * 24 * 3600)),
             commit_order: CommitOrder::AfterAppend,

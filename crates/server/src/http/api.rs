@@ -38,6 +38,10 @@ pub(super) fn routes(state: &Shared) -> Router<Shared> {
             "/dead-letters/{topic}/replay",
             post(super::dead_letters::replay),
         )
+        .route(
+            "/dead-letters/{topic}/letters/{partition}/{offset}",
+            get(super::timeline::timeline),
+        )
         .route("/history", get(super::history::history))
         .route("/groups", get(groups))
         .route("/groups/{group}", get(group).delete(changes::delete_group))
@@ -365,6 +369,7 @@ mod tests {
             "api/v1/dead-letters",
             "api/v1/dead-letters/{topic}",
             "api/v1/dead-letters/{topic}/replay",
+            "api/v1/dead-letters/{topic}/letters/{partition}/{offset}",
             "api/v1/history",
             "api/v1/groups",
             "api/v1/groups/{group}",

@@ -45,6 +45,10 @@ impl Transport for CheckedTransport<'_> {
         self.inner.partition_count(topic)
     }
 
+    fn partitions_if_exists(&mut self, topic: &str) -> Result<Option<u32>> {
+        self.inner.partitions_if_exists(topic)
+    }
+
     fn owned_partitions(
         &mut self,
         group: &str,

@@ -1,9 +1,9 @@
 //! Dead-letter triage, `/api/v1/dead-letters`: every `*.dlq` topic with its pending letters
 //! grouped by error class, reason and original topic; a topic's letters with their origin,
-//! error and attempts; and replay of a selection to the original topic (or another), planned
-//! first with a dry run. All of it is `logd_retry::DeadLetters` over the engine, the same code
-//! `logd dlq` runs, so a replay moves the dead-letter position and a second one does not send
-//! the same letters again.
+//! error, attempts and recorded replays; and replay of a group, a selection or one letter to
+//! the original topic (or another), planned first with a dry run. All of it is
+//! `logd_retry::DeadLetters` over the engine, the same code `logd dlq` runs, so each replay is
+//! recorded with who asked, and a letter once replayed is not sent again by accident.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -28,7 +28,7 @@ use crate::metrics::DLQ_SUFFIX;
 /// Letters one listing returns at most.
 const MAX_LETTERS: usize = 500;
 
-fn failed(e: impl std::fmt::Display) -> Failure {
+pub(super) fn failed(e: impl std::fmt::Display) -> Failure {
     (StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
 }
 
@@ -115,17 +115,37 @@ pub(super) async fn letters(
             let filter = LetterFilter {
                 reason: query.get("reason").cloned(),
                 error_class: query.get("error_class").cloned(),
-                key: None,
+                ..LetterFilter::default()
             };
             let mut transport = Embedded::new(log);
-            let listed = DeadLetters::new(&mut transport, &topic)
-                .list(!all)
-                .map_err(failed)?;
+            let mut dead_letters = DeadLetters::new(&mut transport, &topic);
+            let listed = dead_letters.list(!all).map_err(failed)?;
+            let mut replays: HashMap<(u32, i64), Vec<Value>> = HashMap::new();
+            for r in dead_letters.replays().map_err(failed)? {
+                replays
+                    .entry((r.partition, r.offset))
+                    .or_default()
+                    .push(json!({
+                        "target": r.target,
+                        "target_partition": r.target_partition,
+                        "target_offset": r.target_offset,
+                        "replay_count": r.count,
+                        "by": r.by,
+                        "at": r.at,
+                    }));
+            }
             let matching: Vec<&Message> = listed.iter().filter(|l| filter.matches(l)).collect();
             let letters: Vec<Value> = matching
                 .iter()
                 .take(MAX_LETTERS)
-                .map(|l| letter(l))
+                .map(|l| {
+                    let mut shown = letter(l);
+                    shown["replays"] = replays
+                        .remove(&(l.partition, l.offset))
+                        .unwrap_or_default()
+                        .into();
+                    shown
+                })
                 .collect();
             Ok(json!({
                 "topic": topic,
@@ -143,9 +163,18 @@ pub(super) struct ReplayRequest {
     error_class: Option<String>,
     reason: Option<String>,
     key: Option<String>,
+    /// Only these letters.
+    letters: Option<Vec<Place>>,
     to: Option<String>,
     #[serde(default)]
     dry_run: bool,
+}
+
+/// A letter's place in its topic.
+#[derive(Debug, Deserialize)]
+pub(super) struct Place {
+    partition: u32,
+    offset: i64,
 }
 
 /// Replays the pending letters a request selects (or plans it, with `dry_run`). The caller
@@ -173,9 +202,14 @@ pub(super) async fn replay(
                     reason: request.reason.clone(),
                     error_class: request.error_class.clone(),
                     key: request.key.clone(),
+                    letters: request
+                        .letters
+                        .as_ref()
+                        .map(|places| places.iter().map(|l| (l.partition, l.offset)).collect()),
                 },
                 from_beginning: false,
                 dry_run: true,
+                by: Some(caller.principal().to_owned()),
             };
             let mut planning = Embedded::new(log.clone());
             let mut report = DeadLetters::new(&mut planning, &topic)
@@ -240,7 +274,7 @@ async fn blocking(
 }
 
 /// Checks `topic` is an existing dead-letter topic.
-fn dead_letter_topic(log: &logd::Log, topic: &str) -> Result<(), Failure> {
+pub(super) fn dead_letter_topic(log: &logd::Log, topic: &str) -> Result<(), Failure> {
     if !topic.ends_with(DLQ_SUFFIX) {
         return Err(bad(format!(
             "{topic} is not a dead-letter topic (*{DLQ_SUFFIX})"
@@ -256,7 +290,7 @@ fn dead_letter_topic(log: &logd::Log, topic: &str) -> Result<(), Failure> {
 }
 
 /// A letter as the console shows it: where it is, what failed, where it came from, the record.
-fn letter(letter: &Message) -> Value {
+pub(super) fn letter(letter: &Message) -> Value {
     json!({
         "partition": letter.partition,
         "offset": letter.offset,

@@ -14,6 +14,7 @@ mod history;
 mod messages;
 mod params;
 mod search;
+mod timeline;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

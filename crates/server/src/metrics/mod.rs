@@ -5,9 +5,10 @@
 //! dead-letter topic depth and age, and idempotent producers tracked and duplicates dropped
 //! per topic.
 //!
-//! A dead-letter topic is one whose name ends in [`DLQ_SUFFIX`]; its depth is the records
-//! after what the group [`DLQ_REPLAY_GROUP`] has committed there (every retained record if
-//! nothing), so replaying dead letters with that group lowers it.
+//! A dead-letter topic is one whose name ends in [`DLQ_SUFFIX`]; its depth is its pending
+//! letters: the records after the dead-letter position (what the group [`DLQ_REPLAY_GROUP`]
+//! has committed there, every retained record if nothing) but those its replays topic records
+//! as replayed, so replaying dead letters lowers it.
 
 pub(crate) mod fsync;
 
@@ -317,6 +318,14 @@ impl Metrics {
                 continue;
             }
             let (mut depth, mut oldest) = (0, None);
+            // Letters replayed out of order, after the position: no longer pending.
+            let replayed_places: std::collections::BTreeSet<(u32, i64)> =
+                logd_retry::DeadLetters::new(&mut logd_retry::Embedded::new(log.clone()), &topic)
+                    .replays()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|r| (r.partition, r.offset))
+                    .collect();
             for partition in 0..log.partition_count(&topic).unwrap_or(0) {
                 let Ok(p) = log.partition(&topic, partition) else {
                     continue;
@@ -327,7 +336,10 @@ impl Metrics {
                     .fetch(DLQ_REPLAY_GROUP, &topic, partition as i32)
                     .map_or(start, |c| c.offset.max(start));
                 let end = p.high_watermark().0;
-                depth += (end - replayed).max(0);
+                let out_of_order = replayed_places
+                    .range((partition, replayed)..(partition, end))
+                    .count() as i64;
+                depth += (end - replayed - out_of_order).max(0);
                 if replayed < end
                     && let Ok(Some(ts)) = p.timestamp_of(Offset(replayed))
                 {

@@ -43,8 +43,8 @@ enum DlqCommand {
         #[arg(long)]
         offset: i64,
     },
-    /// Produce dead letters back to their original topic (or --to) and move the dead-letter
-    /// position past them.
+    /// Produce dead letters back to their original topic (or --to), recording each replay in
+    /// the topic's replays topic (`TOPIC.replays`); letters the filters skip stay pending.
     Replay(ReplayArgs),
 }
 
@@ -64,6 +64,9 @@ struct ReplayArgs {
     /// Only letters with this key.
     #[arg(long)]
     key: Option<String>,
+    /// Only this letter, as PARTITION/OFFSET (repeatable).
+    #[arg(long = "letter", value_parser = parse_letter)]
+    letters: Vec<(u32, i64)>,
     /// Rescan from the topic's start instead of the dead-letter position.
     #[arg(long)]
     from_beginning: bool,
@@ -73,18 +76,31 @@ struct ReplayArgs {
 }
 
 impl ReplayArgs {
-    fn options(&self) -> ReplayOptions {
+    /// The replay these arguments ask for, recorded as `by` (the SASL user, if any).
+    fn options(&self, by: Option<String>) -> ReplayOptions {
         ReplayOptions {
             to: self.to.clone(),
             filter: LetterFilter {
                 reason: self.reason.clone(),
                 error_class: self.error_class.clone(),
                 key: self.key.clone(),
+                letters: (!self.letters.is_empty()).then(|| self.letters.iter().copied().collect()),
             },
             from_beginning: self.from_beginning,
             dry_run: self.dry_run,
+            by,
         }
     }
+}
+
+/// `PARTITION/OFFSET`.
+fn parse_letter(text: &str) -> Result<(u32, i64), String> {
+    let bad = || format!("a letter is PARTITION/OFFSET (like 0/42), not {text:?}");
+    let (partition, offset) = text.split_once('/').ok_or_else(bad)?;
+    Ok((
+        partition.trim().parse().map_err(|_| bad())?,
+        offset.trim().parse().map_err(|_| bad())?,
+    ))
 }
 
 pub(crate) fn run(args: &DlqArgs) -> anyhow::Result<()> {
@@ -137,7 +153,13 @@ pub(crate) fn run(args: &DlqArgs) -> anyhow::Result<()> {
             writeln!(out, "value: {}", text(&letter.value))?;
         }
         DlqCommand::Replay(replay) => {
-            let report = DeadLetters::new(&mut remote, &replay.topic).replay(&replay.options())?;
+            let by = args
+                .bootstrap
+                .security()?
+                .sasl
+                .map(|login| format!("User:{}", login.username));
+            let report =
+                DeadLetters::new(&mut remote, &replay.topic).replay(&replay.options(by))?;
             let verb = if replay.dry_run {
                 "would replay"
             } else {

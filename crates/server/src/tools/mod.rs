@@ -43,7 +43,7 @@ impl Bootstrap {
     }
 
     /// The security settings from `--command-config` and the environment.
-    fn security(&self) -> anyhow::Result<ClientSecurity> {
+    pub(crate) fn security(&self) -> anyhow::Result<ClientSecurity> {
         let mut properties = match &self.command_config {
             Some(path) => ClientSecurity::parse_properties(
                 &std::fs::read_to_string(path)

@@ -19,12 +19,13 @@ use super::logd;
 const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 6;
 
-/// Three brokers; `orders`, `copy` and `orders.dlq` with six partitions each, led by brokers
-/// 1 and 2, and the dead-letter position's group coordinated by broker 3;
+/// Three brokers; `orders`, `copy`, `orders.dlq` and its replays topic with six partitions
+/// each, led by brokers 1 and 2 (made here as a cluster's administrators would: the mock
+/// answers no CreateTopics), and the dead-letter position's group coordinated by broker 3;
 /// returns the cluster and the address of broker 3, which leads nothing.
 fn cluster() -> (MockCluster<'static, DefaultProducerContext>, String) {
     let mock = MockCluster::new(3).unwrap();
-    for topic in [TOPIC, "copy", "orders.dlq"] {
+    for topic in [TOPIC, "copy", "orders.dlq", "orders.dlq.replays"] {
         mock.create_topic(topic, PARTITIONS, 1).unwrap();
         for partition in 0..PARTITIONS {
             mock.partition_leader(topic, partition, Some(1 + partition % 2))
@@ -204,7 +205,7 @@ fn produce_consume_and_replay_go_through_each_partitions_leader_on_a_cluster() {
     // `topics list` and `describe` (offsets from each leader; the mock cluster serves neither
     // DescribeLogDirs nor DescribeProducers, so sizes show as unknown).
     let listed = ok(&["topics", "--bootstrap", &broker3, "list"], "");
-    assert_eq!(listed, "copy\norders\norders.dlq\n");
+    assert_eq!(listed, "copy\norders\norders.dlq\norders.dlq.replays\n");
     let described = ok(&["topics", "--bootstrap", &broker3, "describe", TOPIC], "");
     assert!(
         described.starts_with("topic orders: 6 partitions"),

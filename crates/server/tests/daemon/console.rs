@@ -512,8 +512,136 @@ fn dead_letters_are_grouped_listed_and_replayed_after_a_dry_run() {
             .iter()
             .any(|h| h["key"]["text"] == "logd.dlq.replay.count" && h["value"]["text"] == "1")
     );
-    // The position moved past every letter scanned: nothing is pending, and a second replay
-    // sends nothing again.
+    // The permanent failures the filter left out are still pending.
+    let (_, after) = json(&http, "/api/v1/dead-letters");
+    assert_eq!(after["topics"][0]["pending"], 2);
+    assert_eq!(after["topics"][0]["groups"][0]["error_class"], "BadInput");
+    let (_, permanent) = json(&http, "/api/v1/dead-letters/orders.dlq");
+    let places: Vec<(i64, i64)> = permanent["letters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["partition"].as_i64().unwrap(),
+                l["offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(places.len(), 2, "{permanent}");
+
+    // One letter by its place: only it goes, and the listing records who replayed it where.
+    let (first_partition, first_offset) = places[1];
+    let one =
+        format!(r#"{{"letters": [{{"partition": {first_partition}, "offset": {first_offset}}}]}}"#);
+    let (status, done) = post(
+        &http,
+        "/api/v1/dead-letters/orders.dlq/replay",
+        "application/json",
+        &one,
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK", "{done}");
+    let done: Value = serde_json::from_str(&done).unwrap();
+    assert_eq!(done["replays"].as_array().unwrap().len(), 1);
+    assert_eq!(done["replays"][0]["offset"], first_offset);
+    let (_, pending) = json(&http, "/api/v1/dead-letters/orders.dlq");
+    assert_eq!(pending["matching"], 1);
+    assert_eq!(pending["letters"][0]["offset"], places[0].1);
+    let (_, all) = json(&http, "/api/v1/dead-letters/orders.dlq?all=true");
+    let replayed_one = all["letters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["offset"] == first_offset && l["partition"] == first_partition)
+        .unwrap();
+    assert_eq!(replayed_one["replays"][0]["target"], "orders");
+    assert_eq!(replayed_one["replays"][0]["by"], "User:ANONYMOUS");
+    assert_eq!(replayed_one["replays"][0]["replay_count"], 1);
+
+    // Its timeline: where it came from, its hops through a retry tier (written here as the
+    // retry layer writes them), the dead-letter entry and the replay.
+    let (ok, _, e) = super::logd(
+        &["topics", "create", "orders.retry.1s", "--bootstrap", b],
+        "",
+    );
+    assert!(ok, "{e}");
+    for (attempt, due) in [(1, 1_000), (2, 3_000)] {
+        let mut args = vec![
+            "produce",
+            "-t",
+            "orders.retry.1s",
+            "-p",
+            "0",
+            "--bootstrap",
+            b,
+        ];
+        let headers = [
+            "logd.retry.original.topic=orders".to_owned(),
+            "logd.retry.original.partition=0".into(),
+            "logd.retry.original.offset=7".into(),
+            format!("logd.retry.attempt={attempt}"),
+            format!("logd.retry.due.ts={due}"),
+        ];
+        for header in &headers {
+            args.extend(["-H", header]);
+        }
+        let (ok, _, e) = super::logd(&args, "a hop\n");
+        assert!(ok, "{e}");
+    }
+    let (ok, _, e) = super::logd(
+        &[
+            "produce",
+            "-t",
+            "orders.retry.1s",
+            "-p",
+            "0",
+            "-H",
+            "logd.retry.original.offset=8",
+            "--bootstrap",
+            b,
+        ],
+        "another record's hop\n",
+    );
+    assert!(ok, "{e}");
+    let (status, timeline) = json(
+        &http,
+        &format!("/api/v1/dead-letters/orders.dlq/letters/{first_partition}/{first_offset}"),
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK", "{timeline}");
+    let events: Vec<(String, Value)> = timeline["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["event"].as_str().unwrap().to_owned(), e["topic"].clone()))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("produced".into(), "orders".into()),
+            ("retry".into(), "orders.retry.1s".into()),
+            ("retry".into(), "orders.retry.1s".into()),
+            ("dead-lettered".into(), "orders.dlq".into()),
+            ("replayed".into(), "orders".into()),
+        ],
+        "{timeline}"
+    );
+    assert_eq!(timeline["events"][1]["attempt"], 1);
+    assert_eq!(timeline["events"][2]["due"], 3_000);
+    assert_eq!(timeline["events"][3]["reason"], "permanent");
+    assert_eq!(timeline["events"][4]["by"], "User:ANONYMOUS");
+    assert_eq!(timeline["complete"], true);
+    let (status, _) = json(&http, "/api/v1/dead-letters/orders.dlq/letters/0/999");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+
+    // The rest, then nothing: a replay never sends a letter twice by accident.
+    let (_, rest) = post(
+        &http,
+        "/api/v1/dead-letters/orders.dlq/replay",
+        "application/json",
+        "{}",
+    );
+    let rest: Value = serde_json::from_str(&rest).unwrap();
+    assert_eq!(rest["replays"].as_array().unwrap().len(), 1);
     assert_eq!(
         json(&http, "/api/v1/dead-letters").1["topics"][0]["pending"],
         0

@@ -77,10 +77,26 @@ with sync_playwright() as p:
     seen["header_search"] = page.inner_text("#search-progress")
     seen["header_search_key"] = page.locator("#message-rows tr").first.locator("td").nth(2).inner_text()
 
-    # Dead letters: the dry run first, then the replay.
+    # Dead letters: a letter's timeline, one letter replayed after its dry run, then the rest
+    # of its class.
     timeout_row = page.locator("#dlq-groups tr:has(td:text-is('Timeout'))")
-    timeout_row.locator("button:text-is('replay…')").click()
+    timeout_row.locator("button:text-is('letters')").click()
+    page.wait_for_selector("#letter-rows tr")
+    first_letter = page.locator("#letter-rows tr").first
+    first_letter.locator("button:text-is('timeline')").click()
+    page.wait_for_selector("#timeline:not([hidden]) #timeline-rows tr")
+    seen["timeline"] = page.locator("#timeline-rows tr").first.inner_text()
+    first_letter.locator("button:text-is('replay…')").click()
     page.wait_for_selector("#replay-plan:not([hidden])")
+    seen["letter_dry_run"] = page.inner_text("#replay-summary")
+    page.click("#replay-confirm")
+    page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Replayed')")
+    seen["letter_replayed"] = page.inner_text("#replay-summary")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#dlq-groups tr')]"
+        ".some(r => r.cells[1].textContent === 'Timeout' && r.cells[4].textContent === '2')")
+    timeout_row.locator("button:text-is('replay…')").click()
+    page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Dry run')")
     seen["dry_run"] = page.inner_text("#replay-summary")
     page.click("#replay-confirm")
     page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Replayed')")
@@ -88,6 +104,7 @@ with sync_playwright() as p:
     page.wait_for_function(
         "[...document.querySelectorAll('#topics tr')]"
         ".some(r => r.cells[0].textContent === 'orders' && r.cells[2].textContent === '3')")
+    seen["dlq_empty_shown"] = page.is_visible("#dlq-empty")
     page.screenshot(path=f"{shots}/dead-letters-1280.png", full_page=True)
 
     # Changes: create a topic, reset a group after its plan, delete the topic by name.
@@ -219,13 +236,28 @@ fn the_console_works_in_a_real_browser() {
         "group, state, members, lag, lag in time: {seen}"
     );
     assert!(
+        seen["timeline"]
+            .as_str()
+            .unwrap()
+            .starts_with("dead-lettered\torders.dlq 0/0\t\t\nmax-attempts, Timeout"),
+        "the letters carry no original offset, so the timeline starts at the letter: {seen}"
+    );
+    assert_eq!(
+        seen["letter_dry_run"],
+        "Dry run: 1 letter(s) of orders.dlq (letter 0/0) would go to orders-0. Other pending \
+         letters stay pending.",
+        "{seen}"
+    );
+    assert_eq!(seen["letter_replayed"], "Replayed 1 letter(s).");
+    assert!(
         seen["dry_run"]
             .as_str()
             .unwrap()
-            .starts_with("Dry run: 3 letter(s)"),
+            .starts_with("Dry run: 2 letter(s)"),
         "{seen}"
     );
-    assert_eq!(seen["replayed"], "Replayed 3 letter(s).");
+    assert_eq!(seen["replayed"], "Replayed 2 letter(s).");
+    assert_eq!(seen["dlq_empty_shown"], true, "nothing pending is left");
     assert_eq!(seen["search"], "Searched all 1 records: 1 found.");
     assert_eq!(
         seen["header_search"], "Searched all 3 records: 1 found.",

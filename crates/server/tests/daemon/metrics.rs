@@ -116,12 +116,34 @@ p.flush()
         "fsync = always"
     );
 
-    // Dead-letter depth falls as the replay group commits past dead letters.
+    // Dead-letter depth falls as letters are replayed, in any order, and as the replay group
+    // commits past them.
     let depth = r#"logd_dead_letter_depth{topic="jobs.dlq"}"#;
     let dead_age = r#"logd_dead_letter_oldest_age_seconds{topic="jobs.dlq"}"#;
     assert_eq!(caught_up[depth], 3.0);
     assert!(caught_up[dead_age] >= 50.0);
-    reset(&daemon.addr, "logd-dlq-replay", "jobs.dlq", "2");
+    let (ok, _, stderr) = logd(
+        &["topics", "--bootstrap", &daemon.addr, "create", "again"],
+        "",
+    );
+    assert!(ok, "{stderr}");
+    let (ok, out, stderr) = logd(
+        &[
+            "dlq",
+            "--bootstrap",
+            &daemon.addr,
+            "replay",
+            "jobs.dlq",
+            "--to",
+            "again",
+            "--letter",
+            "0/2",
+        ],
+        "",
+    );
+    assert!(ok && out.contains("replayed 1 of 3"), "{out}{stderr}");
+    assert_eq!(scrape(&metrics)[depth], 2.0, "the two letters before it");
+    reset(&daemon.addr, "logd-dlq-replay", "jobs.dlq", "1");
     assert_eq!(scrape(&metrics)[depth], 1.0);
 
     // Reading counts records out; an open connection is counted.
