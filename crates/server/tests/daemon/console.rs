@@ -1045,3 +1045,126 @@ fn a_record_produced_from_the_console_is_stored_as_a_clients_would_be() {
         "nothing else stored"
     );
 }
+
+#[test]
+fn messages_of_several_partitions_come_in_time_order_and_export_as_json_lines() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--http-listen", "127.0.0.1:0"]);
+    let http = daemon.metrics.clone().unwrap();
+    let (ok, _, e) = super::logd(
+        &[
+            "topics",
+            "create",
+            "spread",
+            "--partitions",
+            "3",
+            "--bootstrap",
+            &daemon.addr,
+        ],
+        "",
+    );
+    assert!(ok, "{e}");
+    // v0 to v5 over partitions 0, 1, 2, 0, 1, 2, a few ms apart.
+    for i in 0..6 {
+        let body = format!(r#"{{"value": "v{i}", "partition": {}}}"#, i % 3);
+        let (status, _) = send(&http, "POST", "/api/v1/topics/spread/messages", &body);
+        assert_eq!(status, "HTTP/1.1 201 Created");
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    let values = |page: &Value| -> Vec<(i64, String)> {
+        page["records"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{page}"))
+            .iter()
+            .map(|r| {
+                (
+                    r["partition"].as_i64().unwrap(),
+                    r["value"]["text"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let (_, first) = json(
+        &http,
+        "/api/v1/topics/spread/messages?partition=all&limit=4",
+    );
+    assert_eq!(
+        values(&first),
+        [
+            (0, "v0".into()),
+            (1, "v1".into()),
+            (2, "v2".into()),
+            (0, "v3".into())
+        ]
+    );
+    // The live tail and the next page continue from each partition's next offset.
+    let after: Vec<String> = first["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| format!("{}:{}", p["partition"], p["next_offset"]))
+        .collect();
+    assert_eq!(after, ["0:2", "1:1", "2:1"]);
+    let (_, rest) = json(
+        &http,
+        &format!(
+            "/api/v1/topics/spread/messages?partition=0,1,2&after={}",
+            after.join(",")
+        ),
+    );
+    assert_eq!(values(&rest), [(1, "v4".into()), (2, "v5".into())]);
+    let (_, two) = json(&http, "/api/v1/topics/spread/messages?partition=2,0");
+    assert_eq!(
+        values(&two),
+        [
+            (0, "v0".into()),
+            (2, "v2".into()),
+            (0, "v3".into()),
+            (2, "v5".into())
+        ]
+    );
+    let (_, newest) = json(&http, "/api/v1/topics/spread/messages?partition=all&last=2");
+    assert_eq!(values(&newest), [(1, "v4".into()), (2, "v5".into())]);
+    for (query, status) in [
+        ("partition=all&offset=1", "400 Bad Request"),
+        ("partition=0,x", "400 Bad Request"),
+        ("partition=0,7", "404 Not Found"),
+        ("partition=all&after=0-1", "400 Bad Request"),
+        ("partition=all&format=xml", "400 Bad Request"),
+    ] {
+        let (got, body) = json(&http, &format!("/api/v1/topics/spread/messages?{query}"));
+        assert_eq!(got, format!("HTTP/1.1 {status}"), "{query}: {body}");
+    }
+
+    // Export: the same records, a JSON object a line, as a file.
+    let mut stream = std::net::TcpStream::connect(&http).unwrap();
+    write!(
+        stream,
+        "GET /api/v1/topics/spread/messages?partition=all&format=jsonl HTTP/1.1\r\nHost: logd\r\n\
+         Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert!(
+        head.contains("content-type: application/x-ndjson"),
+        "{head}"
+    );
+    assert!(
+        head.contains("content-disposition: attachment; filename=\"spread.jsonl\""),
+        "{head}"
+    );
+    let lines: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let exported: Vec<&str> = lines
+        .iter()
+        .map(|r| r["value"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(exported, ["v0", "v1", "v2", "v3", "v4", "v5"]);
+    assert_eq!(lines[4]["partition"], 1);
+}
