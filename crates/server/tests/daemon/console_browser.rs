@@ -1,11 +1,12 @@
 //! The console in a real browser: Debian's headless chromium driven by Playwright (Python)
 //! against a real daemon. It opens the overview, reads a topic's messages (markup in keys,
 //! values and headers shown as text, never run), searches, follows new records, produces a
-//! record and finds it by a header search, sees a
-//! group's lag, replays a dead-letter
-//! class after its dry run, creates a topic, resets a group after its plan, deletes a topic by
-//! typing its name, and checks the layout at a laptop's and a phone's width, saving a
-//! screenshot of each under `target/console-screenshots/`.
+//! record and finds it by a header search, watches a group's lag fall to 0 while a consumer
+//! reads, triages the dead letters of the retry layer's seed scenario (the letter's timeline hop
+//! by hop, its error class replayed after a dry run), replays one letter of another topic,
+//! creates a topic, resets a group after its plan, deletes a topic by typing its name, and
+//! checks the layout at a laptop's and a phone's width, saving a screenshot of each view
+//! under `target/console-screenshots/`.
 
 use std::path::Path;
 
@@ -77,35 +78,59 @@ with sync_playwright() as p:
     seen["header_search"] = page.inner_text("#search-progress")
     seen["header_search_key"] = page.locator("#message-rows tr").first.locator("td").nth(2).inner_text()
 
-    # Dead letters: a letter's timeline, one letter replayed after its dry run, then the rest
-    # of its class.
-    timeout_row = page.locator("#dlq-groups tr:has(td:text-is('Timeout'))")
-    timeout_row.locator("button:text-is('letters')").click()
-    page.wait_for_selector("#letter-rows tr")
-    first_letter = page.locator("#letter-rows tr").first
-    first_letter.locator("button:text-is('timeline')").click()
-    page.wait_for_selector("#timeline:not([hidden]) #timeline-rows tr")
-    seen["timeline"] = page.locator("#timeline-rows tr").first.inner_text()
-    first_letter.locator("button:text-is('replay…')").click()
-    page.wait_for_selector("#replay-plan:not([hidden])")
-    seen["letter_dry_run"] = page.inner_text("#replay-summary")
-    page.click("#replay-confirm")
-    page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Replayed')")
-    seen["letter_replayed"] = page.inner_text("#replay-summary")
+    # A group's lag falls while a consumer reads: billing catches up on jobs.
+    page.wait_for_selector("#groups button:text-is('billing')")
+    from confluent_kafka import Consumer
+    consumer = Consumer({"bootstrap.servers": kafka, "group.id": "billing",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe(["jobs"])
+    read = 0
+    while read < 5:
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            read += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
     page.wait_for_function(
-        "[...document.querySelectorAll('#dlq-groups tr')]"
-        ".some(r => r.cells[1].textContent === 'Timeout' && r.cells[4].textContent === '2')")
-    timeout_row.locator("button:text-is('replay…')").click()
+        "[...document.querySelectorAll('#groups tr')]"
+        ".some(r => r.cells[0].textContent === 'billing' && r.cells[3].textContent === '0')")
+    seen["group_row_caught_up"] = page.inner_text("#groups tr:has(button:text-is('billing'))")
+
+    # Dead letters made by the retry layer's seed scenario: the letter's timeline, then its
+    # error class replayed after a dry run.
+    tasks_row = page.locator("#dlq-groups tr:has(td:text-is('tasks.dlq'))")
+    seen["seed_group"] = tasks_row.inner_text()
+    tasks_row.locator("button:text-is('letters')").click()
+    page.wait_for_selector("#letter-rows tr")
+    page.locator("#letter-rows tr").first.locator("button:text-is('timeline')").click()
+    page.wait_for_selector("#timeline:not([hidden]) #timeline-rows tr")
+    seen["timeline"] = [r.split("\t")[0] for r in page.locator("#timeline-rows tr").all_inner_texts()]
+    page.screenshot(path=f"{shots}/dead-letters-1280.png", full_page=True)
+    tasks_row.locator("button:text-is('replay…')").click()
     page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Dry run')")
     seen["dry_run"] = page.inner_text("#replay-summary")
     page.click("#replay-confirm")
     page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Replayed')")
     seen["replayed"] = page.inner_text("#replay-summary")
     page.wait_for_function(
+        "![...document.querySelectorAll('#dlq-groups tr')].some(r => r.cells[0].textContent === 'tasks.dlq')")
+
+    # One letter of another topic, after its own dry run; the rest of its class stays.
+    orders_row = page.locator("#dlq-groups tr:has(td:text-is('orders.dlq'))")
+    orders_row.locator("button:text-is('letters')").click()
+    page.wait_for_selector("#letters:not([hidden]) #letter-rows tr")
+    page.locator("#letter-rows tr").first.locator("button:text-is('replay…')").click()
+    page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Dry run')")
+    seen["letter_dry_run"] = page.inner_text("#replay-summary")
+    page.click("#replay-confirm")
+    page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Replayed')")
+    seen["letter_replayed"] = page.inner_text("#replay-summary")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#dlq-groups tr')]"
+        ".some(r => r.cells[0].textContent === 'orders.dlq' && r.cells[4].textContent === '2')")
+    page.wait_for_function(
         "[...document.querySelectorAll('#topics tr')]"
-        ".some(r => r.cells[0].textContent === 'orders' && r.cells[2].textContent === '3')")
-    seen["dlq_empty_shown"] = page.is_visible("#dlq-empty")
-    page.screenshot(path=f"{shots}/dead-letters-1280.png", full_page=True)
+        ".some(r => r.cells[0].textContent === 'orders' && r.cells[2].textContent === '1')")
 
     # Changes: create a topic, reset a group after its plan, delete the topic by name.
     page.fill("#new-name", "made-here")
@@ -137,6 +162,17 @@ with sync_playwright() as p:
     page.wait_for_timeout(200)
     seen["phone_scroll_width"] = page.evaluate("document.documentElement.scrollWidth")
     page.screenshot(path=f"{shots}/overview-390.png", full_page=True)
+    # Each view at a phone's width, as the section it is (a topic's messages, the letters and
+    # a timeline opened again: deleting a topic and a replay close them).
+    page.click("#topics button:text-is('web')")
+    page.wait_for_selector("#messages:not([hidden]) #message-rows tr")
+    page.locator("#dlq-groups tr:has(td:text-is('orders.dlq'))").locator("button:text-is('letters')").click()
+    page.wait_for_selector("#letters:not([hidden]) #letter-rows tr")
+    page.locator("#letter-rows tr").first.locator("button:text-is('timeline')").click()
+    page.wait_for_selector("#timeline:not([hidden]) #timeline-rows tr")
+    for name, section in [("messages", "#messages"), ("dead-letters", "#letters"),
+                          ("timeline", "#timeline"), ("group", "#group-detail")]:
+        page.locator(section).screenshot(path=f"{shots}/{name}-390.png")
     seen["other_origins"] = [r for r in requests if not r.startswith(url.rstrip("/"))]
     browser.close()
 print(json.dumps(seen))
@@ -196,6 +232,9 @@ fn the_console_works_in_a_real_browser() {
     );
     assert!(ok, "{e}");
 
+    let (_, calls) = super::retry::seed_scenario(b, &dir.path().join("worker"));
+    assert_eq!(calls[&3].len(), 3, "task 3 hopped twice, then died");
+
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .unwrap()
@@ -236,12 +275,36 @@ fn the_console_works_in_a_real_browser() {
         "group, state, members, lag, lag in time: {seen}"
     );
     assert!(
-        seen["timeline"]
+        seen["group_row_caught_up"]
             .as_str()
             .unwrap()
-            .starts_with("dead-lettered\torders.dlq 0/0\t\t\nmax-attempts, Timeout"),
-        "the letters carry no original offset, so the timeline starts at the letter: {seen}"
+            .starts_with("billing\tEmpty\t0\t0\t"),
+        "the lag fell to 0 as the consumer read: {seen}"
     );
+    assert!(
+        seen["seed_group"]
+            .as_str()
+            .unwrap()
+            .starts_with("tasks.dlq\tTimeout\tmax-attempts\ttasks\t1\t"),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["timeline"],
+        serde_json::json!([
+            "produced",
+            "retry, attempt 1",
+            "retry, attempt 2",
+            "dead-lettered"
+        ]),
+        "the seed scenario's task 3, hop by hop: {seen}"
+    );
+    assert!(
+        seen["dry_run"].as_str().unwrap().starts_with(
+            "Dry run: 1 letter(s) of tasks.dlq (Timeout, max-attempts) would go to tasks-1."
+        ),
+        "{seen}"
+    );
+    assert_eq!(seen["replayed"], "Replayed 1 letter(s).");
     assert_eq!(
         seen["letter_dry_run"],
         "Dry run: 1 letter(s) of orders.dlq (letter 0/0) would go to orders-0. Other pending \
@@ -249,15 +312,6 @@ fn the_console_works_in_a_real_browser() {
         "{seen}"
     );
     assert_eq!(seen["letter_replayed"], "Replayed 1 letter(s).");
-    assert!(
-        seen["dry_run"]
-            .as_str()
-            .unwrap()
-            .starts_with("Dry run: 2 letter(s)"),
-        "{seen}"
-    );
-    assert_eq!(seen["replayed"], "Replayed 2 letter(s).");
-    assert_eq!(seen["dlq_empty_shown"], true, "nothing pending is left");
     assert_eq!(seen["search"], "Searched all 1 records: 1 found.");
     assert_eq!(
         seen["header_search"], "Searched all 3 records: 1 found.",
@@ -269,8 +323,8 @@ fn the_console_works_in_a_real_browser() {
         "the first record and the one followed"
     );
     assert_eq!(
-        seen["reset_plan"], "jobs\t0\t2\t0",
-        "topic, partition, now, to: {seen}"
+        seen["reset_plan"], "jobs\t0\t7\t0",
+        "topic, partition, now (after the consumer read), to: {seen}"
     );
     assert_eq!(seen["notice"], "Deleted topic made-here.");
     let rates = seen["rates"].as_str().unwrap();
@@ -293,6 +347,10 @@ fn the_console_works_in_a_real_browser() {
         "dead-letters-1280",
         "changes-1280",
         "overview-390",
+        "messages-390",
+        "dead-letters-390",
+        "timeline-390",
+        "group-390",
     ] {
         let size = std::fs::metadata(shots.join(format!("{shot}.png")))
             .unwrap()

@@ -36,7 +36,7 @@ fn config() -> RetryConfig {
 }
 
 /// Every handler call per task: (attempt, when).
-type Calls = BTreeMap<u32, Vec<(u32, Instant)>>;
+pub(super) type Calls = BTreeMap<u32, Vec<(u32, Instant)>>;
 
 /// Runs a worker until `done` holds for its stats (or 30 s pass); `fail_task_3` decides
 /// whether task 3 still fails. Returns the tasks processed and every handler call.
@@ -88,15 +88,12 @@ fn letters(addr: &str) -> Vec<Message> {
     all
 }
 
-#[test]
-fn the_seed_scenario_through_the_kafka_client_then_dead_letters_replayed() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(
-        &dir.path().join("data"),
-        &["--metrics-listen", "127.0.0.1:0"],
-    );
-    let metrics = daemon.metrics.clone().unwrap();
-    let mut client = Client::connect(&daemon.addr).unwrap();
+/// The seed scenario against the broker at `addr`, the worker's state under `dir`: tasks 1 to
+/// 6 and a duplicate of 2 into `tasks` (2 partitions); task 3 always times out, so after its
+/// hops through both tiers it is dead-lettered; task 5 times out once. Returns the tasks
+/// processed and every handler call.
+pub(super) fn seed_scenario(addr: &str, dir: &std::path::Path) -> (Vec<u32>, Calls) {
+    let mut client = Client::connect(addr).unwrap();
     client.create_topic("tasks", 2, &[]).unwrap();
     let mut producer = Remote::new(client);
     let mut appender = IdempotentAppender::new();
@@ -111,10 +108,20 @@ fn the_seed_scenario_through_the_kafka_client_then_dead_letters_replayed() {
             .send(&mut producer, "tasks", task % 2, &record)
             .unwrap();
     }
-
-    let (processed, calls) = work(&daemon.addr, dir.path(), true, |s| {
+    work(addr, dir, true, |s| {
         s.succeeded == 5 && s.dead_lettered == 1 && s.duplicates == 1
-    });
+    })
+}
+
+#[test]
+fn the_seed_scenario_through_the_kafka_client_then_dead_letters_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        &dir.path().join("data"),
+        &["--metrics-listen", "127.0.0.1:0"],
+    );
+    let metrics = daemon.metrics.clone().unwrap();
+    let (processed, calls) = seed_scenario(&daemon.addr, dir.path());
     assert_eq!(processed, [1, 2, 4, 5, 6]);
     assert_eq!(calls[&3].len(), 3, "poison after max_attempts");
     let policy = config().policy;
