@@ -12,6 +12,7 @@ mod console;
 mod console_access;
 mod console_browser;
 mod console_login_browser;
+mod console_scale;
 mod group_tools;
 mod groups;
 mod idempotence;
