@@ -24,10 +24,12 @@ const MAX_LIMIT: usize = 1000;
 const READ_STEP: usize = 1 << 20;
 
 /// Where reading starts, from the query: `offset=N` (one partition), `timestamp=MS` (the first
-/// record at or after it), `last=N` (the last N records), `after=P:O,P:O` (each partition from
-/// its own offset, as the live tail continues), or else the earliest record.
+/// record at or after it), `last=N` (the last N records), `latest=true` (the end: nothing yet,
+/// the start of a live tail), `after=P:O,P:O` (each partition from its own offset, as the live
+/// tail continues), or else the earliest record.
 enum Start {
     Earliest,
+    Latest,
     Offset(i64),
     Timestamp(i64),
     Last(i64),
@@ -133,12 +135,20 @@ fn read(state: &Shared, name: &str, query: &HashMap<String, String>) -> Result<V
         Some(n) => return Err(bad(format!("limit must be 1 to {MAX_LIMIT}, not {n}"))),
     };
     let after = query.get("after").map(|a| after(a)).transpose()?;
+    let latest = match query.get("latest").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => return Err(bad(format!("latest must be true or false, not {other:?}"))),
+    };
+    let one_start = || bad("give at most one of offset, timestamp, last, latest and after".into());
     let start = match (
         number(query, "offset")?,
         number(query, "timestamp")?,
         number(query, "last")?,
         after,
     ) {
+        (None, None, None, None) if latest => Start::Latest,
+        _ if latest => return Err(one_start()),
         (None, None, None, None) => Start::Earliest,
         (Some(_), None, None, None) if partitions.len() > 1 => {
             return Err(bad(
@@ -153,9 +163,7 @@ fn read(state: &Shared, name: &str, query: &HashMap<String, String>) -> Result<V
         }
         (None, None, None, Some(after)) => Start::After(after),
         _ => {
-            return Err(bad(
-                "give at most one of offset, timestamp, last and after".into()
-            ));
+            return Err(one_start());
         }
     };
     // First the places of up to `limit` records of each partition, without copying them;
@@ -168,6 +176,7 @@ fn read(state: &Shared, name: &str, query: &HashMap<String, String>) -> Result<V
         let (log_start, high_watermark) = (log.log_start_offset().0, log.high_watermark().0);
         let from = match &start {
             Start::Earliest => log_start,
+            Start::Latest => high_watermark,
             Start::Offset(_) | Start::After(_) => {
                 let offset = start_offset(&start, partition, log_start);
                 if !(log_start..=high_watermark).contains(&offset) {

@@ -1126,12 +1126,26 @@ fn messages_of_several_partitions_come_in_time_order_and_export_as_json_lines() 
     );
     let (_, newest) = json(&http, "/api/v1/topics/spread/messages?partition=all&last=2");
     assert_eq!(values(&newest), [(1, "v4".into()), (2, "v5".into())]);
+    let (_, latest) = json(
+        &http,
+        "/api/v1/topics/spread/messages?partition=all&latest=true",
+    );
+    assert_eq!(values(&latest), []);
+    let ends: Vec<i64> = latest["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["next_offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ends, [2, 2, 2], "a live tail from the end");
     for (query, status) in [
         ("partition=all&offset=1", "400 Bad Request"),
         ("partition=0,x", "400 Bad Request"),
         ("partition=0,7", "404 Not Found"),
         ("partition=all&after=0-1", "400 Bad Request"),
         ("partition=all&format=xml", "400 Bad Request"),
+        ("partition=all&latest=yes", "400 Bad Request"),
+        ("partition=0&latest=true&offset=1", "400 Bad Request"),
     ] {
         let (got, body) = json(&http, &format!("/api/v1/topics/spread/messages?{query}"));
         assert_eq!(got, format!("HTTP/1.1 {status}"), "{query}: {body}");

@@ -78,6 +78,19 @@ with sync_playwright() as p:
     seen["header_search"] = page.inner_text("#search-progress")
     seen["header_search_key"] = page.locator("#message-rows tr").first.locator("td").nth(2).inner_text()
 
+    # A search within a range of offsets: the record at 2 is outside 0 to 2, inside 2 to 3.
+    page.select_option("#s-in", "key")
+    page.fill("#s-q", "from-the-page")
+    page.select_option("#s-range", "offsets")
+    for low, high, key in [("0", "2", "range_search_before"), ("2", "3", "range_search_at")]:
+        page.fill("#s-from", low)
+        page.fill("#s-to", high)
+        page.evaluate("document.getElementById('search-progress').textContent = ''")
+        page.click("#search-form button[type=submit]")
+        page.wait_for_function("document.getElementById('search-progress').textContent.startsWith('Searched')")
+        seen[key] = page.inner_text("#search-progress")
+    page.select_option("#s-range", "all")
+
     # A group's lag falls while a consumer reads: billing catches up on jobs.
     page.wait_for_selector("#groups button:text-is('billing')")
     from confluent_kafka import Consumer
@@ -119,6 +132,7 @@ with sync_playwright() as p:
     orders_row = page.locator("#dlq-groups tr:has(td:text-is('orders.dlq'))")
     orders_row.locator("button:text-is('letters')").click()
     page.wait_for_selector("#letters:not([hidden]) #letter-rows tr")
+    page.fill("#replay-to", "web")
     page.locator("#letter-rows tr").first.locator("button:text-is('replay…')").click()
     page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Dry run')")
     seen["letter_dry_run"] = page.inner_text("#replay-summary")
@@ -130,7 +144,8 @@ with sync_playwright() as p:
         ".some(r => r.cells[0].textContent === 'orders.dlq' && r.cells[4].textContent === '2')")
     page.wait_for_function(
         "[...document.querySelectorAll('#topics tr')]"
-        ".some(r => r.cells[0].textContent === 'orders' && r.cells[2].textContent === '1')")
+        ".some(r => r.cells[0].textContent === 'web' && r.cells[2].textContent === '4')")
+    page.fill("#replay-to", "")
 
     # Changes: create a topic, reset a group after its plan, delete the topic by name.
     page.fill("#new-name", "made-here")
@@ -307,7 +322,7 @@ fn the_console_works_in_a_real_browser() {
     assert_eq!(seen["replayed"], "Replayed 1 letter(s).");
     assert_eq!(
         seen["letter_dry_run"],
-        "Dry run: 1 letter(s) of orders.dlq (letter 0/0) would go to orders-0. Other pending \
+        "Dry run: 1 letter(s) of orders.dlq (letter 0/0) would go to web-0. Other pending \
          letters stay pending.",
         "{seen}"
     );
@@ -318,6 +333,14 @@ fn the_console_works_in_a_real_browser() {
         "{seen}"
     );
     assert_eq!(seen["header_search_key"], "from-the-page");
+    assert_eq!(
+        seen["range_search_before"],
+        "Searched the range's 2 records: 0 found."
+    );
+    assert_eq!(
+        seen["range_search_at"],
+        "Searched the range's 1 records: 1 found."
+    );
     assert_eq!(
         seen["tailed_rows"], 2,
         "the first record and the one followed"
