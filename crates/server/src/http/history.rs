@@ -9,12 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use logd::Log;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::State as Shared;
+use super::access::Caller;
 use crate::lag::group_lag;
 use crate::metrics::Metrics;
 
@@ -81,7 +82,10 @@ fn take(log: &Log, metrics: &Metrics) -> Sample {
 }
 
 /// `GET /api/v1/history`: the kept samples and one taken now, oldest first.
-pub(super) async fn history(State(state): State<Shared>) -> Json<Value> {
+pub(super) async fn history(
+    State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
+) -> Json<Value> {
     let mut samples: Vec<Sample> = state.history.samples.lock().iter().cloned().collect();
     samples.push(take(&state.log, &state.metrics));
     let samples: Vec<Value> = samples
@@ -90,6 +94,8 @@ pub(super) async fn history(State(state): State<Shared>) -> Json<Value> {
             let groups: BTreeMap<String, Value> = s
                 .groups
                 .into_iter()
+                // The groups the caller may see, as the group list shows them.
+                .filter(|(group, _)| caller.sees_group(group))
                 .map(|(group, (lag, oldest))| {
                     let lag_ms = oldest.map(|ts| (s.at_ms - ts).max(0));
                     (group, json!({ "lag": lag, "lag_ms": lag_ms }))

@@ -227,6 +227,42 @@ fn with_authentication_the_console_asks_for_a_login_and_keeps_to_the_acls() {
         refused.body["error"], "User:alice may not READ TOPIC secret",
         "nothing of the record is shown"
     );
+    // A group on secret: admin sees it in the list, the group view and the charts; alice in
+    // none of them.
+    let reset = admin.send(
+        &http,
+        "POST",
+        "/api/v1/groups/payroll/reset-offsets",
+        Some(json!({ "to": "earliest", "topics": ["secret"], "execute": true })),
+    );
+    assert_eq!(reset.status, "HTTP/1.1 200 OK", "{}", reset.body);
+    let group_names = |browser: &Browser| -> Vec<String> {
+        browser.get(&http, "/api/v1/groups").body["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["group"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let charted = |browser: &Browser| -> bool {
+        let history = browser.get(&http, "/api/v1/history").body;
+        let last = history["samples"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        last["groups"].get("payroll").is_some()
+    };
+    assert_eq!(group_names(&admin), ["payroll"]);
+    assert!(charted(&admin));
+    assert_eq!(group_names(&alice), Vec::<String>::new());
+    assert!(!charted(&alice));
+    assert_eq!(
+        alice.get(&http, "/api/v1/groups/payroll").status,
+        "HTTP/1.1 403 Forbidden"
+    );
+
     // Reading is not writing, creating or deleting.
     let attempts = [
         (
