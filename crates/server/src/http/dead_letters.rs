@@ -27,6 +27,8 @@ use crate::metrics::DLQ_SUFFIX;
 
 /// Letters one listing returns at most.
 const MAX_LETTERS: usize = 500;
+/// Letters a replay's answer shows whole, as a sample of what it moves.
+const SAMPLE: usize = 3;
 
 pub(super) fn failed(e: impl std::fmt::Display) -> Failure {
     (StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
@@ -211,6 +213,7 @@ pub(super) async fn replay(
                 dry_run: true,
                 by: Some(caller.principal().to_owned()),
             };
+            let log_for_sample = log.clone();
             let mut planning = Embedded::new(log.clone());
             let mut report = DeadLetters::new(&mut planning, &topic)
                 .replay(&options)
@@ -242,6 +245,15 @@ pub(super) async fn replay(
                     "dead letters replayed from the console"
                 );
             }
+            // What the first few letters hold, for the preview.
+            let mut reading = Embedded::new(log_for_sample);
+            let mut letters = DeadLetters::new(&mut reading, &topic);
+            let mut sample = Vec::new();
+            for r in report.replays.iter().take(SAMPLE) {
+                if let Some(found) = letters.show(r.partition, r.offset).map_err(failed)? {
+                    sample.push(letter(&found));
+                }
+            }
             let replays: Vec<Value> = report
                 .replays
                 .iter()
@@ -260,6 +272,7 @@ pub(super) async fn replay(
                 "dry_run": request.dry_run,
                 "scanned": report.scanned,
                 "replays": replays,
+                "sample": sample,
             }))
         })
         .await,

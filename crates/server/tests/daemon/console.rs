@@ -467,6 +467,13 @@ fn dead_letters_are_grouped_listed_and_replayed_after_a_dry_run() {
     let plan: Value = serde_json::from_str(&plan).unwrap();
     assert_eq!(plan["replays"].as_array().unwrap().len(), 3);
     assert_eq!(plan["replays"][0]["target"], "orders");
+    let sample: Vec<&str> = plan["sample"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["key"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(sample, ["a", "b", "c"], "the first letters, whole: {plan}");
     assert_eq!(
         json(&http, "/api/v1/topics/orders").1["partitions"][0]["high_watermark"],
         0

@@ -122,6 +122,7 @@ with sync_playwright() as p:
     tasks_row.locator("button:text-is('replay…')").click()
     page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Dry run')")
     seen["dry_run"] = page.inner_text("#replay-summary")
+    seen["dry_run_sample"] = page.inner_text("#replay-sample")
     page.click("#replay-confirm")
     page.wait_for_function("document.getElementById('replay-summary').textContent.startsWith('Replayed')")
     seen["replayed"] = page.inner_text("#replay-summary")
@@ -320,6 +321,10 @@ fn the_console_works_in_a_real_browser() {
         "{seen}"
     );
     assert_eq!(seen["replayed"], "Replayed 1 letter(s).");
+    assert_eq!(
+        seen["dry_run_sample"], "For example:\n3 → task-3  (Timeout)",
+        "the letter's key and value: {seen}"
+    );
     assert_eq!(
         seen["letter_dry_run"],
         "Dry run: 1 letter(s) of orders.dlq (letter 0/0) would go to web-0. Other pending \
