@@ -1,8 +1,9 @@
 //! The retry workers' scaling benchmark (`benches/retry_scale.sh`): for 1, 2 and 4 worker
 //! processes (`logd-group-worker` with a handler that takes HANDLER_MS per record) in one
 //! group on logd's broker (in this process, a fresh one each round) over a topic of 12
-//! partitions holding RECORDS records, the steady rate of processed records (between a tenth
-//! and nine tenths of them, so the group's join is not counted) and its ratio to one worker's.
+//! partitions holding RECORDS records, the steady rate of processed records (from the moment
+//! every worker has processed a record to nine tenths of the records, so the group's join and
+//! its rebalances are not counted) and its ratio to one worker's.
 //! Prints `WORKERS N PER_S RATIO` per round.
 //!
 //! Usage: `logd-group-bench RECORDS HANDLER_MS`
@@ -94,14 +95,36 @@ fn round(records: usize, handler_ms: u64, workers: usize) -> Result<f64, String>
         }
         Ok(Instant::now())
     };
-    let (from, to) = (records / 10, records * 9 / 10);
-    let started = wait_for(from)?;
+    // The window opens once every worker has processed a record: the group's join and the
+    // rebalances as members arrive one by one are not the steady rate.
+    while !settled(dir.path(), workers) {
+        if Instant::now() > deadline {
+            return Err(format!("the {workers} workers never shared the partitions"));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (started, from) = (Instant::now(), processed());
+    let to = records * 9 / 10;
+    if from >= to {
+        return Err(format!(
+            "{from} of {records} were processed before the group settled: give more records"
+        ));
+    }
     let ended = wait_for(to)?;
     for child in &mut children {
         let _ = child.kill();
         let _ = child.wait();
     }
     Ok((to - from) as f64 / (ended - started).as_secs_f64())
+}
+
+/// Whether each of the `workers` workers has processed a record: a worker processes only what
+/// the group assigned it, so all of them are in the group's current generation by then.
+fn settled(dir: &Path, workers: usize) -> bool {
+    (0..workers).all(|w| {
+        std::fs::read_to_string(dir.join(format!("w{w}.events")))
+            .is_ok_and(|text| text.lines().any(|l| l.contains(" ok ")))
+    })
 }
 
 /// Records the workers processed so far (lines ending in `ok` in their event files).
