@@ -6,10 +6,9 @@
 //! dead-letter position in a group coordinated by another broker, and `topics list|describe`
 //! gather each partition's offsets from its leader.
 //!
-//! The mock cluster answers neither CreateTopics, DeleteTopics, ListGroups nor DescribeGroups,
-//! so `topics create|delete` and `groups` are not run end to end here; their requests' routing
-//! (controller, coordinator, every broker) is the same code as the calls tested here and in
-//! `crates/client/tests/cluster.rs`.
+//! The mock cluster answers neither CreateTopics, DeleteTopics, ListGroups nor DescribeGroups:
+//! `topics create|alter|delete` and `groups` run against three brokers of the test façade in
+//! front of a real daemon instead (`cluster_admin.rs`).
 
 use rdkafka::mocking::{MockCluster, MockCoordinator};
 use rdkafka::producer::DefaultProducerContext;

@@ -6,6 +6,8 @@
 mod acls;
 mod cli;
 mod clients;
+mod cluster_admin;
+mod cluster_facade;
 mod cluster_tools;
 mod conformance;
 mod console;
