@@ -61,34 +61,15 @@ impl BatchBuilder {
     ) {
         let base = *self.base_timestamp.get_or_insert(timestamp);
         self.max_timestamp = self.max_timestamp.max(timestamp);
-        let delta = timestamp.wrapping_sub(base);
-        // The record's length comes before it, so it is computed first and the record is
-        // written once, straight into the batch.
-        let body_len = 1
-            + varlong_len(delta)
-            + varint_len(self.count)
-            + nullable_len(key)
-            + nullable_len(value)
-            + varint_len(headers.len() as i32)
-            + headers
-                .iter()
-                .map(|(k, v)| nullable_len(Some(k)) + nullable_len(*v))
-                .sum::<usize>();
-        let out = &mut self.bytes;
-        out.reserve(varint_len(body_len as i32) + body_len);
-        write_varint(out, body_len as i32);
-        let start = out.len();
-        out.push(0); // record attributes: unused
-        write_varlong(out, delta);
-        write_varint(out, self.count);
-        write_nullable(out, key);
-        write_nullable(out, value);
-        write_varint(out, headers.len() as i32);
-        for (k, v) in headers {
-            write_nullable(out, Some(k));
-            write_nullable(out, *v);
-        }
-        debug_assert_eq!(out.len() - start, body_len);
+        let headers = headers.iter().map(|(k, v)| (*k, *v));
+        encode_record(
+            &mut self.bytes,
+            timestamp.wrapping_sub(base),
+            self.count,
+            key,
+            value,
+            headers,
+        );
         self.count += 1;
     }
 
@@ -145,6 +126,43 @@ impl BatchBuilder {
         out[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
         Ok(out)
     }
+}
+
+/// Appends one record to `out`: its length, then the record written once, straight in (the
+/// length is computed first from the fields).
+pub(super) fn encode_record<'h>(
+    out: &mut Vec<u8>,
+    timestamp_delta: i64,
+    offset_delta: i32,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: impl Iterator<Item = (&'h [u8], Option<&'h [u8]>)> + Clone,
+) {
+    let (header_count, header_bytes) =
+        headers.clone().fold((0usize, 0usize), |(n, len), (k, v)| {
+            (n + 1, len + nullable_len(Some(k)) + nullable_len(v))
+        });
+    let body_len = 1
+        + varlong_len(timestamp_delta)
+        + varint_len(offset_delta)
+        + nullable_len(key)
+        + nullable_len(value)
+        + varint_len(header_count as i32)
+        + header_bytes;
+    out.reserve(varint_len(body_len as i32) + body_len);
+    write_varint(out, body_len as i32);
+    let start = out.len();
+    out.push(0); // record attributes: unused
+    write_varlong(out, timestamp_delta);
+    write_varint(out, offset_delta);
+    write_nullable(out, key);
+    write_nullable(out, value);
+    write_varint(out, header_count as i32);
+    for (k, v) in headers {
+        write_nullable(out, Some(k));
+        write_nullable(out, v);
+    }
+    debug_assert_eq!(out.len() - start, body_len);
 }
 
 /// Bytes `bytes` takes as a length-prefixed nullable field.

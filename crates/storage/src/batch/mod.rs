@@ -23,12 +23,14 @@
 mod builder;
 mod compression;
 mod record;
+mod retain;
 mod varint;
 pub(crate) mod walk;
 
 pub use builder::BatchBuilder;
 pub use compression::Compression;
 pub use record::{HeaderRef, Headers, Record, RecordHeader, RecordIter, RecordRef, Records};
+pub use retain::retain_records;
 pub use walk::walk_records;
 
 use crate::error::{Error, Result};
@@ -77,6 +79,9 @@ const ATTR_LOG_APPEND_TIME: i16 = 0x08;
 const ATTR_TRANSACTIONAL: i16 = 0x10;
 /// Attribute bit 5: a control batch (transaction markers).
 const ATTR_CONTROL: i16 = 0x20;
+/// Attribute bit 6 (KIP-534): the base timestamp field holds the batch's delete horizon, after
+/// which the log cleaner drops its tombstones.
+const ATTR_DELETE_HORIZON: i16 = 0x40;
 
 /// The parsed 61-byte header of one batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,6 +199,12 @@ impl BatchHeader {
     /// The batch belongs to a transaction.
     pub fn is_transactional(&self) -> bool {
         self.attributes & ATTR_TRANSACTIONAL != 0
+    }
+
+    /// When the log cleaner may drop this batch's tombstones: a first cleaning stamps it
+    /// (KIP-534's delete horizon, in the base timestamp field), `None` before that.
+    pub fn delete_horizon(&self) -> Option<i64> {
+        (self.attributes & ATTR_DELETE_HORIZON != 0).then_some(self.base_timestamp)
     }
 
     /// The batch holds transaction control markers, not user records.

@@ -327,6 +327,53 @@ proptest! {
     }
 
     #[test]
+    fn retained_records_keep_their_offsets_timestamps_and_bytes(
+        records in proptest::collection::vec(arb_record(), 1..20),
+        keep in proptest::collection::vec(any::<bool>(), 20),
+        codec in arb_compression(),
+        base_offset in 0i64..1 << 40,
+        horizon in proptest::option::of(0i64..4_000_000_000_000),
+    ) {
+        let mut builder = BatchBuilder::new(codec).producer(11, 2, 500);
+        for (ts, key, value, headers) in &records {
+            let headers: Vec<(&[u8], Option<&[u8]>)> =
+                headers.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
+            builder.push(*ts, key.as_deref(), value.as_deref(), &headers);
+        }
+        let bytes = builder.build(base_offset).unwrap();
+        let (batch, _) = BatchRef::parse(&bytes, 0).unwrap();
+        let rewritten =
+            retain_records(&batch, LIMIT, horizon, |r| keep[r.offset_delta as usize]).unwrap();
+        let (cleaned, rest) = BatchRef::parse(&rewritten, 0).unwrap();
+        prop_assert!(rest.is_empty());
+        cleaned.verify_crc(0).unwrap();
+        let (h, original) = (cleaned.header, batch.header);
+        prop_assert_eq!(h.base_offset, original.base_offset);
+        prop_assert_eq!(h.last_offset_delta, original.last_offset_delta);
+        prop_assert_eq!(h.max_timestamp, original.max_timestamp);
+        prop_assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (11, 2, 500));
+        prop_assert_eq!(h.compression().unwrap(), codec);
+        prop_assert_eq!(h.delete_horizon(), horizon);
+        let expected: Vec<_> = records
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| keep[*i])
+            .collect();
+        prop_assert_eq!(h.record_count as usize, expected.len());
+        let decoded = cleaned.records(LIMIT).unwrap();
+        let got: Vec<_> = decoded.iter().map(|r| r.unwrap()).collect();
+        prop_assert_eq!(got.len(), expected.len());
+        for (r, (i, (ts, key, value, headers))) in got.iter().zip(expected) {
+            prop_assert_eq!(r.offset, base_offset + i as i64);
+            prop_assert_eq!(r.timestamp, *ts);
+            prop_assert_eq!(r.key, key.as_deref());
+            prop_assert_eq!(r.value, value.as_deref());
+            let got: Vec<_> = r.headers.map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect();
+            prop_assert_eq!(&got, headers);
+        }
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
         for item in BatchIter::new(&bytes, 0) {
             let Ok((position, batch)) = item else { break };

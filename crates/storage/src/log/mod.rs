@@ -7,6 +7,7 @@
 //! (group commit); `data` only pairs with the condvar that wakes readers waiting for records.
 
 mod append;
+mod clean;
 mod read;
 mod recover;
 mod state;
@@ -25,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::io::{DirLock, RealFs, Storage};
 use crate::{Offset, ProducerInfo, RecoveryReport, RetentionReport};
 
+pub use self::clean::{CleanOptions, CleanReport};
 pub use self::sync_many::sync_logs;
 
 /// One partition's log in one directory. Share it between threads with `Arc`.
@@ -42,6 +44,8 @@ pub struct PartitionLog {
     synced: Condvar,
     data: Mutex<()>,
     data_ready: Condvar,
+    /// Held by a cleaning pass: one at a time per log.
+    cleaning: Mutex<()>,
     end_offset: AtomicI64,
     durable_end: AtomicI64,
     log_start: AtomicI64,
@@ -67,6 +71,8 @@ pub(crate) struct Bugs {
     pub ack_before_fsync: bool,
     /// No directory fsync after creating a segment or renaming a checkpoint.
     pub skip_dir_sync: bool,
+    /// A cleaned segment is swapped in without its bytes being fsynced first.
+    pub skip_cleaned_sync: bool,
 }
 
 impl PartitionLog {
@@ -130,6 +136,7 @@ impl PartitionLog {
             synced: Condvar::new(),
             data: Mutex::new(()),
             data_ready: Condvar::new(),
+            cleaning: Mutex::new(()),
             poisoned: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             recovery,
@@ -158,6 +165,13 @@ impl PartitionLog {
     fn dir_sync_enabled(&self) -> bool {
         #[cfg(test)]
         return !self.bugs.skip_dir_sync;
+        #[cfg(not(test))]
+        true
+    }
+
+    fn syncs_cleaned_segments(&self) -> bool {
+        #[cfg(test)]
+        return !self.bugs.skip_cleaned_sync;
         #[cfg(not(test))]
         true
     }

@@ -3,6 +3,8 @@
 //! position) to open over damage to data that was already durable.
 //!
 //! Rules, in the order applied:
+//! 0. A cleaning the crash interrupted is ended: a `.log.cleaned` file is deleted, a
+//!    `.log.swap` file replaces its segment's `.log` (see `clean.rs`).
 //! 1. A stale `recovery-checkpoint.tmp` is deleted.
 //! 2. Segments that end at or before the checkpoint's log start are deleted: a retention run
 //!    was interrupted after it made the new log start durable.
@@ -21,6 +23,7 @@
 
 use std::path::Path;
 
+use super::clean;
 use super::state::{Disk, LogState};
 use crate::RecoveryReport;
 use crate::batch::BatchHeader;
@@ -41,6 +44,7 @@ pub(crate) fn recover(disk: Disk<'_>, config: &LogConfig) -> Result<(LogState, R
             .remove_file(&temp)
             .map_err(Error::io("remove", &temp))?;
     }
+    finish_cleanings(disk, &names)?;
     let mut bases: Vec<i64> = names
         .iter()
         .filter_map(|n| segment::parse_log_name(n))
@@ -224,6 +228,32 @@ fn replay_producers(state: &mut LogState, from: i64, producers: &mut Producers) 
         walked += (view.len() - start) as u64;
     }
     Ok(walked)
+}
+
+/// Ends what a cleaning left (rule 0): a cleaned segment still being written
+/// (`B.log.cleaned`) is deleted, the old segment being whole; a durable one waiting to replace
+/// it (`B.log.swap`) replaces it, its indexes to be rebuilt.
+fn finish_cleanings(disk: Disk<'_>, names: &[String]) -> Result<()> {
+    let mut changed = false;
+    for name in names {
+        let log_name = |suffix| {
+            name.strip_suffix(suffix)
+                .filter(|n| segment::parse_log_name(n).is_some())
+        };
+        if log_name(clean::CLEANED_SUFFIX).is_some() {
+            let path = disk.dir.join(name);
+            disk.storage
+                .remove_file(&path)
+                .map_err(Error::io("remove", &path))?;
+            changed = true;
+        } else if let Some(base) = log_name(clean::SWAP_SUFFIX).and_then(segment::parse_log_name) {
+            clean::finish_swap(disk, base)?;
+        }
+    }
+    if changed {
+        disk.sync_dir()?;
+    }
+    Ok(())
 }
 
 fn missing_segment(dir: &Path, base: i64) -> Error {

@@ -147,7 +147,11 @@ impl Segment {
             Some(ts) => ts,
             None => segment.last_time_entry().map_or(-1, |(ts, _)| ts),
         };
-        segment.bytes_since_index = known.size - segment.last_index_position().unwrap_or(0);
+        // An index pointing past the log (stale, or damaged) leaves nothing since its last
+        // entry; `sealed_indexes_are_whole` then has it rebuilt.
+        segment.bytes_since_index = known
+            .size
+            .saturating_sub(segment.last_index_position().unwrap_or(0));
         Ok(segment)
     }
 

@@ -2,6 +2,7 @@
 //! storage operation, and injected write/fsync failures.
 
 mod basics;
+mod clean;
 mod crash;
 mod faults;
 mod group_commit;

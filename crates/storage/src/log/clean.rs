@@ -1,0 +1,337 @@
+//! Key compaction of a partition's sealed segments, one pass of Kafka's log cleaner: the
+//! latest record of every key stays, older records of the same key go, offsets never move.
+//!
+//! A pass maps each key to its latest offset over the cleanable segments (sealed ones whose
+//! newest record is older than the compaction lag; never the active segment), within a memory
+//! budget: when the map fills, only the segments it covers whole are cleaned, which is still
+//! exact (a key's newer record beyond the map is in a segment this pass leaves as it is). Each
+//! segment with something to drop is rewritten batch by batch ([`retain_records`]): a batch
+//! whose records all go stays as an empty batch, so every segment still ends where it ended
+//! and the offsets after it never move. Tombstones (a key with a null value) that are their
+//! key's latest stay through a first cleaning, which stamps their batch with a delete horizon
+//! (now plus `delete_retention_ms`, KIP-534), and go at the first cleaning past it. Keyless
+//! records go, as Kafka's cleaner drops them.
+//!
+//! Crash safety, Kafka's suffixes: the new bytes are written to `B.log.cleaned` and fsynced
+//! beside the old segment, which stays in use; then `B.log.cleaned` is renamed to `B.log.swap`
+//! and the directory fsynced (from here recovery finishes the swap); the old indexes are
+//! removed and `B.log.swap` renamed over `B.log` (one atomic replace), the directory fsynced,
+//! and the indexes rebuilt from the new file. Recovery deletes a `.cleaned` file and finishes a
+//! `.swap` (`finish_swap`), so after a crash at any step the segment is the old one or the new
+//! one, never a mix. The swap runs under the log's lock, checking that retention did not
+//! delete the segment meanwhile; a failure there poisons the log, as a failed append does.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::PartitionLog;
+use super::state::Disk;
+use crate::Offset;
+use crate::batch::{BatchIter, retain_records};
+use crate::error::{Error, Result};
+use crate::segment::{self, ScanEnd, Segment};
+
+/// Suffix of a cleaned segment being written.
+pub(crate) const CLEANED_SUFFIX: &str = ".cleaned";
+/// Suffix of a cleaned segment that is complete and durable, waiting to replace the old one.
+pub(crate) const SWAP_SUFFIX: &str = ".swap";
+/// What the key map counts for each key besides the key's bytes (the table's slot, the key's
+/// allocation header, the offset).
+const KEY_ENTRY_OVERHEAD: usize = 48;
+
+/// How one cleaning pass runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanOptions {
+    /// The time the pass takes as now (ms): compaction lag and delete horizons are measured
+    /// from it.
+    pub now_ms: i64,
+    /// A segment is cleaned only once its newest record is at least this old (Kafka
+    /// `min.compaction.lag.ms`).
+    pub min_compaction_lag_ms: i64,
+    /// How long a tombstone stays after the cleaning that first kept it (Kafka
+    /// `delete.retention.ms`), so consumers that are behind still see the delete.
+    pub delete_retention_ms: i64,
+    /// The key map's memory budget (Kafka `log.cleaner.dedupe.buffer.size`).
+    pub key_map_bytes: usize,
+    /// Where the records not yet cleaned start: the last pass's
+    /// [`CleanReport::cleaned_up_to`] (0 for the first pass, or after a restart, which only
+    /// makes the pass map more). The key map is built from the segment holding it on; every
+    /// segment before the map's end is cleaned against it.
+    pub first_dirty: Offset,
+}
+
+/// What a cleaning pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CleanReport {
+    /// Segments the key map covered whole (each was cleaned, or had nothing to drop).
+    pub segments_cleaned: usize,
+    /// Segments rewritten.
+    pub segments_rewritten: usize,
+    /// Records dropped.
+    pub records_removed: u64,
+    /// Tombstones dropped past their delete horizon.
+    pub tombstones_removed: u64,
+    /// Size of the rewritten segments before and after.
+    pub bytes_before: u64,
+    /// See `bytes_before`.
+    pub bytes_after: u64,
+    /// Offsets below this one are clean (the end of the last segment the map covered): the
+    /// next pass's [`CleanOptions::first_dirty`]. The log start when no segment was cleaned.
+    pub cleaned_up_to: Offset,
+    /// The key map filled before the cleanable segments ended: later segments wait for the
+    /// next pass.
+    pub key_map_full: bool,
+}
+
+/// A sealed segment as the pass reads it.
+struct Cleanable {
+    base: i64,
+    next_offset: i64,
+    view: Bytes,
+    path: std::path::PathBuf,
+}
+
+impl PartitionLog {
+    /// Runs one cleaning pass over the sealed segments (see the module docs). Appends and
+    /// reads go on meanwhile; only the swap of each rewritten segment holds the log's lock.
+    pub fn clean(&self, options: &CleanOptions) -> Result<CleanReport> {
+        let _one_at_a_time = self.cleaning.lock();
+        self.check_writable()?;
+        let max_decompressed = self.config.read().max_decompressed_bytes;
+        let cleanable = self.cleanable(options)?;
+        let mut report = CleanReport {
+            cleaned_up_to: self.log_start_offset(),
+            ..CleanReport::default()
+        };
+        let dirty = cleanable
+            .iter()
+            .position(|s| s.next_offset > options.first_dirty.0)
+            .unwrap_or(cleanable.len());
+        let (latest, covered) =
+            key_map(&cleanable, dirty, options.key_map_bytes, max_decompressed)?;
+        report.key_map_full = covered < cleanable.len();
+        for segment in &cleanable[..covered] {
+            if let Some(cleaned) =
+                clean_segment(segment, &latest, options, max_decompressed, &mut report)?
+            {
+                self.swap_in(segment, &cleaned, &mut report)?;
+            }
+            report.segments_cleaned += 1;
+            report.cleaned_up_to = Offset(segment.next_offset);
+        }
+        Ok(report)
+    }
+
+    /// The sealed segments old enough to clean, oldest first, as views of their bytes.
+    fn cleanable(&self, options: &CleanOptions) -> Result<Vec<Cleanable>> {
+        let newest_allowed = options.now_ms.saturating_sub(options.min_compaction_lag_ms);
+        let mut state = self.state.lock();
+        let sealed = state.segments.len() - 1;
+        let mut found = Vec::new();
+        for segment in &mut state.segments[..sealed] {
+            if segment.max_timestamp > newest_allowed {
+                break;
+            }
+            found.push(Cleanable {
+                base: segment.base_offset,
+                next_offset: segment.next_offset,
+                view: segment.view()?,
+                path: segment.log_path.clone(),
+            });
+        }
+        Ok(found)
+    }
+
+    /// Replaces `segment`'s file with `cleaned` (see the module docs for the order), unless
+    /// retention deleted the segment meanwhile.
+    fn swap_in(&self, segment: &Cleanable, cleaned: &[u8], report: &mut CleanReport) -> Result<()> {
+        let cleaned_path = suffixed(&segment.path, CLEANED_SUFFIX);
+        let file = self
+            .storage
+            .open(&cleaned_path, true)
+            .map_err(Error::io("create", &cleaned_path))?;
+        let written = file
+            .set_len(0)
+            .and_then(|()| file.write_all_at(cleaned, 0))
+            .and_then(|()| match self.syncs_cleaned_segments() {
+                true => file.sync_data(),
+                false => Ok(()),
+            });
+        drop(file);
+        written.map_err(Error::io("write", &cleaned_path))?;
+        let interval = self.config.read().index_interval_bytes;
+        let swapped = self.mutate(|state, disk| {
+            let sealed = state.segments.len() - 1;
+            let Some(i) = state.segments[..sealed]
+                .iter()
+                .position(|s| s.base_offset == segment.base)
+            else {
+                disk.storage
+                    .remove_file(&cleaned_path)
+                    .map_err(Error::io("remove", &cleaned_path))?;
+                return Ok(false);
+            };
+            let swap_path = suffixed(&segment.path, SWAP_SUFFIX);
+            disk.storage
+                .rename(&cleaned_path, &swap_path)
+                .map_err(Error::io("rename", &cleaned_path))?;
+            disk.sync_dir()?;
+            finish_swap(disk, segment.base)?;
+            let mut fresh = Segment::create(disk.storage, disk.dir, segment.base)?;
+            if let ScanEnd::Invalid { position, error } = fresh.scan(interval)? {
+                return Err(Error::corrupted(&fresh.log_path, position, error));
+            }
+            if fresh.next_offset != segment.next_offset {
+                return Err(Error::CorruptFile {
+                    path: fresh.log_path.clone(),
+                    reason: "cleaned segment does not end where the segment it replaces did",
+                });
+            }
+            fresh.seal()?;
+            fresh.crc_checked().store(fresh.size, Ordering::Release);
+            state.segments[i] = fresh;
+            Ok(true)
+        })?;
+        if swapped {
+            report.segments_rewritten += 1;
+            report.bytes_before += segment.view.len() as u64;
+            report.bytes_after += cleaned.len() as u64;
+        }
+        Ok(())
+    }
+}
+
+/// `path` with `suffix` appended to its file name (`B.log` to `B.log.swap`).
+fn suffixed(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
+}
+
+/// Puts the durable cleaned segment `B.log.swap` in place of segment `base`: its old indexes
+/// go (they point into the old bytes; whoever opens it rebuilds them) and the directory is
+/// fsynced, then one rename replaces the old `.log`, and the directory is fsynced again. Recovery runs this for a `.swap` it
+/// finds, so a crash anywhere in it ends the same way.
+pub(crate) fn finish_swap(disk: Disk<'_>, base: i64) -> Result<()> {
+    let mut removed = false;
+    for ext in [segment::INDEX_EXT, segment::TIME_INDEX_EXT] {
+        let path = disk.dir.join(segment::file_name(base, ext));
+        match disk.storage.remove_file(&path) {
+            Ok(()) => removed = true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("remove", &path)(e)),
+        }
+    }
+    // The removals are durable before the rename: a crash must not keep the new bytes with
+    // the old indexes.
+    if removed {
+        disk.sync_dir()?;
+    }
+    let log_path = disk.dir.join(segment::file_name(base, segment::LOG_EXT));
+    let swap_path = suffixed(&log_path, SWAP_SUFFIX);
+    disk.storage
+        .rename(&swap_path, &log_path)
+        .map_err(Error::io("rename", &swap_path))?;
+    disk.sync_dir()
+}
+
+/// Each key's latest offset over `segments` from index `dirty` on, and how many segments
+/// (from the first) the map covers whole within `budget` bytes.
+fn key_map(
+    segments: &[Cleanable],
+    dirty: usize,
+    budget: usize,
+    max_decompressed: usize,
+) -> Result<(HashMap<Vec<u8>, i64>, usize)> {
+    let mut latest: HashMap<Vec<u8>, i64> = HashMap::new();
+    let mut used = 0usize;
+    for (covered, segment) in segments.iter().enumerate().skip(dirty) {
+        for item in BatchIter::new(&segment.view, 0) {
+            let (position, batch) = item.map_err(|e| Error::corrupted(&segment.path, 0, e))?;
+            batch
+                .verify_crc(position)
+                .map_err(|e| Error::corrupted(&segment.path, position as u64, e))?;
+            let records = batch
+                .records(max_decompressed)
+                .map_err(|e| Error::corrupted(&segment.path, position as u64, e))?;
+            for record in records.iter() {
+                let record =
+                    record.map_err(|e| Error::corrupted(&segment.path, position as u64, e))?;
+                let Some(key) = record.key else { continue };
+                match latest.get_mut(key) {
+                    Some(offset) => *offset = record.offset,
+                    None => {
+                        used += key.len() + KEY_ENTRY_OVERHEAD;
+                        if used > budget {
+                            // Entries from this segment stay: each names a record that this
+                            // pass keeps (its segment is not cleaned), so dropping the older
+                            // records of its key is still right.
+                            return Ok((latest, covered));
+                        }
+                        latest.insert(key.to_vec(), record.offset);
+                    }
+                }
+            }
+        }
+    }
+    Ok((latest, segments.len()))
+}
+
+/// The segment's bytes with the records `latest` supersedes left out, or `None` when it
+/// would not change.
+fn clean_segment(
+    segment: &Cleanable,
+    latest: &HashMap<Vec<u8>, i64>,
+    options: &CleanOptions,
+    max_decompressed: usize,
+    report: &mut CleanReport,
+) -> Result<Option<Vec<u8>>> {
+    let mut out = Vec::with_capacity(segment.view.len());
+    let mut changed = false;
+    for item in BatchIter::new(&segment.view, 0) {
+        let (position, batch) = item.map_err(|e| Error::corrupted(&segment.path, 0, e))?;
+        let corrupted = |e| Error::corrupted(&segment.path, position as u64, e);
+        let horizon = batch.header.delete_horizon();
+        let past_horizon = horizon.is_some_and(|h| options.now_ms >= h);
+        let (mut dropped, mut tombstones_dropped, mut tombstones_kept) = (0u64, 0u64, false);
+        let records = batch.records(max_decompressed).map_err(corrupted)?;
+        for record in records.iter() {
+            let record = record.map_err(corrupted)?;
+            if !is_latest(latest, &record) {
+                dropped += 1;
+            } else if record.value.is_none() {
+                if past_horizon {
+                    dropped += 1;
+                    tombstones_dropped += 1;
+                } else {
+                    tombstones_kept = true;
+                }
+            }
+        }
+        let stamp = (tombstones_kept && horizon.is_none())
+            .then(|| options.now_ms.saturating_add(options.delete_retention_ms));
+        if dropped == 0 && stamp.is_none() {
+            out.extend_from_slice(batch.bytes);
+            continue;
+        }
+        changed = true;
+        report.records_removed += dropped;
+        report.tombstones_removed += tombstones_dropped;
+        let rewritten = retain_records(&batch, max_decompressed, stamp.or(horizon), |record| {
+            is_latest(latest, record) && !(record.value.is_none() && past_horizon)
+        })
+        .map_err(corrupted)?;
+        out.extend_from_slice(&rewritten);
+    }
+    Ok(changed.then_some(out))
+}
+
+/// Whether `record` is its key's latest: the map names it, or names nothing for its key (a
+/// record cleaned before, of a key the dirty records do not have). Keyless records are not.
+fn is_latest(latest: &HashMap<Vec<u8>, i64>, record: &crate::batch::RecordRef<'_>) -> bool {
+    record
+        .key
+        .is_some_and(|k| latest.get(k).is_none_or(|&l| l <= record.offset))
+}

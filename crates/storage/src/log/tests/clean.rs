@@ -1,0 +1,395 @@
+//! Key compaction: each key's latest record stays at its offset, older ones go, reads from a
+//! removed offset get the next record that remains, tombstones stay until their delete
+//! horizon, a full key map cleans in several passes, and a power cut at any storage operation
+//! of a cleaning loses no record that should remain.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::*;
+use crate::log::Bugs;
+use crate::{CleanOptions, CrashMode, SimFs, SplitMix64, Storage};
+
+const DIR: &str = "/data/table-0";
+
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 1024,
+        index_interval_bytes: 100,
+        checkpoint_interval_bytes: 300,
+        ..small_config()
+    }
+}
+
+fn options(now_ms: i64) -> CleanOptions {
+    CleanOptions {
+        now_ms,
+        min_compaction_lag_ms: 0,
+        delete_retention_ms: 1_000,
+        key_map_bytes: 1 << 20,
+        first_dirty: Offset(0),
+    }
+}
+
+/// One batch of `(key, value)` records (a `None` value is a tombstone) at timestamp `ts`.
+fn keyed(records: &[(&str, Option<&str>)], ts: i64, compression: Compression) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(compression);
+    for (key, value) in records {
+        builder.push(ts, Some(key.as_bytes()), value.map(str::as_bytes), &[]);
+    }
+    builder.build(0).unwrap()
+}
+
+/// Every record from the log start: offset to (key, value).
+fn records(log: &PartitionLog) -> BTreeMap<i64, (String, Option<String>)> {
+    let mut out = BTreeMap::new();
+    let mut next = log.log_start_offset().0;
+    while next < log.high_watermark().0 {
+        let bytes = log.read(Offset(next), 1 << 16).unwrap();
+        assert!(!bytes.is_empty(), "read at {next} returned nothing");
+        // A batch emptied by cleaning moves the reader past its offsets without a record.
+        let mut after = next;
+        for batch in crate::batch::BatchIter::new(&bytes, 0) {
+            after = after.max(batch.unwrap().1.header.next_offset());
+        }
+        for record in Record::decode_all(&bytes, 1 << 20).unwrap() {
+            if record.offset >= next {
+                let text = |b: Option<Bytes>| b.map(|b| String::from_utf8(b.to_vec()).unwrap());
+                out.insert(
+                    record.offset,
+                    (text(record.key).unwrap(), text(record.value)),
+                );
+            }
+        }
+        assert!(after > next, "read at {next} made no progress");
+        next = after;
+    }
+    out
+}
+
+/// Writes `rounds` rounds of keyed records over keys `k0..k{keys}` and rolls after each, so
+/// all but the last segment are sealed; returns everything written, by offset.
+fn fill(log: &PartitionLog, rounds: usize, keys: usize) -> BTreeMap<i64, (String, Option<String>)> {
+    let mut written = BTreeMap::new();
+    for round in 0..rounds {
+        for batch in 0..4 {
+            let values: Vec<(String, String)> = (0..3)
+                .map(|i| {
+                    let n = round * 12 + batch * 3 + i;
+                    (format!("k{}", n % keys), format!("v{n}"))
+                })
+                .collect();
+            let pairs: Vec<(&str, Option<&str>)> = values
+                .iter()
+                .map(|(k, v)| (k.as_str(), Some(v.as_str())))
+                .collect();
+            let codec = if batch % 2 == 0 {
+                Compression::None
+            } else {
+                Compression::Lz4
+            };
+            let info = log.append(&mut keyed(&pairs, 1_000, codec)).unwrap();
+            for (i, (k, v)) in values.into_iter().enumerate() {
+                written.insert(info.base_offset.0 + i as i64, (k, Some(v)));
+            }
+        }
+        log.roll().unwrap();
+    }
+    written
+}
+
+/// The latest record of each key in `written`.
+fn latest(
+    written: &BTreeMap<i64, (String, Option<String>)>,
+) -> BTreeMap<i64, (String, Option<String>)> {
+    let mut by_key = BTreeMap::new();
+    for (offset, (key, _)) in written {
+        by_key.insert(key.clone(), *offset);
+    }
+    by_key
+        .into_values()
+        .map(|offset| (offset, written[&offset].clone()))
+        .collect()
+}
+
+#[test]
+fn cleaning_keeps_each_keys_latest_record_at_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    let written = fill(&log, 5, 4);
+    let end = log.end_offset();
+    let before = log.size_bytes();
+
+    let report = log.clean(&options(10_000)).unwrap();
+    assert!(report.segments_rewritten > 0, "{report:?}");
+    assert_eq!(
+        report.records_removed,
+        (written.len() - 4) as u64,
+        "{report:?}"
+    );
+    assert_eq!(
+        report.cleaned_up_to, end,
+        "every sealed segment: {report:?}"
+    );
+    assert!(
+        log.size_bytes() < before,
+        "{} of {before} bytes",
+        log.size_bytes()
+    );
+    assert_eq!(
+        records(&log),
+        latest(&written),
+        "only the latest of each key"
+    );
+    assert_eq!(log.end_offset(), end, "offsets never move");
+
+    // A removed offset has no record; a read from it (as `records` reads from offset 0) gets
+    // the batches after it, up to the next record that remains.
+    assert_eq!(log.timestamp_of(Offset(0)).unwrap(), None);
+    let first_kept = *latest(&written).keys().next().unwrap();
+    assert!(first_kept > 0);
+
+    // Appends go on at the same end; a second pass has nothing to drop.
+    let info = log.append(&mut keyed(&[("k0", Some("new"))], 2_000, Compression::None));
+    assert_eq!(info.unwrap().base_offset, end);
+    let again = log.clean(&options(20_000)).unwrap();
+    assert_eq!(again.segments_rewritten, 0, "{again:?}");
+
+    // Reopened (indexes rebuilt from the cleaned files where needed), the same records.
+    let kept = records(&log);
+    log.close().unwrap();
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    assert_eq!(records(&log), kept);
+}
+
+#[test]
+fn tombstones_stay_until_their_delete_horizon_then_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    let none = Compression::None;
+    log.append(&mut keyed(&[("a", Some("1")), ("b", Some("1"))], 1, none))
+        .unwrap();
+    log.append(&mut keyed(&[("a", None)], 2, none)).unwrap();
+    log.roll().unwrap();
+    let expect = |log: &PartitionLog, want: &[(i64, &str, Option<&str>)]| {
+        let want: BTreeMap<i64, (String, Option<String>)> = want
+            .iter()
+            .map(|(o, k, v)| (*o, (k.to_string(), v.map(str::to_owned))))
+            .collect();
+        assert_eq!(records(log), want);
+    };
+
+    // The first cleaning keeps the tombstone and stamps its batch: now (100) + 1,000.
+    let first = log.clean(&options(100)).unwrap();
+    assert_eq!(first.tombstones_removed, 0);
+    expect(&log, &[(1, "b", Some("1")), (2, "a", None)]);
+    let bytes = log.read(Offset(2), 1 << 16).unwrap();
+    let stamped = crate::batch::BatchHeader::parse(&bytes, 0).unwrap();
+    assert_eq!(stamped.delete_horizon(), Some(1_100));
+    let record = Record::decode_all(&bytes, 1 << 20).unwrap();
+    assert_eq!(record[0].timestamp, 2, "the record's own timestamp stays");
+
+    // Before the horizon it stays; at it, it goes (its batch stays, empty).
+    log.clean(&options(1_099)).unwrap();
+    expect(&log, &[(1, "b", Some("1")), (2, "a", None)]);
+    let last = log.clean(&options(1_100)).unwrap();
+    assert_eq!(last.tombstones_removed, 1, "{last:?}");
+    expect(&log, &[(1, "b", Some("1"))]);
+    assert_eq!(log.end_offset(), Offset(3));
+}
+
+#[test]
+fn a_full_key_map_cleans_in_passes_from_where_the_last_one_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    let written = fill(&log, 6, 40);
+    let end = log.end_offset();
+    // Room for about twelve keys: each pass maps about one round's segments.
+    let mut opts = CleanOptions {
+        key_map_bytes: 12 * 52,
+        ..options(10_000)
+    };
+    let mut passes = 0;
+    loop {
+        let report = log.clean(&opts).unwrap();
+        passes += 1;
+        assert!(
+            report.cleaned_up_to > opts.first_dirty,
+            "progress: {report:?}"
+        );
+        opts.first_dirty = report.cleaned_up_to;
+        if !report.key_map_full {
+            break;
+        }
+        assert!(passes < 50, "no end: {report:?}");
+    }
+    assert!(passes > 2, "the budget made several passes: {passes}");
+    assert_eq!(opts.first_dirty, end);
+    assert_eq!(records(&log), latest(&written));
+}
+
+#[test]
+fn an_idempotent_producers_retry_is_still_recognised_after_cleaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    let batch = |value: &str, sequence: i32| {
+        let mut builder = BatchBuilder::new(Compression::None).producer(9, 0, sequence);
+        builder.push(1, Some(b"same"), Some(value.as_bytes()), &[]);
+        builder.build(0).unwrap()
+    };
+    let sent: Vec<Vec<u8>> = (0..6).map(|i| batch(&format!("v{i}"), i)).collect();
+    for b in &sent {
+        log.append(&mut b.clone()).unwrap();
+    }
+    log.roll().unwrap();
+    let report = log.clean(&options(10_000)).unwrap();
+    assert_eq!(report.records_removed, 5);
+    log.close().unwrap();
+    // Reopened, the producer's last batch is found again (its batch stayed, as Kafka keeps a
+    // producer's last batch so its state survives).
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    let retry = log.append(&mut sent[5].clone()).unwrap();
+    assert!(
+        retry.duplicate && retry.base_offset == Offset(5),
+        "{retry:?}"
+    );
+    let next = log.append(&mut batch("v6", 6)).unwrap();
+    assert_eq!(next.base_offset, Offset(6));
+}
+
+/// What the crash workload wrote: offset to (key, value), and the offsets acknowledged.
+#[derive(Default)]
+struct Written {
+    attempted: BTreeMap<i64, (String, Option<String>)>,
+    acked: Vec<i64>,
+}
+
+/// Appends keyed records, rolls and cleans, until done or the power is cut.
+fn workload(fs: &SimFs, seed: u64, bugs: Bugs) -> Written {
+    let mut rng = SplitMix64::new(seed);
+    let mut written = Written::default();
+    let storage: Arc<dyn Storage> = Arc::new(fs.clone());
+    let Ok(log) = PartitionLog::open_with_bugs(storage, Path::new(DIR), config(), bugs) else {
+        return written;
+    };
+    for step in 0..40 {
+        if step % 10 == 9 {
+            if log.roll().is_err() || log.clean(&options(step)).is_err() {
+                return written;
+            }
+            continue;
+        }
+        let count = 1 + rng.below(3) as usize;
+        let first = log.end_offset().0;
+        let values: Vec<(String, String)> = (0..count)
+            .map(|i| (format!("k{}", rng.below(5)), format!("s{seed}-{step}-{i}")))
+            .collect();
+        for (i, (k, v)) in values.iter().enumerate() {
+            written
+                .attempted
+                .insert(first + i as i64, (k.clone(), Some(v.clone())));
+        }
+        let pairs: Vec<(&str, Option<&str>)> = values
+            .iter()
+            .map(|(k, v)| (k.as_str(), Some(v.as_str())))
+            .collect();
+        match log.append(&mut keyed(&pairs, step, Compression::None)) {
+            Ok(_) => written.acked.extend(first..first + count as i64),
+            Err(_) => return written,
+        }
+    }
+    written
+}
+
+/// Reopens a crash image; every broken promise.
+fn check(image: SimFs, written: &Written) -> Vec<String> {
+    let storage: Arc<dyn Storage> = Arc::new(image);
+    let log = match PartitionLog::open_with(storage.clone(), Path::new(DIR), config()) {
+        Ok(log) => log,
+        Err(e) => return vec![format!("reopen failed: {e}")],
+    };
+    let mut violations = Vec::new();
+    let found = records(&log);
+    for (offset, record) in &found {
+        if written.attempted.get(offset) != Some(record) {
+            violations.push(format!(
+                "offset {offset} holds {record:?}, never written there"
+            ));
+        }
+    }
+    // Each key's latest acknowledged record must remain, whatever the cleaning did.
+    let mut latest_acked: BTreeMap<&str, i64> = BTreeMap::new();
+    for offset in &written.acked {
+        latest_acked.insert(&written.attempted[offset].0, *offset);
+    }
+    for (key, offset) in latest_acked {
+        if !found.contains_key(&offset) {
+            violations.push(format!(
+                "latest acknowledged record of {key} at {offset} lost"
+            ));
+        }
+    }
+    let leftovers: Vec<String> = storage
+        .list_dir(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap"))
+        .collect();
+    if !leftovers.is_empty() {
+        violations.push(format!("recovery left {leftovers:?}"));
+    }
+    violations
+}
+
+/// Cuts the power after each storage operation of the workload in turn, under every crash
+/// mode; (crash states checked, the first violation found).
+fn cut_everywhere(seeds: &[u64], bugs: Bugs) -> (usize, Option<String>) {
+    let mut states = 0;
+    for &seed in seeds {
+        let total = {
+            let fs = SimFs::new();
+            workload(&fs, seed, bugs);
+            fs.ops()
+        };
+        for cut in 0..=total {
+            let fs = SimFs::new();
+            fs.cut_power_after(cut);
+            let written = workload(&fs, seed, bugs);
+            let modes = [
+                CrashMode::DropUnsynced,
+                CrashMode::KeepSomeUnsynced,
+                CrashMode::TearTail,
+            ];
+            for (m, mode) in modes.into_iter().enumerate() {
+                states += 1;
+                let violations = check(fs.crash_image(mode, cut * 31 + m as u64), &written);
+                if let Some(first) = violations.first() {
+                    let at = format!("seed {seed}, cut after op {cut} of {total}, {mode:?}");
+                    return (states, Some(format!("{at}: {first}")));
+                }
+            }
+        }
+    }
+    (states, None)
+}
+
+#[test]
+fn a_power_cut_at_any_step_of_a_cleaning_loses_no_record_that_should_remain() {
+    let (states, violation) = cut_everywhere(&[1, 2], Bugs::default());
+    assert_eq!(violation, None);
+    assert!(states >= 1000, "only {states} crash states checked");
+}
+
+#[test]
+fn the_checker_catches_a_cleaned_segment_swapped_in_before_its_fsync() {
+    let bugs = Bugs {
+        skip_cleaned_sync: true,
+        ..Bugs::default()
+    };
+    let (_, violation) = cut_everywhere(&[1, 2], bugs);
+    assert!(
+        violation.is_some(),
+        "an unsynced cleaned segment must lose records in some crash"
+    );
+}
