@@ -112,6 +112,7 @@ fn retention_runs_without_the_embedder() {
         housekeeping: Housekeeping {
             enabled: true,
             retention_check: Duration::from_millis(50),
+            ..Housekeeping::default()
         },
         ..Config::default()
     };

@@ -1,6 +1,7 @@
 //! Scenarios for the embedded engine: keys and partitions, fan-out, at-least-once, groups
 //! rebalancing, replay, wake-up latency.
 
+mod compaction;
 mod delivery;
 mod embedded;
 mod group_restart;

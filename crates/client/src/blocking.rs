@@ -74,6 +74,11 @@ impl Client {
             .block_on(self.inner.create_partitions(topic, count))
     }
 
+    /// Every config of `topic`, as the broker reports it.
+    pub fn topic_configs(&mut self, topic: &str) -> Result<Vec<crate::TopicConfigEntry>> {
+        self.runtime.block_on(self.inner.topic_configs(topic))
+    }
+
     /// Sets configs of `topic` and returns others to the broker's default, all or none.
     pub fn alter_topic_configs(
         &mut self,

@@ -29,6 +29,7 @@ pub use group_client::{GroupInfo, GroupMember};
 #[cfg(feature = "rdkafka")]
 pub use group_transport::GroupRemote;
 pub use retry_transport::Remote;
+pub use topic_client::TopicConfigEntry;
 pub use user_client::UserCredentials;
 pub use writer::TopicWriter;
 

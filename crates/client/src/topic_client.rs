@@ -1,14 +1,17 @@
 //! [`AsyncClient`]'s topic changes, for `logd topics alter` (against logd or Kafka): more
 //! partitions (CreatePartitions) and config changes (IncrementalAlterConfigs), each refusal with
-//! the broker's own words.
+//! the broker's own words; and the topic's configs (DescribeConfigs) for `logd topics
+//! describe`.
 
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
 use kafka_protocol::messages::{
-    ApiKey, CreatePartitionsRequest, CreatePartitionsResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, TopicName,
+    ApiKey, CreatePartitionsRequest, CreatePartitionsResponse, DescribeConfigsRequest,
+    DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -19,6 +22,10 @@ use crate::routing::Route;
 /// Versions sent: the first each Kafka 2.4+ broker serves with these semantics.
 const CREATE_PARTITIONS: i16 = 1;
 const INCREMENTAL_ALTER_CONFIGS: i16 = 0;
+const DESCRIBE_CONFIGS: i16 = 1;
+/// DescribeConfigs' source of a config set on the topic itself (Kafka's
+/// `DYNAMIC_TOPIC_CONFIG`).
+const SOURCE_TOPIC: i8 = 1;
 /// DescribeConfigs' and IncrementalAlterConfigs' resource type of a topic.
 const RESOURCE_TOPIC: i8 = 2;
 
@@ -41,7 +48,48 @@ fn topic_outcome(topic: &str, result: Option<(i16, Option<&StrBytes>)>) -> Resul
     Err(Error::Kafka { what, code })
 }
 
+/// One of a topic's configs as the broker describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicConfigEntry {
+    /// Kafka's name (`cleanup.policy`).
+    pub name: String,
+    /// Its value (`None` for a sensitive or unset one).
+    pub value: Option<String>,
+    /// Set on the topic, rather than the broker's default.
+    pub set_on_topic: bool,
+}
+
 impl AsyncClient {
+    /// Every config of `topic`, as the broker reports it (any broker answers).
+    pub async fn topic_configs(&mut self, topic: &str) -> Result<Vec<TopicConfigEntry>> {
+        let mut resource = DescribeConfigsResource::default();
+        resource.resource_type = RESOURCE_TOPIC;
+        resource.resource_name = text(topic);
+        resource.configuration_keys = None;
+        let mut request = DescribeConfigsRequest::default();
+        request.resources = vec![resource];
+        let response: DescribeConfigsResponse = self
+            .call(ApiKey::DescribeConfigs, DESCRIBE_CONFIGS, &request)
+            .await?;
+        let result = response.results.into_iter().next();
+        topic_outcome(
+            topic,
+            result
+                .as_ref()
+                .map(|r| (r.error_code, r.error_message.as_ref())),
+        )?;
+        Ok(result
+            .map(|r| r.configs)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| TopicConfigEntry {
+                name: c.name.to_string(),
+                value: c.value.map(|v| v.to_string()),
+                set_on_topic: c.config_source == SOURCE_TOPIC,
+            })
+            .collect())
+    }
+
     /// Grows `topic` to `count` partitions.
     pub async fn create_partitions(&mut self, topic: &str, count: i32) -> Result<()> {
         let mut entry = CreatePartitionsTopic::default();

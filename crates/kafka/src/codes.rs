@@ -91,7 +91,9 @@ pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {
             S::UnsupportedMagic { .. } => CORRUPT_MESSAGE,
             S::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber.code(),
             S::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch.code(),
-            S::InvalidProducerFields { .. } => ResponseError::InvalidRecord.code(),
+            S::InvalidProducerFields { .. } | S::KeylessRecord { .. } => {
+                ResponseError::InvalidRecord.code()
+            }
             S::ChecksumMismatch { .. }
             | S::InvalidBatch { .. }
             | S::InvalidRecord { .. }

@@ -43,6 +43,7 @@ const OP_SUBTRACT: i8 = 3;
 const TYPE_STRING: i8 = 2;
 const TYPE_INT: i8 = 3;
 const TYPE_LONG: i8 = 5;
+const TYPE_DOUBLE: i8 = 6;
 const TYPE_LIST: i8 = 7;
 
 /// One topic config as Kafka names it: name, value, whether it differs from the broker's
@@ -64,7 +65,37 @@ fn topic_configs(config: &TopicConfig, default: &TopicConfig) -> Vec<ConfigEntry
         kind,
     };
     vec![
-        entry("cleanup.policy", "delete".into(), false, TYPE_LIST),
+        entry(
+            "cleanup.policy",
+            config.cleanup_policy.as_str().into(),
+            config.cleanup_policy != default.cleanup_policy,
+            TYPE_LIST,
+        ),
+        entry(
+            "min.cleanable.dirty.ratio",
+            config.min_cleanable_dirty_ratio.to_string(),
+            config.min_cleanable_dirty_ratio != default.min_cleanable_dirty_ratio,
+            TYPE_DOUBLE,
+        ),
+        entry(
+            "min.compaction.lag.ms",
+            config.min_compaction_lag_ms.to_string(),
+            config.min_compaction_lag_ms != default.min_compaction_lag_ms,
+            TYPE_LONG,
+        ),
+        entry(
+            "max.compaction.lag.ms",
+            // Kafka's "no bound" is Long.MAX_VALUE.
+            config.max_compaction_lag_ms.unwrap_or(i64::MAX).to_string(),
+            config.max_compaction_lag_ms != default.max_compaction_lag_ms,
+            TYPE_LONG,
+        ),
+        entry(
+            "delete.retention.ms",
+            config.delete_retention_ms.to_string(),
+            config.delete_retention_ms != default.delete_retention_ms,
+            TYPE_LONG,
+        ),
         entry(
             "retention.ms",
             ms(config.retention_ms),
@@ -128,7 +159,29 @@ pub(crate) fn set_topic_config(
         "segment.bytes" => config.segment_bytes = number()?.try_into().map_err(|_| bad())?,
         "segment.ms" => config.segment_ms = Some(number()?),
         "max.message.bytes" => config.max_batch_bytes = number()?.try_into().map_err(|_| bad())?,
-        "cleanup.policy" if value == "delete" => {}
+        "cleanup.policy" => {
+            config.cleanup_policy = logd::CleanupPolicy::parse(value).ok_or_else(bad)?
+        }
+        "min.cleanable.dirty.ratio" => {
+            config.min_cleanable_dirty_ratio = value
+                .parse::<f64>()
+                .ok()
+                .filter(|r| (0.0..=1.0).contains(r))
+                .ok_or_else(bad)?
+        }
+        "min.compaction.lag.ms" => {
+            config.min_compaction_lag_ms = Some(number()?).filter(|ms| *ms >= 0).ok_or_else(bad)?
+        }
+        "max.compaction.lag.ms" => {
+            config.max_compaction_lag_ms = match number()? {
+                i64::MAX => None,
+                ms if ms > 0 => Some(ms),
+                _ => return Err(bad()),
+            }
+        }
+        "delete.retention.ms" => {
+            config.delete_retention_ms = Some(number()?).filter(|ms| *ms >= 0).ok_or_else(bad)?
+        }
         other => {
             return Err((
                 codes::INVALID_CONFIG,

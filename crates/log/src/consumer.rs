@@ -345,6 +345,11 @@ impl Consumer {
                 });
                 true
             })?;
+            if records.len() < limit {
+                // Every record taken: past the batches too, which a cleaning may have emptied.
+                let after = logd_storage::batch::offset_after(&bytes);
+                position = position.max(after.unwrap_or(position));
+            }
             self.positions.insert(tp, position);
         }
         if count > 0 {

@@ -29,7 +29,7 @@ use crate::topic::{Topic, TopicConfig};
 pub const PRODUCER_ID_EXPIRATION_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// Engine-wide configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Configuration for topics created without one, including auto-created topics.
     pub default_topic: TopicConfig,
@@ -83,7 +83,7 @@ pub struct PartitionDescription {
 }
 
 /// A topic as `describe_topic` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TopicDescription {
     /// Name.
     pub name: String,
@@ -146,6 +146,8 @@ pub(crate) struct Shared {
     producer_ids: ProducerIds,
     appends: Mutex<u64>,
     appended: Condvar,
+    /// The cleaner's memory of each compacted partition.
+    pub cleaning: crate::cleaner::CleanerState,
     /// Declared before the lock: dropping it stops (and joins) the housekeeping thread first.
     housekeeper: Mutex<Option<Housekeeper>>,
     _lock: DirLock,
@@ -217,6 +219,7 @@ impl Log {
                 producer_ids,
                 appends: Mutex::new(0),
                 appended: Condvar::new(),
+                cleaning: Default::default(),
                 housekeeper: Mutex::new(None),
                 _lock: lock,
             }),
@@ -330,6 +333,16 @@ impl Log {
             .iter()
             .find(|(_, topic)| topic.id == *id)
             .map(|(name, _)| name.clone())
+    }
+
+    /// Every topic, by name, as of now.
+    pub(crate) fn topics_snapshot(&self) -> Vec<(String, Arc<Topic>)> {
+        self.shared
+            .topics
+            .read()
+            .iter()
+            .map(|(name, topic)| (name.clone(), topic.clone()))
+            .collect()
     }
 
     pub(crate) fn topic(&self, name: &str) -> Result<Arc<Topic>> {

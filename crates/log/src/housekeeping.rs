@@ -1,6 +1,8 @@
 //! The engine's own timer: the work a running log needs without anyone calling it. Interval
 //! fsyncs (so `Fsync::IntervalMs` loses at most its interval), retention, group members whose
-//! session ran out, and idle idempotent producers. One thread per engine, started by
+//! session ran out, and idle idempotent producers; and beside it the cleaner
+//! (`cleaner.rs`), on a thread of its own so a long cleaning never delays an interval fsync.
+//! One housekeeping thread per engine, started by
 //! [`crate::Log::open`] unless [`Housekeeping::enabled`] is off, stopped (and joined) when the
 //! last handle of the `Log` is dropped. It holds the engine only weakly, so it never keeps it
 //! alive.
@@ -24,6 +26,12 @@ pub struct Housekeeping {
     /// How often retention and producer expiry run (default 60 s; Kafka's
     /// `log.retention.check.interval.ms` is 5 minutes).
     pub retention_check: Duration,
+    /// How long the cleaner (compaction, on a thread of its own) sleeps between rounds
+    /// (Kafka `log.cleaner.backoff.ms`, 15 s).
+    pub cleaner_backoff: Duration,
+    /// The cleaner's key map budget: a partition with more keys is cleaned in several passes
+    /// (Kafka `log.cleaner.dedupe.buffer.size`, 128 MiB).
+    pub cleaner_buffer_bytes: usize,
 }
 
 impl Default for Housekeeping {
@@ -31,6 +39,8 @@ impl Default for Housekeeping {
         Housekeeping {
             enabled: true,
             retention_check: Duration::from_secs(60),
+            cleaner_backoff: crate::cleaner::DEFAULT_BACKOFF,
+            cleaner_buffer_bytes: crate::cleaner::DEFAULT_BUFFER_BYTES,
         }
     }
 }
@@ -40,25 +50,32 @@ const TICK_MAX: Duration = Duration::from_secs(1);
 /// Shortest pause, however small a topic's fsync interval.
 const TICK_MIN: Duration = Duration::from_millis(10);
 
-/// The running thread and the means to stop it.
+/// The running threads (housekeeping and the cleaner) and the means to stop them.
 #[derive(Debug)]
 pub(crate) struct Housekeeper {
     stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl Housekeeper {
-    /// Starts housekeeping over the engine `shared` points to.
+    /// Starts housekeeping and the cleaner over the engine `shared` points to.
     pub(crate) fn start(shared: Weak<Shared>, config: Housekeeping) -> Housekeeper {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let stopping = stop.clone();
-        let thread = std::thread::Builder::new()
+        let (stopping, for_cleaner) = (stop.clone(), stop.clone());
+        let (shared_for_cleaner, config_for_cleaner) = (shared.clone(), config.clone());
+        let housekeeping = std::thread::Builder::new()
             .name("logd-housekeeping".into())
             .spawn(move || run(&shared, &config, &stopping))
             .expect("spawn the engine's housekeeping thread");
+        let cleaner = std::thread::Builder::new()
+            .name("logd-cleaner".into())
+            .spawn(move || {
+                crate::cleaner::run(&shared_for_cleaner, &config_for_cleaner, &for_cleaner)
+            })
+            .expect("spawn the engine's cleaner thread");
         Housekeeper {
             stop,
-            thread: Some(thread),
+            threads: vec![housekeeping, cleaner],
         }
     }
 }
@@ -67,9 +84,9 @@ impl Drop for Housekeeper {
     fn drop(&mut self) {
         *self.stop.0.lock() = true;
         self.stop.1.notify_all();
-        if let Some(thread) = self.thread.take() {
-            // The engine may be dropped by this very thread, when its round held the last
-            // handle: it then ends on its own once the round returns.
+        for thread in self.threads.drain(..) {
+            // The engine may be dropped by one of these very threads, when its round held
+            // the last handle: it then ends on its own once the round returns.
             if thread.thread().id() != std::thread::current().id() {
                 let _ = thread.join();
             }

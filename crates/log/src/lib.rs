@@ -27,6 +27,7 @@
 //! # }
 //! ```
 
+mod cleaner;
 mod clock;
 mod consumer;
 mod engine;
@@ -38,6 +39,7 @@ mod producer;
 mod producer_ids;
 mod topic;
 
+pub use cleaner::CleaningRound;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics,
@@ -63,4 +65,4 @@ pub use logd_storage::{
     RealFs, Storage,
 };
 pub use producer::{Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
-pub use topic::{Fsync, TopicConfig, validate_topic_name};
+pub use topic::{CleanupPolicy, Fsync, TopicConfig, validate_topic_name};

@@ -33,8 +33,62 @@ pub enum Fsync {
     Never,
 }
 
+/// What becomes of a topic's old records (Kafka `cleanup.policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum CleanupPolicy {
+    /// Retention deletes whole old segments (by time and size).
+    #[default]
+    #[serde(rename = "delete")]
+    Delete,
+    /// The cleaner keeps each key's latest record (key compaction); retention deletes nothing.
+    #[serde(rename = "compact")]
+    Compact,
+    /// Both: compaction, and retention by time and size.
+    #[serde(rename = "compact,delete")]
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    /// Reads Kafka's value: `delete`, `compact`, or both comma-separated in either order.
+    pub fn parse(value: &str) -> Option<CleanupPolicy> {
+        let (mut compact, mut delete) = (false, false);
+        for part in value.split(',').map(str::trim) {
+            match part {
+                "compact" => compact = true,
+                "delete" => delete = true,
+                _ => return None,
+            }
+        }
+        match (compact, delete) {
+            (true, true) => Some(CleanupPolicy::CompactDelete),
+            (true, false) => Some(CleanupPolicy::Compact),
+            (false, true) => Some(CleanupPolicy::Delete),
+            (false, false) => None,
+        }
+    }
+
+    /// Kafka's spelling of the policy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactDelete => "compact,delete",
+        }
+    }
+
+    /// The cleaner compacts the topic.
+    pub fn compacts(self) -> bool {
+        self != CleanupPolicy::Delete
+    }
+
+    /// Retention deletes old segments.
+    pub fn deletes(self) -> bool {
+        self != CleanupPolicy::Compact
+    }
+}
+
 /// A topic's configuration, stored with the topic.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TopicConfig {
     /// Number of partitions (Kafka's default is 1).
@@ -53,6 +107,20 @@ pub struct TopicConfig {
     pub fsync: Fsync,
     /// Largest batch accepted.
     pub max_batch_bytes: usize,
+    /// Delete old segments, compact by key, or both (Kafka `cleanup.policy`). A compacted
+    /// topic refuses records without a key.
+    pub cleanup_policy: CleanupPolicy,
+    /// The cleaner takes a compacted partition once this share of its cleanable bytes is
+    /// not yet cleaned (Kafka `min.cleanable.dirty.ratio`, 0.5).
+    pub min_cleanable_dirty_ratio: f64,
+    /// Records stay uncompacted at least this long (ms; Kafka `min.compaction.lag.ms`, 0).
+    pub min_compaction_lag_ms: i64,
+    /// A partition with records not yet cleaned this long (ms) is cleaned whatever its dirty
+    /// ratio (Kafka `max.compaction.lag.ms`); `None` for no bound.
+    pub max_compaction_lag_ms: Option<i64>,
+    /// How long a tombstone stays after the cleaning that first kept it (ms; Kafka
+    /// `delete.retention.ms`, 1 day), so a consumer that is behind still sees the delete.
+    pub delete_retention_ms: i64,
 }
 
 impl Default for TopicConfig {
@@ -66,6 +134,11 @@ impl Default for TopicConfig {
             segment_ms: storage.segment_ms,
             fsync: Fsync::Always,
             max_batch_bytes: storage.max_batch_bytes,
+            cleanup_policy: CleanupPolicy::Delete,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: None,
+            delete_retention_ms: 24 * 60 * 60 * 1000,
         }
     }
 }
@@ -76,9 +149,13 @@ impl TopicConfig {
         LogConfig {
             segment_bytes: self.segment_bytes,
             segment_ms: self.segment_ms,
-            retention_ms: self.retention_ms,
-            retention_bytes: self.retention_bytes,
+            // A compacted topic keeps each key's latest record forever unless it also deletes.
+            retention_ms: self.retention_ms.filter(|_| self.cleanup_policy.deletes()),
+            retention_bytes: self
+                .retention_bytes
+                .filter(|_| self.cleanup_policy.deletes()),
             max_batch_bytes: self.max_batch_bytes,
+            require_keys: self.cleanup_policy.compacts(),
             fsync: match self.fsync {
                 Fsync::Always => FsyncPolicy::Always,
                 Fsync::IntervalMs(ms) => FsyncPolicy::Interval(Duration::from_millis(ms)),
@@ -97,6 +174,19 @@ impl TopicConfig {
         }
         if matches!(self.fsync, Fsync::IntervalMs(0)) {
             return Err(Error::InvalidConfig("fsync interval must be positive"));
+        }
+        if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
+            return Err(Error::InvalidConfig(
+                "min.cleanable.dirty.ratio must be between 0 and 1",
+            ));
+        }
+        if self.min_compaction_lag_ms < 0
+            || self.max_compaction_lag_ms.is_some_and(|ms| ms <= 0)
+            || self.delete_retention_ms < 0
+        {
+            return Err(Error::InvalidConfig(
+                "compaction lags and delete.retention.ms must not be negative (max.compaction.lag.ms positive)",
+            ));
         }
         self.log_config().validate()?;
         Ok(())

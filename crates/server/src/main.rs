@@ -195,6 +195,14 @@ struct ServeArgs {
     /// How often retention runs, in ms.
     #[arg(long, env = "LOGD_RETENTION_CHECK_MS", default_value_t = 60_000)]
     retention_check_ms: u64,
+    /// How long the cleaner (compaction of `cleanup.policy=compact` topics) sleeps between
+    /// rounds, in ms (Kafka `log.cleaner.backoff.ms`).
+    #[arg(long, env = "LOGD_CLEANER_BACKOFF_MS", default_value_t = 15_000)]
+    cleaner_backoff_ms: u64,
+    /// The cleaner's key map budget in bytes; a partition with more keys is cleaned in
+    /// several passes (Kafka `log.cleaner.dedupe.buffer.size`).
+    #[arg(long, env = "LOGD_CLEANER_BUFFER_BYTES", default_value_t = 128 << 20)]
+    cleaner_buffer_bytes: usize,
     /// How long the first rebalance of an empty consumer group waits for more members, in ms
     /// (Kafka `group.initial.rebalance.delay.ms`).
     #[arg(
@@ -483,6 +491,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         housekeeping: logd::Housekeeping {
             enabled: true,
             retention_check: Duration::from_millis(args.retention_check_ms.max(100)),
+            cleaner_backoff: Duration::from_millis(args.cleaner_backoff_ms.max(10)),
+            cleaner_buffer_bytes: args.cleaner_buffer_bytes,
         },
         max_open_files,
         ..Config::default()

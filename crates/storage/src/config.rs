@@ -53,6 +53,9 @@ pub struct LogConfig {
     /// Largest size a compressed batch may expand to when it is validated or decoded
     /// (default 64 MiB).
     pub max_decompressed_bytes: usize,
+    /// Refuse an append holding a record without a key (a compacted topic's partitions:
+    /// cleaning keeps records by key, and Kafka refuses keyless ones there too).
+    pub require_keys: bool,
 }
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
@@ -69,6 +72,7 @@ impl Default for LogConfig {
             checkpoint_interval_bytes: 64 << 20,
             max_batch_bytes: (1 << 20) + 12,
             max_decompressed_bytes: 64 << 20,
+            require_keys: false,
         }
     }
 }

@@ -98,6 +98,16 @@ pub enum Error {
         /// Which rule it broke.
         reason: &'static str,
     },
+    /// A record without a key offered to a log that requires keys (a compacted topic).
+    #[error(
+        "compacted topic cannot accept a record without a key (record {index} of the batch at byte {position})"
+    )]
+    KeylessRecord {
+        /// Where the batch starts in the input.
+        position: usize,
+        /// The record's position in the batch, from 0.
+        index: usize,
+    },
     /// A record inside a batch whose fields do not parse or do not fill its length.
     #[error("invalid record {index} in batch: {reason}")]
     InvalidRecord {

@@ -49,7 +49,7 @@ pub use io::{
     CachedFs, CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile,
     create_dir_durable, disk_space, lock_holder, replace_file,
 };
-pub use log::{CleanOptions, CleanReport, PartitionLog, sync_logs};
+pub use log::{CleanOptions, CleanReport, Dirtiness, PartitionLog, sync_logs};
 pub use offset::Offset;
 pub use producer::{BATCHES_RETAINED, BatchMetadata, ProducerInfo, advance_sequence};
 

@@ -167,6 +167,26 @@ async fn topic(
             "max_batch_bytes",
             config.max_batch_bytes != defaults.max_batch_bytes,
         ),
+        (
+            "cleanup_policy",
+            config.cleanup_policy != defaults.cleanup_policy,
+        ),
+        (
+            "min_cleanable_dirty_ratio",
+            config.min_cleanable_dirty_ratio != defaults.min_cleanable_dirty_ratio,
+        ),
+        (
+            "min_compaction_lag_ms",
+            config.min_compaction_lag_ms != defaults.min_compaction_lag_ms,
+        ),
+        (
+            "max_compaction_lag_ms",
+            config.max_compaction_lag_ms != defaults.max_compaction_lag_ms,
+        ),
+        (
+            "delete_retention_ms",
+            config.delete_retention_ms != defaults.delete_retention_ms,
+        ),
     ]
     .into_iter()
     .filter_map(|(key, differs)| differs.then_some(key))
@@ -201,6 +221,11 @@ async fn topic(
             "segment_bytes": config.segment_bytes,
             "segment_ms": config.segment_ms,
             "max_batch_bytes": config.max_batch_bytes,
+            "cleanup_policy": config.cleanup_policy.as_str(),
+            "min_cleanable_dirty_ratio": config.min_cleanable_dirty_ratio,
+            "min_compaction_lag_ms": config.min_compaction_lag_ms,
+            "max_compaction_lag_ms": config.max_compaction_lag_ms,
+            "delete_retention_ms": config.delete_retention_ms,
         },
         "non_default": non_default,
         "partitions": partitions,

@@ -145,6 +145,13 @@ fn read(
                 cursor.next = record.offset + 1;
                 progressed = true;
             }
+            // Every record taken: past the batches too, which a cleaning may have emptied.
+            if let Some(after) = logd_storage::batch::offset_after(&bytes)
+                && after > cursor.next
+            {
+                cursor.next = after;
+                progressed = true;
+            }
         }
         if !open || limit.is_some_and(|n| seen >= n) {
             return Ok(seen);

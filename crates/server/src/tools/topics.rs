@@ -30,8 +30,8 @@ enum TopicsCommand {
     },
     /// List topics.
     List,
-    /// Show a topic's partitions with their first and next offsets and size on disk, and the
-    /// idempotent producers each one tracks.
+    /// Show a topic's partitions with their first and next offsets and size on disk, the
+    /// configs set on it, and the idempotent producers each one tracks.
     Describe {
         /// Topic name.
         name: String,
@@ -110,6 +110,32 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
             for (p, offsets) in client.offsets_of(name, &all)? {
                 let size = sizes.get(&p).map_or("-".to_owned(), i64::to_string);
                 writeln!(out, "{p}\t{}\t{}\t{size}", offsets.earliest, offsets.latest)?;
+            }
+            // Some clusters' brokers do not describe configs (librdkafka's mock cluster among
+            // them): the partitions above still stand.
+            let configs = match client.topic_configs(name) {
+                Ok(configs) => configs,
+                Err(e) => {
+                    writeln!(out, "configs: not available ({e})")?;
+                    Vec::new()
+                }
+            };
+            let set: Vec<String> = configs
+                .iter()
+                .filter(|c| c.set_on_topic)
+                .map(|c| format!("{}={}", c.name, c.value.as_deref().unwrap_or("")))
+                .collect();
+            if !set.is_empty() {
+                writeln!(out, "configs set on the topic: {}", set.join(" "))?;
+            }
+            let policy = configs.iter().find(|c| c.name == "cleanup.policy");
+            if policy.is_some_and(|c| c.value.as_deref().is_some_and(|v| v.contains("compact"))) {
+                // The first question every Kafka user asks of a compacted topic.
+                writeln!(
+                    out,
+                    "compacted: the cleaner keeps each key's latest record in the sealed \
+                     segments; the active segment (the last, still written to) is never cleaned"
+                )?;
             }
             let producers = client.producers(name)?;
             if !producers.is_empty() {

@@ -9,6 +9,7 @@ mod clients;
 mod cluster_admin;
 mod cluster_facade;
 mod cluster_tools;
+mod compaction;
 mod conformance;
 mod console;
 mod console_access;

@@ -321,6 +321,17 @@ impl<'a> BatchRef<'a> {
     }
 }
 
+/// The offset after the last whole batch in `batches` (a fetch's or a read's bytes), `None`
+/// if there is none. A reader continues from here once it has taken every record: batches a
+/// cleaning emptied hold offsets but no records, and a reader that moved only past records
+/// would read them again forever.
+pub fn offset_after(batches: &[u8]) -> Option<i64> {
+    BatchIter::new(batches, 0)
+        .map_while(|item| item.ok())
+        .map(|(_, batch)| batch.header.next_offset())
+        .last()
+}
+
 /// Iterates over the whole batches in a buffer of concatenated batches (a segment, a fetch
 /// response), reading headers only. Stops with an error at the first bad or partial batch.
 #[derive(Debug, Clone)]

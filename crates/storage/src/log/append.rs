@@ -177,6 +177,15 @@ fn validate_input(batches: &[u8], config: &LogConfig) -> Result<Vec<(usize, Batc
             });
         }
         batch.validate(position, config.max_decompressed_bytes)?;
+        if config.require_keys {
+            let records = batch.records(config.max_decompressed_bytes)?;
+            if let Some(index) = records
+                .iter()
+                .position(|r| r.is_ok_and(|r| r.key.is_none()))
+            {
+                return Err(Error::KeylessRecord { position, index });
+            }
+        }
         headers.push((position, batch.header));
     }
     Ok(headers)

@@ -85,6 +85,19 @@ pub struct CleanReport {
     pub key_map_full: bool,
 }
 
+/// How much of a log's cleanable part (its sealed segments old enough to clean) a cleaning
+/// has not covered yet: what decides whether a pass is due.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dirtiness {
+    /// Bytes of the sealed segments old enough to clean.
+    pub cleanable_bytes: u64,
+    /// Those of them from the segment holding `first_dirty` on.
+    pub dirty_bytes: u64,
+    /// The newest record timestamp of the first dirty segment, if there is one: how long
+    /// records have waited for a cleaning (at most a segment's span too early).
+    pub first_dirty_timestamp: Option<i64>,
+}
+
 /// A sealed segment as the pass reads it.
 struct Cleanable {
     base: i64,
@@ -122,6 +135,27 @@ impl PartitionLog {
             report.cleaned_up_to = Offset(segment.next_offset);
         }
         Ok(report)
+    }
+
+    /// How much of what [`PartitionLog::clean`] would take with `options` is dirty.
+    pub fn dirtiness(&self, options: &CleanOptions) -> Dirtiness {
+        let newest_allowed = options.now_ms.saturating_sub(options.min_compaction_lag_ms);
+        let state = self.state.lock();
+        let sealed = &state.segments[..state.segments.len() - 1];
+        let mut found = Dirtiness::default();
+        for segment in sealed {
+            if segment.max_timestamp > newest_allowed {
+                break;
+            }
+            found.cleanable_bytes += segment.size;
+            if segment.next_offset > options.first_dirty.0 {
+                found.dirty_bytes += segment.size;
+                found
+                    .first_dirty_timestamp
+                    .get_or_insert(segment.max_timestamp);
+            }
+        }
+        found
     }
 
     /// The sealed segments old enough to clean, oldest first, as views of their bytes.

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::io::{DirLock, RealFs, Storage};
 use crate::{Offset, ProducerInfo, RecoveryReport, RetentionReport};
 
-pub use self::clean::{CleanOptions, CleanReport};
+pub use self::clean::{CleanOptions, CleanReport, Dirtiness};
 pub use self::sync_many::sync_logs;
 
 /// One partition's log in one directory. Share it between threads with `Arc`.
@@ -194,7 +194,7 @@ impl PartitionLog {
     }
 
     /// Changes the limits a running log applies from its next append or retention pass:
-    /// segment size and age, retention time and size, largest batch. The other settings
+    /// segment size and age, retention time and size, largest batch, keys required. The other settings
     /// (fsync policy, index and checkpoint intervals) stay as the log was opened with.
     pub fn reconfigure(&self, limits: &LogConfig) -> Result<()> {
         let mut config = self.config.write();
@@ -204,6 +204,7 @@ impl PartitionLog {
             retention_ms: limits.retention_ms,
             retention_bytes: limits.retention_bytes,
             max_batch_bytes: limits.max_batch_bytes,
+            require_keys: limits.require_keys,
             ..config.clone()
         };
         next.validate()?;

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::PartitionLog;
 use crate::Offset;
 use crate::batch::walk::walk_with_positions;
-use crate::batch::{BatchIter, RecordRef};
+use crate::batch::{BatchIter, RecordRef, offset_after};
 use crate::error::{Error, Result};
 use crate::segment::Segment;
 
@@ -43,8 +43,10 @@ impl PartitionLog {
 
     /// Calls `f` with every record from `from` on, in the batches [`PartitionLog::read`] would
     /// return for the same `max_bytes`, until `f` returns false; keys and values are slices of
-    /// the memory-mapped segment, never copies. Returns the offset after the last record
-    /// passed to `f` (`from` if none was).
+    /// the memory-mapped segment, never copies. Returns where to continue: the offset after
+    /// the last record passed to `f` if it stopped the walk, else the offset after the last
+    /// batch walked (past the offsets a cleaning left without records, so a reader never
+    /// stalls on a batch it emptied).
     ///
     /// Each batch's CRC is checked just before its first record is passed, while the next
     /// batch is prefetched: for a full scan this is faster than `read` followed by a walk of
@@ -58,6 +60,7 @@ impl PartitionLog {
         mut f: impl FnMut(RecordRef<'_>) -> bool,
     ) -> Result<Offset> {
         let mut next = from.0;
+        let mut stopped = false;
         let Some(range) = self.batch_range(from, max_bytes, false)? else {
             return Ok(from);
         };
@@ -71,10 +74,14 @@ impl PartitionLog {
                     return true;
                 }
                 next = record.offset + 1;
-                f(record)
+                stopped = !f(record);
+                !stopped
             },
         )
         .map_err(|(position, e)| Error::corrupted(&range.path, position as u64, e))?;
+        if !stopped {
+            next = next.max(offset_after(&range.view[range.start..range.end]).unwrap_or(next));
+        }
         Ok(Offset(next))
     }
 

@@ -1,0 +1,203 @@
+//! Compacted topics over the engine: the cleaner keeps each key's latest record at its offset
+//! (its own thread does it, also for a topic altered to compact, or the embedder's
+//! `clean_topics`), a consumer reads across what
+//! the cleaning removed, records without a key are refused and store nothing, and retention
+//! deletes nothing of a topic that only compacts.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use logd::{
+    AutoOffsetReset, CleanupPolicy, Config, Consumer, ConsumerConfig, Error, Housekeeping, Log,
+    ManualClock, TopicConfig, TopicPartition,
+};
+use logd_storage::batch::{BatchBuilder, Compression};
+
+use super::eventually;
+
+/// One batch of `(key, value)` records at `ts`; a `None` key is a keyless record.
+fn batch(records: &[(Option<&str>, &str)], ts: i64) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(Compression::None);
+    for (key, value) in records {
+        builder.push(ts, key.map(str::as_bytes), Some(value.as_bytes()), &[]);
+    }
+    builder.build(0).unwrap()
+}
+
+fn compacted(policy: CleanupPolicy) -> TopicConfig {
+    TopicConfig {
+        cleanup_policy: policy,
+        segment_bytes: 1024,
+        retention_ms: Some(1),
+        ..TopicConfig::default()
+    }
+}
+
+/// Writes 300 records of about 100 bytes over keys k0..k9 into `t`-0; what each key's latest
+/// value and offset are.
+fn write(log: &Log) -> BTreeMap<String, (i64, String)> {
+    let mut latest = BTreeMap::new();
+    for i in 0..100 {
+        let records: Vec<(String, String)> = (0..3)
+            .map(|j| {
+                let n = i * 3 + j;
+                (format!("k{}", n % 10), format!("v{n}-{}", "x".repeat(100)))
+            })
+            .collect();
+        let refs: Vec<(Option<&str>, &str)> = records
+            .iter()
+            .map(|(k, v)| (Some(k.as_str()), v.as_str()))
+            .collect();
+        let info = log.append("t", 0, &mut batch(&refs, 1_000)).unwrap();
+        for (j, (k, v)) in records.into_iter().enumerate() {
+            latest.insert(k, (info.base_offset.0 + j as i64, v));
+        }
+    }
+    latest
+}
+
+/// Everything a consumer reads of `t`-0 from the start: key to (offset, value), in order.
+fn consume(log: &Log) -> Vec<(i64, String, String)> {
+    let mut consumer = Consumer::new(
+        log,
+        ConsumerConfig {
+            auto_offset_reset: AutoOffsetReset::Earliest,
+            max_poll_records: 7,
+            ..ConsumerConfig::default()
+        },
+    );
+    consumer.assign(vec![TopicPartition::new("t", 0)]).unwrap();
+    let mut read = Vec::new();
+    let end = log.partition("t", 0).unwrap().end_offset().0;
+    for _ in 0..1_000 {
+        for r in consumer.poll(Duration::from_millis(10)).unwrap() {
+            let text = |b: Option<bytes::Bytes>| String::from_utf8(b.unwrap().to_vec()).unwrap();
+            read.push((r.offset, text(r.key), text(r.value)));
+        }
+        if consumer.position(&TopicPartition::new("t", 0)).unwrap() >= end {
+            return read;
+        }
+    }
+    panic!("the consumer never reached {end}: read {read:?}");
+}
+
+#[test]
+fn the_cleaner_keeps_each_keys_latest_record_and_consumers_read_past_the_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(10_000));
+    let config = Config {
+        housekeeping: Housekeeping {
+            enabled: false,
+            ..Housekeeping::default()
+        },
+        ..Config::default()
+    };
+    let log = Log::open_with(Arc::new(logd_storage::RealFs), clock, dir.path(), config).unwrap();
+    log.create_topic("t", compacted(CleanupPolicy::Compact))
+        .unwrap();
+    let latest = write(&log);
+    let partition = log.partition("t", 0).unwrap();
+    assert!(partition.segment_count() > 3, "several sealed segments");
+    let end = partition.end_offset();
+
+    // Retention (1 ms) deletes nothing of a topic that only compacts.
+    assert_eq!(log.apply_retention(1_000_000).unwrap(), 0);
+
+    let round = log.clean_topics(10_000, 1 << 20);
+    assert_eq!(round.partitions_cleaned, 1, "{round:?}");
+    assert!(round.records_removed > 250, "{round:?}");
+    assert_eq!(partition.end_offset(), end, "offsets never move");
+    // The active segment is never cleaned: its keys may still have older copies before it.
+    let read = consume(&log);
+    let mut last_seen = BTreeMap::new();
+    for (offset, key, value) in &read {
+        last_seen.insert(key.clone(), (*offset, value.clone()));
+    }
+    assert_eq!(last_seen, latest, "each key's latest record, at its offset");
+    assert!(
+        read.len() < 60,
+        "most older records went: {} read",
+        read.len()
+    );
+    let offsets: Vec<i64> = read.iter().map(|r| r.0).collect();
+    assert!(offsets.windows(2).all(|w| w[0] < w[1]), "in offset order");
+
+    // Without new writes, the next round finds nothing due.
+    assert_eq!(log.clean_topics(20_000, 1 << 20).partitions_cleaned, 0);
+
+    // A record without a key is refused and stores nothing (Kafka's INVALID_RECORD).
+    let refused = log.append("t", 0, &mut batch(&[(Some("k1"), "x"), (None, "y")], 2_000));
+    assert!(
+        matches!(
+            refused,
+            Err(Error::Storage(logd_storage::Error::KeylessRecord {
+                index: 1,
+                ..
+            }))
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(partition.end_offset(), end);
+}
+
+#[test]
+fn compact_and_delete_also_applies_retention_and_delete_only_topics_take_keyless_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        housekeeping: Housekeeping {
+            enabled: false,
+            ..Housekeeping::default()
+        },
+        ..Config::default()
+    };
+    let log = Log::open(dir.path(), config).unwrap();
+    log.create_topic("t", compacted(CleanupPolicy::CompactDelete))
+        .unwrap();
+    write(&log);
+    assert!(
+        log.apply_retention(1_000_000).unwrap() > 0,
+        "retention applies too"
+    );
+    log.create_topic("plain", TopicConfig::default()).unwrap();
+    log.append("plain", 0, &mut batch(&[(None, "keyless")], 1))
+        .unwrap();
+}
+
+#[test]
+fn the_engines_own_cleaner_thread_compacts_without_the_embedder() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        housekeeping: Housekeeping {
+            cleaner_backoff: Duration::from_millis(20),
+            ..Housekeeping::default()
+        },
+        ..Config::default()
+    };
+    let log = Log::open(dir.path(), config).unwrap();
+    // Written as a plain topic, then altered to compact (as `logd topics alter` does).
+    log.create_topic("t", compacted(CleanupPolicy::Delete))
+        .unwrap();
+    let latest = write(&log);
+    let partition = log.partition("t", 0).unwrap();
+    let before = partition.size_bytes();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        partition.size_bytes(),
+        before,
+        "nothing cleans a topic that only deletes"
+    );
+    log.alter_topic_config("t", compacted(CleanupPolicy::Compact))
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || partition.size_bytes()
+            < before / 2),
+        "the cleaner thread shrank the partition: {} of {before} bytes",
+        partition.size_bytes()
+    );
+    let mut last_seen = BTreeMap::new();
+    for (offset, key, value) in consume(&log) {
+        last_seen.insert(key, (offset, value));
+    }
+    assert_eq!(last_seen, latest);
+}
