@@ -16,6 +16,9 @@ use logd_storage::batch::{BatchBuilder, Compression};
 
 use super::eventually;
 
+/// Linux's EMFILE: too many open files.
+const EMFILE: i32 = 24;
+
 /// One batch of `(key, value)` records at `ts`; a `None` key is a keyless record.
 fn batch(records: &[(Option<&str>, &str)], ts: i64) -> Vec<u8> {
     let mut builder = BatchBuilder::new(Compression::None);
@@ -104,7 +107,7 @@ fn the_cleaner_keeps_each_keys_latest_record_and_consumers_read_past_the_gaps() 
     // Retention (1 ms) deletes nothing of a topic that only compacts.
     assert_eq!(log.apply_retention(1_000_000).unwrap(), 0);
 
-    let round = log.clean_topics(10_000, 1 << 20);
+    let round = log.clean_topics(10_000, 1 << 20, None);
     assert_eq!(round.partitions_cleaned, 1, "{round:?}");
     assert!(round.records_removed > 250, "{round:?}");
     assert_eq!(partition.end_offset(), end, "offsets never move");
@@ -124,7 +127,10 @@ fn the_cleaner_keeps_each_keys_latest_record_and_consumers_read_past_the_gaps() 
     assert!(offsets.windows(2).all(|w| w[0] < w[1]), "in offset order");
 
     // Without new writes, the next round finds nothing due.
-    assert_eq!(log.clean_topics(20_000, 1 << 20).partitions_cleaned, 0);
+    assert_eq!(
+        log.clean_topics(20_000, 1 << 20, None).partitions_cleaned,
+        0
+    );
 
     // A record without a key is refused and stores nothing (Kafka's INVALID_RECORD).
     let refused = log.append("t", 0, &mut batch(&[(Some("k1"), "x"), (None, "y")], 2_000));
@@ -200,4 +206,59 @@ fn the_engines_own_cleaner_thread_compacts_without_the_embedder() {
         last_seen.insert(key, (offset, value));
     }
     assert_eq!(last_seen, latest);
+}
+
+#[test]
+fn a_failed_cleaning_is_counted_and_retried_after_a_backoff_while_writes_go_on() {
+    let fs = logd_storage::SimFs::new();
+    let config = Config {
+        housekeeping: Housekeeping {
+            enabled: false,
+            ..Housekeeping::default()
+        },
+        ..Config::default()
+    };
+    let clock = Arc::new(ManualClock::new(10_000));
+    let log = Log::open_with(Arc::new(fs.clone()), clock, "/data", config).unwrap();
+    log.create_topic("t", compacted(CleanupPolicy::Compact))
+        .unwrap();
+    let latest = write(&log);
+
+    // The cleaned segment's file cannot be created (out of descriptors, say).
+    fs.fail_nth(logd_storage::FaultKind::Create, 0, EMFILE);
+    let failed = log.clean_topics(10_000, 1 << 20, None);
+    assert_eq!(
+        (failed.failed, failed.partitions_cleaned),
+        (1, 0),
+        "{failed:?}"
+    );
+    let stats = log.cleaner_stats();
+    assert_eq!(
+        (stats.failures, stats.uncleanable_partitions),
+        (1, 1),
+        "{stats:?}"
+    );
+    // The partition still takes writes: a cleaning failure is not a write failure.
+    log.append("t", 0, &mut batch(&[(Some("k0"), "after")], 2_000))
+        .unwrap();
+    let after = log.partition("t", 0).unwrap().end_offset().0 - 1;
+
+    // Within the backoff (15 s) it waits; past it, it is cleaned.
+    let waiting = log.clean_topics(20_000, 1 << 20, None);
+    assert_eq!(
+        (waiting.backing_off, waiting.partitions_cleaned),
+        (1, 0),
+        "{waiting:?}"
+    );
+    let retried = log.clean_topics(25_001, 1 << 20, None);
+    assert_eq!(retried.partitions_cleaned, 1, "{retried:?}");
+    assert_eq!(log.cleaner_stats().uncleanable_partitions, 0);
+    assert!(log.cleaner_stats().records_removed > 250);
+    let mut expected = latest;
+    expected.insert("k0".into(), (after, "after".into()));
+    let mut last_seen = BTreeMap::new();
+    for (offset, key, value) in consume(&log) {
+        last_seen.insert(key, (offset, value));
+    }
+    assert_eq!(last_seen, expected);
 }

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::Weak;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use logd_storage::{CleanOptions, Offset};
 use parking_lot::{Condvar, Mutex};
@@ -37,8 +37,56 @@ pub(crate) struct PartitionCleaning {
     retry_at: i64,
 }
 
-/// The cleaner's memory of every compacted partition, by topic and partition.
-pub(crate) type CleanerState = Mutex<HashMap<(String, u32), PartitionCleaning>>;
+/// The cleaner's memory of every compacted partition, by topic and partition, and its totals.
+#[derive(Debug, Default)]
+pub(crate) struct CleanerState {
+    partitions: Mutex<HashMap<(String, u32), PartitionCleaning>>,
+    totals: Mutex<CleanerStats>,
+}
+
+/// What the cleaner did since the engine opened, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CleanerStats {
+    /// Passes that ended well.
+    pub passes: u64,
+    /// Records they dropped.
+    pub records_removed: u64,
+    /// Bytes the rewritten segments shrank by.
+    pub bytes_freed: u64,
+    /// Passes that failed.
+    pub failures: u64,
+    /// Partitions waiting out a backoff after a failure now.
+    pub uncleanable_partitions: u64,
+}
+
+/// A compacted partition and what decides whether, and how soon, to clean it.
+struct Candidate {
+    key: (String, u32),
+    log: std::sync::Arc<logd_storage::PartitionLog>,
+    options: CleanOptions,
+    memory: PartitionCleaning,
+    dirty_ratio: f64,
+}
+
+/// Holds a pass to `max_bytes_per_sec` by sleeping once it is ahead of that rate.
+struct Throttle {
+    max_bytes_per_sec: Option<u64>,
+    started: Instant,
+    bytes: u64,
+}
+
+impl Throttle {
+    fn pace(&mut self, bytes: u64) {
+        let Some(rate) = self.max_bytes_per_sec.filter(|r| *r > 0) else {
+            return;
+        };
+        self.bytes += bytes;
+        let due = Duration::from_secs_f64(self.bytes as f64 / rate as f64);
+        if let Some(ahead) = due.checked_sub(self.started.elapsed()) {
+            std::thread::sleep(ahead);
+        }
+    }
+}
 
 /// What one round of the cleaner did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,27 +105,28 @@ pub struct CleaningRound {
 
 impl Log {
     /// Cleans every compacted partition that is due as of `now_ms` (see the module docs),
-    /// with a key map of at most `buffer_bytes`. The cleaner thread calls this; an embedder
-    /// that turned housekeeping off calls it itself.
-    pub fn clean_topics(&self, now_ms: i64, buffer_bytes: usize) -> CleaningRound {
+    /// the dirtiest first, each pass with a key map of at most `buffer_bytes` and held to
+    /// `max_bytes_per_sec` of I/O when given. The cleaner thread calls this; an embedder that
+    /// turned housekeeping off calls it itself.
+    pub fn clean_topics(
+        &self,
+        now_ms: i64,
+        buffer_bytes: usize,
+        max_bytes_per_sec: Option<u64>,
+    ) -> CleaningRound {
         let mut round = CleaningRound::default();
         let mut seen = Vec::new();
+        let mut due = Vec::new();
         for (name, topic) in self.topics_snapshot() {
             let config = topic.config.read().clone();
             if !config.cleanup_policy.compacts() {
                 continue;
             }
             let partitions = topic.partitions.read().clone();
-            for (partition, log) in partitions.iter().enumerate() {
+            for (partition, log) in partitions.into_iter().enumerate() {
                 let key = (name.clone(), partition as u32);
                 seen.push(key.clone());
-                let memory = self
-                    .shared
-                    .cleaning
-                    .lock()
-                    .get(&key)
-                    .copied()
-                    .unwrap_or_default();
+                let memory = self.cleaner_memory(&key);
                 if memory.retry_at > now_ms {
                     round.backing_off += 1;
                     continue;
@@ -90,63 +139,114 @@ impl Log {
                     first_dirty: Offset(memory.first_dirty),
                 };
                 let dirt = log.dirtiness(&options);
-                let ratio_due = dirt.dirty_bytes > 0
-                    && dirt.dirty_bytes as f64
-                        >= config.min_cleanable_dirty_ratio * dirt.cleanable_bytes as f64;
+                let dirty_ratio = match dirt.cleanable_bytes {
+                    0 => 0.0,
+                    all => dirt.dirty_bytes as f64 / all as f64,
+                };
+                let ratio_due =
+                    dirt.dirty_bytes > 0 && dirty_ratio >= config.min_cleanable_dirty_ratio;
                 let lag_due = config.max_compaction_lag_ms.is_some_and(|max| {
                     dirt.first_dirty_timestamp
                         .is_some_and(|ts| ts <= now_ms.saturating_sub(max))
                 });
-                if !(ratio_due || lag_due) {
-                    continue;
+                if ratio_due || lag_due {
+                    due.push(Candidate {
+                        key,
+                        log,
+                        options,
+                        memory,
+                        dirty_ratio,
+                    });
                 }
-                let next = match log.clean(&options) {
-                    Ok(report) => {
-                        round.partitions_cleaned += 1;
-                        round.records_removed += report.records_removed;
-                        round.bytes_freed += report.bytes_before - report.bytes_after;
-                        if report.segments_rewritten > 0 {
-                            tracing::info!(
-                                topic = %name,
-                                partition,
-                                removed = report.records_removed,
-                                freed = report.bytes_before - report.bytes_after,
-                                "cleaned"
-                            );
-                        }
-                        PartitionCleaning {
-                            first_dirty: report.cleaned_up_to.0,
-                            ..PartitionCleaning::default()
-                        }
-                    }
-                    Err(e) => {
-                        round.failed += 1;
-                        let failures = memory.failures + 1;
-                        let backoff =
-                            (FIRST_BACKOFF_MS << (failures - 1).min(10)).min(MAX_BACKOFF_MS);
-                        tracing::error!(
-                            topic = %name,
-                            partition,
-                            error = %e,
-                            retry_in_ms = backoff,
-                            "cleaning failed; the partition is retried after a backoff"
-                        );
-                        PartitionCleaning {
-                            failures,
-                            retry_at: now_ms.saturating_add(backoff),
-                            ..memory
-                        }
-                    }
-                };
-                self.shared.cleaning.lock().insert(key, next);
             }
         }
+        // The dirtiest first, as Kafka's cleaner picks the partition with the highest ratio.
+        due.sort_by(|a, b| b.dirty_ratio.total_cmp(&a.dirty_ratio));
+        for candidate in due {
+            let next = self.clean_one(&candidate, max_bytes_per_sec, &mut round);
+            self.shared
+                .cleaning
+                .partitions
+                .lock()
+                .insert(candidate.key, next);
+        }
         // Deleted topics and partitions leave nothing behind.
-        self.shared
-            .cleaning
-            .lock()
-            .retain(|key, _| seen.contains(key));
+        let mut partitions = self.shared.cleaning.partitions.lock();
+        partitions.retain(|key, _| seen.contains(key));
+        self.shared.cleaning.totals.lock().uncleanable_partitions =
+            partitions.values().filter(|p| p.retry_at > now_ms).count() as u64;
         round
+    }
+
+    /// What the cleaner did since the engine opened.
+    pub fn cleaner_stats(&self) -> CleanerStats {
+        *self.shared.cleaning.totals.lock()
+    }
+
+    fn cleaner_memory(&self, key: &(String, u32)) -> PartitionCleaning {
+        let partitions = self.shared.cleaning.partitions.lock();
+        partitions.get(key).copied().unwrap_or_default()
+    }
+
+    /// One pass over `candidate`; what to remember of it afterwards.
+    fn clean_one(
+        &self,
+        candidate: &Candidate,
+        max_bytes_per_sec: Option<u64>,
+        round: &mut CleaningRound,
+    ) -> PartitionCleaning {
+        let (name, partition) = (&candidate.key.0, candidate.key.1);
+        let mut throttle = Throttle {
+            max_bytes_per_sec,
+            started: Instant::now(),
+            bytes: 0,
+        };
+        let outcome = candidate
+            .log
+            .clean_paced(&candidate.options, &mut |bytes| throttle.pace(bytes));
+        let mut totals = self.shared.cleaning.totals.lock();
+        match outcome {
+            Ok(report) => {
+                let freed = report.bytes_before - report.bytes_after;
+                round.partitions_cleaned += 1;
+                round.records_removed += report.records_removed;
+                round.bytes_freed += freed;
+                totals.passes += 1;
+                totals.records_removed += report.records_removed;
+                totals.bytes_freed += freed;
+                if report.segments_rewritten > 0 {
+                    tracing::info!(
+                        topic = %name,
+                        partition,
+                        removed = report.records_removed,
+                        freed,
+                        "cleaned"
+                    );
+                }
+                PartitionCleaning {
+                    first_dirty: report.cleaned_up_to.0,
+                    ..PartitionCleaning::default()
+                }
+            }
+            Err(e) => {
+                round.failed += 1;
+                totals.failures += 1;
+                let failures = candidate.memory.failures + 1;
+                let backoff = (FIRST_BACKOFF_MS << (failures - 1).min(10)).min(MAX_BACKOFF_MS);
+                tracing::error!(
+                    topic = %name,
+                    partition,
+                    error = %e,
+                    retry_in_ms = backoff,
+                    "cleaning failed; the partition is retried after a backoff"
+                );
+                PartitionCleaning {
+                    failures,
+                    retry_at: candidate.options.now_ms.saturating_add(backoff),
+                    ..candidate.memory
+                }
+            }
+        }
     }
 }
 
@@ -168,7 +268,11 @@ pub(crate) fn run(shared: &Weak<Shared>, config: &Housekeeping, stop: &(Mutex<bo
         };
         let log = Log { shared };
         let now = log.clock().now_ms();
-        let round = log.clean_topics(now, config.cleaner_buffer_bytes);
+        let round = log.clean_topics(
+            now,
+            config.cleaner_buffer_bytes,
+            config.cleaner_io_max_bytes_per_sec,
+        );
         if round.failed > 0 {
             tracing::warn!(failed = round.failed, "cleaner round had failures");
         }
@@ -179,3 +283,30 @@ pub(crate) fn run(shared: &Weak<Shared>, config: &Housekeeping, stop: &(Mutex<bo
 pub(crate) const DEFAULT_BACKOFF: Duration = Duration::from_secs(15);
 /// Kafka's `log.cleaner.dedupe.buffer.size`: the key map's budget.
 pub(crate) const DEFAULT_BUFFER_BYTES: usize = 128 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_throttle_holds_a_pass_to_its_rate_and_an_unlimited_one_never_waits() {
+        let mut limited = Throttle {
+            max_bytes_per_sec: Some(1 << 20),
+            started: Instant::now(),
+            bytes: 0,
+        };
+        for _ in 0..4 {
+            limited.pace(64 << 10);
+        }
+        // 256 KiB at 1 MiB/s: a quarter of a second at least.
+        assert!(limited.started.elapsed() >= Duration::from_millis(250));
+
+        let mut unlimited = Throttle {
+            max_bytes_per_sec: None,
+            started: Instant::now(),
+            bytes: 0,
+        };
+        unlimited.pace(1 << 40);
+        assert_eq!(unlimited.bytes, 0, "nothing counted, nothing waited for");
+    }
+}

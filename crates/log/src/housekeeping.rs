@@ -32,6 +32,10 @@ pub struct Housekeeping {
     /// The cleaner's key map budget: a partition with more keys is cleaned in several passes
     /// (Kafka `log.cleaner.dedupe.buffer.size`, 128 MiB).
     pub cleaner_buffer_bytes: usize,
+    /// The cleaner's read and write rate limit, bytes per second, so a cleaning leaves the
+    /// disk to produce and fetch (Kafka `log.cleaner.io.max.bytes.per.second`); `None` for
+    /// none.
+    pub cleaner_io_max_bytes_per_sec: Option<u64>,
 }
 
 impl Default for Housekeeping {
@@ -41,6 +45,7 @@ impl Default for Housekeeping {
             retention_check: Duration::from_secs(60),
             cleaner_backoff: crate::cleaner::DEFAULT_BACKOFF,
             cleaner_buffer_bytes: crate::cleaner::DEFAULT_BUFFER_BYTES,
+            cleaner_io_max_bytes_per_sec: None,
         }
     }
 }

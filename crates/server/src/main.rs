@@ -203,6 +203,11 @@ struct ServeArgs {
     /// several passes (Kafka `log.cleaner.dedupe.buffer.size`).
     #[arg(long, env = "LOGD_CLEANER_BUFFER_BYTES", default_value_t = 128 << 20)]
     cleaner_buffer_bytes: usize,
+    /// The cleaner's I/O rate limit in bytes per second (read and written), so cleaning
+    /// leaves the disk to produce and fetch (Kafka `log.cleaner.io.max.bytes.per.second`);
+    /// unlimited when not given.
+    #[arg(long, env = "LOGD_CLEANER_IO_MAX_BYTES_PER_SEC")]
+    cleaner_io_max_bytes_per_sec: Option<u64>,
     /// How long the first rebalance of an empty consumer group waits for more members, in ms
     /// (Kafka `group.initial.rebalance.delay.ms`).
     #[arg(
@@ -493,6 +498,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             retention_check: Duration::from_millis(args.retention_check_ms.max(100)),
             cleaner_backoff: Duration::from_millis(args.cleaner_backoff_ms.max(10)),
             cleaner_buffer_bytes: args.cleaner_buffer_bytes,
+            cleaner_io_max_bytes_per_sec: args.cleaner_io_max_bytes_per_sec,
         },
         max_open_files,
         ..Config::default()

@@ -60,6 +60,10 @@ pub(crate) struct Metrics {
     dlq_oldest: Family<Labels, SecondsGauge>,
     producers: Family<Labels, Gauge>,
     duplicates: Family<Labels, Counter>,
+    cleaner_failures: Counter,
+    cleaner_records_removed: Counter,
+    cleaner_bytes_freed: Counter,
+    cleaner_uncleanable: Gauge,
     refused: Family<Labels, Counter>,
     authentication_failures: Family<Labels, Counter>,
     authorization_denied: Family<Labels, Counter>,
@@ -95,6 +99,10 @@ impl Metrics {
             dlq_oldest: Family::default(),
             producers: Family::default(),
             duplicates: Family::default(),
+            cleaner_failures: Counter::default(),
+            cleaner_records_removed: Counter::default(),
+            cleaner_bytes_freed: Counter::default(),
+            cleaner_uncleanable: Gauge::default(),
             refused: Family::default(),
             authentication_failures: Family::default(),
             authorization_denied: Family::default(),
@@ -217,6 +225,27 @@ impl Metrics {
             m.producers.clone(),
         );
         registry.register(
+            "cleaner_failures",
+            "Cleaning passes of compacted partitions that failed (each such partition is retried after a backoff)",
+            m.cleaner_failures.clone(),
+        );
+        registry.register(
+            "cleaner_records_removed",
+            "Records the cleaner dropped from compacted topics (superseded by a later record of their key)",
+            m.cleaner_records_removed.clone(),
+        );
+        registry.register_with_unit(
+            "cleaner_freed",
+            "Bytes the cleaner's rewritten segments shrank by",
+            Unit::Bytes,
+            m.cleaner_bytes_freed.clone(),
+        );
+        registry.register(
+            "cleaner_uncleanable_partitions",
+            "Compacted partitions whose last cleaning failed, waiting out a backoff",
+            m.cleaner_uncleanable.clone(),
+        );
+        registry.register(
             "duplicates_dropped",
             "Retried batches of idempotent producers answered as duplicates, not stored again",
             m.duplicates.clone(),
@@ -276,6 +305,7 @@ impl Metrics {
             self.refresh_groups(log);
             self.refresh_dead_letters(log);
             self.refresh_producers(log);
+            self.refresh_cleaner(log);
         }
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String does not fail");
@@ -369,6 +399,22 @@ impl Metrics {
             let counter = self.duplicates.get_or_create(&labels);
             counter.inc_by(described.duplicates_dropped.saturating_sub(counter.get()));
         }
+    }
+}
+
+impl Metrics {
+    fn refresh_cleaner(&self, log: &Log) {
+        let stats = log.cleaner_stats();
+        // The engine counts since it opened; the counters catch up to it.
+        for (counter, total) in [
+            (&self.cleaner_failures, stats.failures),
+            (&self.cleaner_records_removed, stats.records_removed),
+            (&self.cleaner_bytes_freed, stats.bytes_freed),
+        ] {
+            counter.inc_by(total.saturating_sub(counter.get()));
+        }
+        self.cleaner_uncleanable
+            .set(stats.uncleanable_partitions as i64);
     }
 }
 

@@ -131,6 +131,24 @@ fn a_compacted_topic_keeps_each_keys_latest_value_for_kafka_clients() {
         || size(addr) < written / 4,
     );
 
+    // The cleaner's work shows in /metrics.
+    let (_, metrics) = get(&http, "/metrics");
+    let removed: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("logd_cleaner_records_removed_total "))
+        .unwrap_or_else(|| panic!("{metrics}"))
+        .parse()
+        .unwrap();
+    assert!(removed >= 1_500.0, "{removed} records removed");
+    assert!(
+        metrics.contains("logd_cleaner_failures_total 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("logd_cleaner_uncleanable_partitions 0"),
+        "{metrics}"
+    );
+
     let read = librdkafka::consume(addr, "table", Offset::Beginning);
     let mut last_seen = BTreeMap::new();
     for record in &read {

@@ -110,6 +110,17 @@ impl PartitionLog {
     /// Runs one cleaning pass over the sealed segments (see the module docs). Appends and
     /// reads go on meanwhile; only the swap of each rewritten segment holds the log's lock.
     pub fn clean(&self, options: &CleanOptions) -> Result<CleanReport> {
+        self.clean_paced(options, &mut |_| {})
+    }
+
+    /// [`PartitionLog::clean`], calling `pace` with the bytes it read or wrote after each
+    /// batch it mapped or cleaned and each segment it wrote, so the caller can hold the pass
+    /// to an I/O rate (Kafka's `log.cleaner.io.max.bytes.per.second`) by sleeping there.
+    pub fn clean_paced(
+        &self,
+        options: &CleanOptions,
+        pace: &mut dyn FnMut(u64),
+    ) -> Result<CleanReport> {
         let _one_at_a_time = self.cleaning.lock();
         self.check_writable()?;
         let max_decompressed = self.config.read().max_decompressed_bytes;
@@ -122,14 +133,26 @@ impl PartitionLog {
             .iter()
             .position(|s| s.next_offset > options.first_dirty.0)
             .unwrap_or(cleanable.len());
-        let (latest, covered) =
-            key_map(&cleanable, dirty, options.key_map_bytes, max_decompressed)?;
+        let (latest, covered) = key_map(
+            &cleanable,
+            dirty,
+            options.key_map_bytes,
+            max_decompressed,
+            pace,
+        )?;
         report.key_map_full = covered < cleanable.len();
         for segment in &cleanable[..covered] {
-            if let Some(cleaned) =
-                clean_segment(segment, &latest, options, max_decompressed, &mut report)?
-            {
+            let cleaned = clean_segment(
+                segment,
+                &latest,
+                options,
+                max_decompressed,
+                &mut report,
+                pace,
+            )?;
+            if let Some(cleaned) = cleaned {
                 self.swap_in(segment, &cleaned, &mut report)?;
+                pace(cleaned.len() as u64);
             }
             report.segments_cleaned += 1;
             report.cleaned_up_to = Offset(segment.next_offset);
@@ -278,6 +301,7 @@ fn key_map(
     dirty: usize,
     budget: usize,
     max_decompressed: usize,
+    pace: &mut dyn FnMut(u64),
 ) -> Result<(HashMap<Vec<u8>, i64>, usize)> {
     let mut latest: HashMap<Vec<u8>, i64> = HashMap::new();
     let mut used = 0usize;
@@ -287,6 +311,7 @@ fn key_map(
             batch
                 .verify_crc(position)
                 .map_err(|e| Error::corrupted(&segment.path, position as u64, e))?;
+            pace(batch.bytes.len() as u64);
             let records = batch
                 .records(max_decompressed)
                 .map_err(|e| Error::corrupted(&segment.path, position as u64, e))?;
@@ -321,12 +346,14 @@ fn clean_segment(
     options: &CleanOptions,
     max_decompressed: usize,
     report: &mut CleanReport,
+    pace: &mut dyn FnMut(u64),
 ) -> Result<Option<Vec<u8>>> {
     let mut out = Vec::with_capacity(segment.view.len());
     let mut changed = false;
     for item in BatchIter::new(&segment.view, 0) {
         let (position, batch) = item.map_err(|e| Error::corrupted(&segment.path, 0, e))?;
         let corrupted = |e| Error::corrupted(&segment.path, position as u64, e);
+        pace(batch.bytes.len() as u64);
         let horizon = batch.header.delete_horizon();
         let past_horizon = horizon.is_some_and(|h| options.now_ms >= h);
         let (mut dropped, mut tombstones_dropped, mut tombstones_kept) = (0u64, 0u64, false);
