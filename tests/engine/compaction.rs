@@ -262,3 +262,30 @@ fn a_failed_cleaning_is_counted_and_retried_after_a_backoff_while_writes_go_on()
     }
     assert_eq!(last_seen, expected);
 }
+
+#[test]
+fn a_retry_worker_reading_a_compacted_source_is_carried_past_emptied_batches() {
+    use logd_retry::{Embedded, Transport};
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        housekeeping: Housekeeping {
+            enabled: false,
+            ..Housekeeping::default()
+        },
+        ..Config::default()
+    };
+    let log = Log::open(dir.path(), config).unwrap();
+    log.create_topic("t", compacted(CleanupPolicy::Compact))
+        .unwrap();
+    write(&log);
+    log.clean_topics(i64::MAX / 2, 1 << 20, None);
+    let first_kept = consume(&log)[0].0;
+    assert!(first_kept > 10, "the first batches hold nothing any more");
+    let mut transport = Embedded::new(log.clone());
+    let fetched = transport.fetch("t", 0, 0).unwrap();
+    assert_eq!(
+        fetched.first().map(|m| m.offset),
+        Some(first_kept),
+        "the first record that remains, not an empty answer that stalls the worker"
+    );
+}

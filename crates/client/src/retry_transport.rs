@@ -82,7 +82,15 @@ impl Transport for Remote {
     fn fetch(&mut self, topic: &str, partition: u32, offset: i64) -> Result<Vec<Message>> {
         let from = match self.client.fetch(topic, partition as i32, offset, 0) {
             Ok((batches, _)) => {
-                return decode_messages(&batches, topic, partition, offset, MAX_DECOMPRESSED);
+                let messages =
+                    decode_messages(&batches, topic, partition, offset, MAX_DECOMPRESSED)?;
+                // Only batches a cleaning emptied (a compacted source): look past them.
+                return match logd_storage::batch::offset_after(&batches) {
+                    Some(after) if messages.is_empty() && after > offset => {
+                        self.fetch(topic, partition, after)
+                    }
+                    _ => Ok(messages),
+                };
             }
             // Below the log start (retention deleted it): read from the start.
             Err(ClientError::Kafka { code, .. }) if code == codes::OFFSET_OUT_OF_RANGE => {

@@ -237,20 +237,27 @@ impl Transport for Embedded {
 
     fn fetch(&mut self, topic: &str, partition: u32, offset: i64) -> Result<Vec<Message>> {
         let log = self.log.partition(topic, partition)?;
-        let from = offset.max(log.log_start_offset().0);
-        if from >= log.high_watermark().0 {
-            return Ok(Vec::new());
+        let mut from = offset.max(log.log_start_offset().0);
+        loop {
+            if from >= log.high_watermark().0 {
+                return Ok(Vec::new());
+            }
+            let batches = log
+                .read(Offset(from), FETCH_BYTES)
+                .map_err(logd::Error::from)?;
+            let messages = decode_messages(
+                &batches,
+                topic,
+                partition,
+                from,
+                log.config().max_decompressed_bytes,
+            )?;
+            // Only batches a cleaning emptied (a compacted source): look past them.
+            match logd_storage::batch::offset_after(&batches) {
+                Some(after) if messages.is_empty() && after > from => from = after,
+                _ => return Ok(messages),
+            }
         }
-        let batches = log
-            .read(Offset(from), FETCH_BYTES)
-            .map_err(logd::Error::from)?;
-        decode_messages(
-            &batches,
-            topic,
-            partition,
-            from,
-            log.config().max_decompressed_bytes,
-        )
     }
 
     fn append(&mut self, topic: &str, partition: u32, mut batch: Vec<u8>) -> Result<i64> {
