@@ -1,6 +1,7 @@
 //! What the log cleaner costs the clients beside it (`benches/cleaner.sh`): produce and fetch
-//! latency on a plain topic while the cleaner compacts a large compacted topic of the same
-//! engine, against the same workload with the cleaner idle, in alternated rounds. Each
+//! latency on a plain topic while the engine's cleaner thread compacts a large topic of the
+//! same engine, against the same workload before that topic is altered to compact, in
+//! alternated rounds. Each
 //! produce is one small batch appended under fsync `always` (the default, so the cleaner's
 //! writes and fsyncs compete with it for the disk); each fetch reads 64 KiB from a random
 //! offset of the plain topic. Prints one line per round:
@@ -9,15 +10,13 @@
 //! Usage: `logd-cleaner-latency DIR MB ROUNDS [RATE_MB_PER_S]` (no rate: unlimited)
 
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use logd::{CleanupPolicy, Config, Housekeeping, Log, TopicConfig};
 use logd_storage::batch::{BatchBuilder, Compression};
 use logd_storage::{Offset, SplitMix64};
 
-/// How long each round measures.
+/// How long each round measures at least.
 const ROUND: Duration = Duration::from_secs(4);
 
 fn main() -> ExitCode {
@@ -30,10 +29,15 @@ fn main() -> ExitCode {
         eprintln!("usage: logd-cleaner-latency DIR MB ROUNDS [RATE_MB_PER_S]");
         return ExitCode::from(2);
     };
-    let rate = args.get(4).and_then(|a| a.parse::<u64>().ok()).map(|r| r << 20);
+    let rate = args
+        .get(4)
+        .and_then(|a| a.parse::<u64>().ok())
+        .map(|r| r << 20);
+    // The engine's own cleaner thread, waking every 10 ms, at the rate asked.
     let config = Config {
         housekeeping: Housekeeping {
-            enabled: false,
+            cleaner_backoff: Duration::from_millis(10),
+            cleaner_io_max_bytes_per_sec: rate,
             ..Housekeeping::default()
         },
         ..Config::default()
@@ -50,40 +54,33 @@ fn main() -> ExitCode {
             .expect("fill plain");
     }
     for round in 0..rounds {
-        // A fresh compacted topic each round: MB of 1 KiB values over 1,000 keys in 1 MiB
-        // segments, so nearly all of it is dropped by one cleaning.
+        // A fresh topic each round: MB of 1 KiB values over 1,000 keys in 1 MiB segments,
+        // written as a plain topic (the idle measurement), then altered to compact (the
+        // cleaner takes it at once, and one pass drops nearly all of it).
         let name = format!("table{round}");
-        let table = TopicConfig {
-            cleanup_policy: CleanupPolicy::Compact,
+        let mut table = TopicConfig {
             segment_bytes: 1 << 20,
             fsync: logd::Fsync::Never,
             ..TopicConfig::default()
         };
-        log.create_topic(&name, table).expect("compacted topic");
+        log.create_topic(&name, table.clone())
+            .expect("compacted topic");
         for i in 0..mb * 1024 / 32 {
             log.append(&name, 0, &mut batch(&mut rng, i as i64, 32))
                 .expect("fill the compacted topic");
         }
         log.partition(&name, 0).unwrap().flush().unwrap();
         for cleaning in [false, true] {
-            let stop = Arc::new(AtomicBool::new(false));
-            let cleaner = cleaning.then(|| {
-                let (log, stop) = (log.clone(), stop.clone());
-                std::thread::spawn(move || {
-                    let mut removed = 0;
-                    while !stop.load(Ordering::Relaxed) {
-                        let round = log.clean_topics(i64::MAX / 2, 128 << 20, rate);
-                        removed += round.bytes_freed;
-                        if round.partitions_cleaned == 0 {
-                            std::thread::sleep(Duration::from_millis(10));
-                        }
-                    }
-                    removed
-                })
-            });
-            let (produce, fetch) = measure(&log, &mut rng);
-            stop.store(true, Ordering::Relaxed);
-            let freed = cleaner.map_or(0, |c| c.join().unwrap());
+            let freed_before = log.cleaner_stats().bytes_freed;
+            if cleaning {
+                table.cleanup_policy = CleanupPolicy::Compact;
+                log.alter_topic_config(&name, table.clone())
+                    .expect("alter to compact");
+            }
+            // Idle: ROUND. Cleaning: until the pass over the topic has ended (its bytes are
+            // counted as freed), so the window holds the cleaning and nothing else.
+            let done = || !cleaning || log.cleaner_stats().bytes_freed > freed_before;
+            let (produce, fetch) = measure(&log, &mut rng, done);
             println!(
                 "ROUND {round} {} {} {} {} {} {}",
                 if cleaning { "cleaning" } else { "idle" },
@@ -91,7 +88,7 @@ fn main() -> ExitCode {
                 percentile(&produce, 99),
                 percentile(&fetch, 50),
                 percentile(&fetch, 99),
-                freed >> 20
+                (log.cleaner_stats().bytes_freed - freed_before) >> 20
             );
         }
         log.delete_topic(&name).expect("delete the compacted topic");
@@ -99,12 +96,13 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Produce and fetch latencies (µs) on the plain topic for one round, one of each in turn.
-fn measure(log: &Log, rng: &mut SplitMix64) -> (Vec<u64>, Vec<u64>) {
+/// Produce and fetch latencies (µs) on the plain topic, one of each in turn, for at least
+/// ROUND and until `done` (at most a minute).
+fn measure(log: &Log, rng: &mut SplitMix64, done: impl Fn() -> bool) -> (Vec<u64>, Vec<u64>) {
     let partition = log.partition("plain", 0).unwrap();
     let (mut produce, mut fetch) = (Vec::new(), Vec::new());
     let started = Instant::now();
-    while started.elapsed() < ROUND {
+    while started.elapsed() < ROUND || (!done() && started.elapsed() < Duration::from_secs(60)) {
         let mut one = batch(rng, 0, 1);
         let t = Instant::now();
         log.append("plain", 0, &mut one).expect("produce");
