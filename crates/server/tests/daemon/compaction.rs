@@ -3,7 +3,10 @@
 //! never cleaned), the console's API and confluent-kafka's admin client as Kafka would
 //! describe it, written by librdkafka, cleaned by the daemon's cleaner thread, and read back from the
 //! beginning by librdkafka: each key's latest value at its offset, the consumer carried across
-//! what the cleaning removed. A record without a key is refused with INVALID_RECORD.
+//! what the cleaning removed. A record without a key is refused with INVALID_RECORD. Tombstones
+//! produced by confluent-kafka reach a fresh consumer at their offsets (before their delete
+//! horizon) while the values they deleted are gone; bad compaction configs are refused with
+//! INVALID_CONFIG and change nothing.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -173,4 +176,91 @@ fn a_compacted_topic_keeps_each_keys_latest_value_for_kafka_clients() {
     );
     assert!(!ok, "a keyless record was taken");
     assert!(err.contains("INVALID_RECORD"), "{err}");
+}
+
+const TOMBSTONES: &str = r#"
+import sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "acks": "all"})
+for key in ["k0", "k1"]:
+    p.produce("table", key=key, value=None)
+p.flush(20)
+"#;
+
+const READ_ALL: &str = r#"
+import sys
+from confluent_kafka import Consumer, TopicPartition
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "fresh", "enable.auto.commit": False,
+              "enable.partition.eof": True})
+c.assign([TopicPartition("table", 0, 0)])
+while True:
+    m = c.poll(10)
+    if m is None or (m.error() and m.error().code() == -191):
+        break
+    print(m.offset(), m.key().decode(), "TOMBSTONE" if m.value() is None else m.value().decode())
+"#;
+
+#[test]
+fn tombstones_reach_a_fresh_consumer_and_bad_compaction_configs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--cleaner-backoff-ms", "100"]);
+    let addr = daemon.addr.as_str();
+    let topics = |args: &[&str]| {
+        let mut all = vec!["topics", "--bootstrap", addr];
+        all.extend_from_slice(args);
+        logd(&all, "")
+    };
+    // Bad configs: Kafka's INVALID_CONFIG, nothing created or changed.
+    for bad in [
+        "cleanup.policy=shred",
+        "delete.retention.ms=-1",
+        "min.cleanable.dirty.ratio=2",
+    ] {
+        let (ok, _, err) = topics(&["create", "table", "--config", bad]);
+        assert!(!ok && err.contains("invalid topic config"), "{bad}: {err}");
+    }
+    let (_, listed, _) = topics(&["list"]);
+    assert!(!listed.contains("table"), "{listed}");
+    let (ok, _, err) = topics(&[
+        "create",
+        "table",
+        "--partitions",
+        "1",
+        "--config",
+        "cleanup.policy=compact",
+        "--config",
+        "segment.bytes=4096",
+        "--config",
+        "min.cleanable.dirty.ratio=0.01",
+    ]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = topics(&["alter", "table", "--config", "delete.retention.ms=-5"]);
+    assert!(!ok && err.contains("invalid topic config"), "{err}");
+
+    // Values for k0..k4, then tombstones for k0 and k1, then enough to seal them in.
+    let lines: Vec<String> = (0..5).map(|i| format!("k{i}:first-{i}")).collect();
+    librdkafka::produce(addr, "table", "none", &lines);
+    python(TOMBSTONES, addr);
+    let filler: Vec<String> = (0..200)
+        .map(|i| format!("k{}:later-{i}-{}", 2 + i % 3, "y".repeat(60)))
+        .collect();
+    for chunk in filler.chunks(40) {
+        librdkafka::produce(addr, "table", "none", chunk);
+    }
+    wait_until(
+        "the cleaner dropped the older values",
+        Duration::from_secs(30),
+        || {
+            let read = python(READ_ALL, addr);
+            !read.contains("first-0") && !read.contains("first-2")
+        },
+    );
+    let read = python(READ_ALL, addr);
+    // The tombstones stay (delete.retention.ms is a day), at their offsets 5 and 6; the
+    // values they deleted are gone.
+    assert!(read.lines().any(|l| l == "5 k0 TOMBSTONE"), "{read}");
+    assert!(read.lines().any(|l| l == "6 k1 TOMBSTONE"), "{read}");
+    for gone in ["first-0", "first-1", "first-3", "first-4"] {
+        assert!(!read.contains(gone), "{gone} was superseded: {read}");
+    }
 }
