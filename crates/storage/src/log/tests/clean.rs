@@ -43,8 +43,13 @@ fn keyed(records: &[(&str, Option<&str>)], ts: i64, compression: Compression) ->
 
 /// Every record from the log start: offset to (key, value).
 fn records(log: &PartitionLog) -> BTreeMap<i64, (String, Option<String>)> {
+    records_from(log, log.log_start_offset().0)
+}
+
+/// Every record from `from` on, as a consumer reading from there gets them.
+fn records_from(log: &PartitionLog, from: i64) -> BTreeMap<i64, (String, Option<String>)> {
     let mut out = BTreeMap::new();
-    let mut next = log.log_start_offset().0;
+    let mut next = from;
     while next < log.high_watermark().0 {
         let bytes = log.read(Offset(next), 1 << 16).unwrap();
         assert!(!bytes.is_empty(), "read at {next} returned nothing");
@@ -256,6 +261,112 @@ fn an_idempotent_producers_retry_is_still_recognised_after_cleaning() {
     );
     let next = log.append(&mut batch("v6", 6)).unwrap();
     assert_eq!(next.base_offset, Offset(6));
+}
+
+/// One appended record as the model keeps it.
+struct Appended {
+    key: String,
+    value: Option<String>,
+    /// When it was appended (the model's clock, ms).
+    at: i64,
+}
+
+#[test]
+fn reads_from_any_offset_match_a_model_of_the_latest_value_per_key() {
+    const RETENTION: i64 = 50;
+    for seed in 0..40 {
+        let mut rng = SplitMix64::new(seed);
+        let log =
+            PartitionLog::open_with(Arc::new(SimFs::new()), Path::new(DIR), config()).unwrap();
+        let mut appended: BTreeMap<i64, Appended> = BTreeMap::new();
+        let mut cleanings: Vec<i64> = Vec::new();
+        let mut now = 0;
+        for _ in 0..150 {
+            now += 1 + rng.below(5) as i64;
+            match rng.below(10) {
+                0 => log.roll().unwrap(),
+                1 => {
+                    let opts = CleanOptions {
+                        delete_retention_ms: RETENTION,
+                        ..options(now)
+                    };
+                    log.clean(&opts).unwrap();
+                    cleanings.push(now);
+                }
+                2 | 3 => {
+                    let from = rng.below(log.end_offset().0 as u64 + 1) as i64;
+                    let read = records_from(&log, from);
+                    if let Err(e) = check_model(&appended, &read, from, &cleanings, RETENTION) {
+                        panic!("seed {seed}, read from {from} at {now}: {e}");
+                    }
+                }
+                _ => {
+                    let records: Vec<(String, Option<String>)> = (0..1 + rng.below(4))
+                        .map(|i| {
+                            let key = format!("k{}", rng.below(8));
+                            let value = (rng.below(5) != 0).then(|| format!("v{now}-{i}"));
+                            (key, value)
+                        })
+                        .collect();
+                    let pairs: Vec<(&str, Option<&str>)> = records
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.as_deref()))
+                        .collect();
+                    let info = log
+                        .append(&mut keyed(&pairs, now, Compression::None))
+                        .unwrap();
+                    for (i, (key, value)) in records.into_iter().enumerate() {
+                        let at = now;
+                        appended.insert(info.base_offset.0 + i as i64, Appended { key, value, at });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether `read` (a consumer's read from `from`) is what the model allows: only records that
+/// were appended there, in order; each key's latest record at or after `from` present, unless
+/// it is a tombstone that a cleaning may have dropped (one ran at least `retention` after an
+/// earlier one that came after the tombstone); superseded records may be present or gone.
+fn check_model(
+    appended: &BTreeMap<i64, Appended>,
+    read: &BTreeMap<i64, (String, Option<String>)>,
+    from: i64,
+    cleanings: &[i64],
+    retention: i64,
+) -> Result<(), String> {
+    for (offset, record) in read {
+        let Some(a) = appended.get(offset).filter(|_| *offset >= from) else {
+            return Err(format!(
+                "offset {offset} read, never appended there or below the start"
+            ));
+        };
+        if (&a.key, &a.value) != (&record.0, &record.1) {
+            return Err(format!(
+                "offset {offset} holds {record:?}, not what was appended"
+            ));
+        }
+    }
+    let mut latest: BTreeMap<&str, i64> = BTreeMap::new();
+    for (offset, a) in appended {
+        latest.insert(&a.key, *offset);
+    }
+    for (key, offset) in latest {
+        if offset < from || read.contains_key(&offset) {
+            continue;
+        }
+        let a = &appended[&offset];
+        let first_after = cleanings.iter().find(|&&c| c >= a.at);
+        let may_be_gone = a.value.is_none()
+            && first_after.is_some_and(|first| cleanings.iter().any(|&c| c >= first + retention));
+        if !may_be_gone {
+            return Err(format!(
+                "the latest record of {key}, at {offset}, is missing"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What the crash workload wrote: offset to (key, value), and the offsets acknowledged.
