@@ -11,6 +11,7 @@ criterion::criterion_main!(
     storage::append::benches,
     storage::read::benches,
     storage::reopen::benches,
+    storage::clean::benches,
     engine::benches,
     broker::benches,
 );

@@ -1,6 +1,7 @@
-//! `logd-storage` suites: append, read, reopen. Shared fixtures live here.
+//! `logd-storage` suites: append, read, reopen, clean. Shared fixtures live here.
 
 pub mod append;
+pub mod clean;
 pub mod read;
 pub mod reopen;
 

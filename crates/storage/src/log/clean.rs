@@ -37,9 +37,13 @@ use crate::segment::{self, ScanEnd, Segment};
 pub(crate) const CLEANED_SUFFIX: &str = ".cleaned";
 /// Suffix of a cleaned segment that is complete and durable, waiting to replace the old one.
 pub(crate) const SWAP_SUFFIX: &str = ".swap";
-/// What the key map counts for each key besides the key's bytes (the table's slot, the key's
-/// allocation header, the offset).
-const KEY_ENTRY_OVERHEAD: usize = 48;
+/// What one key costs the key map, counted high so the map stays within its budget: the
+/// key's own allocation (rounded to the allocator's 16 bytes, plus its header) and two table
+/// slots (a slot and its control byte; right after the table doubles, half the slots are
+/// empty).
+fn key_cost(key: &[u8]) -> usize {
+    key.len().next_multiple_of(16) + 16 + 2 * (std::mem::size_of::<(Vec<u8>, i64)>() + 1)
+}
 
 /// How one cleaning pass runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,7 +326,7 @@ fn key_map(
                 match latest.get_mut(key) {
                     Some(offset) => *offset = record.offset,
                     None => {
-                        used += key.len() + KEY_ENTRY_OVERHEAD;
+                        used += key_cost(key);
                         if used > budget {
                             // Entries from this segment stay: each names a record that this
                             // pass keeps (its segment is not cleaned), so dropping the older

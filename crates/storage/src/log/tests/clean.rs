@@ -210,9 +210,10 @@ fn a_full_key_map_cleans_in_passes_from_where_the_last_one_ended() {
     let log = PartitionLog::open(dir.path(), config()).unwrap();
     let written = fill(&log, 6, 40);
     let end = log.end_offset();
-    // Room for about twelve keys: each pass maps about one round's segments.
+    // Room for twelve keys (98 bytes each as the map counts them): each pass maps about one
+    // round's segment.
     let mut opts = CleanOptions {
-        key_map_bytes: 12 * 52,
+        key_map_bytes: 12 * 98 + 50,
         ..options(10_000)
     };
     let mut passes = 0;
