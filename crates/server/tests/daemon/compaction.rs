@@ -6,7 +6,8 @@
 //! what the cleaning removed. A record without a key is refused with INVALID_RECORD. Tombstones
 //! produced by confluent-kafka reach a fresh consumer at their offsets (before their delete
 //! horizon) while the values they deleted are gone; bad compaction configs are refused with
-//! INVALID_CONFIG and change nothing.
+//! INVALID_CONFIG and change nothing. A daemon killed (SIGKILL) three times while its slowed
+//! cleaner works reopens with each key's latest value at its offset.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -263,4 +264,67 @@ fn tombstones_reach_a_fresh_consumer_and_bad_compaction_configs_are_refused() {
     for gone in ["first-0", "first-1", "first-3", "first-4"] {
         assert!(!read.contains(gone), "{gone} was superseded: {read}");
     }
+}
+
+#[test]
+fn a_daemon_killed_while_it_cleans_reopens_with_each_keys_latest_value() {
+    let dir = tempfile::tempdir().unwrap();
+    // A slow cleaner (1 MB/s), so the kills land inside its passes.
+    let args = [
+        "--cleaner-backoff-ms",
+        "10",
+        "--cleaner-io-max-bytes-per-sec",
+        "1000000",
+    ];
+    let daemon = Daemon::start(dir.path(), &args);
+    let addr = daemon.addr.clone();
+    let (ok, _, err) = logd(
+        &[
+            "topics",
+            "--bootstrap",
+            &addr,
+            "create",
+            "table",
+            "--partitions",
+            "1",
+            "--config",
+            "cleanup.policy=compact",
+            "--config",
+            "segment.bytes=65536",
+            "--config",
+            "min.cleanable.dirty.ratio=0.01",
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    let pad = "z".repeat(200);
+    let mut latest = BTreeMap::new();
+    for round in 0..20 {
+        let lines: Vec<String> = (round * 100..(round + 1) * 100)
+            .map(|i| format!("k{}:v{i}-{pad}", i % 50))
+            .collect();
+        for (line, (_, offset)) in lines
+            .iter()
+            .zip(librdkafka::produce(&addr, "table", "none", &lines))
+        {
+            let (key, value) = line.split_once(':').unwrap();
+            latest.insert(key.to_owned(), (offset, value.to_owned()));
+        }
+    }
+    let mut daemon = Some(daemon);
+    // Killed three times at different moments of its cleaning, reopened on the same port.
+    for pause in [150, 400, 700] {
+        std::thread::sleep(Duration::from_millis(pause));
+        daemon.take().unwrap().kill();
+        daemon = Some(Daemon::start_on(dir.path(), &addr, &args));
+    }
+    let read = librdkafka::consume(&addr, "table", Offset::Beginning);
+    let mut last_seen = BTreeMap::new();
+    for record in &read {
+        last_seen.insert(
+            record.key.clone().unwrap(),
+            (record.offset, record.value.clone()),
+        );
+    }
+    assert_eq!(last_seen, latest, "each key's latest value, at its offset");
 }
