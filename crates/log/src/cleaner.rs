@@ -35,6 +35,30 @@ pub(crate) struct PartitionCleaning {
     failures: u32,
     /// Not before this time (ms), after a failure.
     retry_at: i64,
+    /// The uncleaned share of its cleanable bytes at the last round.
+    dirty_ratio: f64,
+    /// When its last pass ended well (ms).
+    last_cleaned_ms: Option<i64>,
+    /// Bytes its passes freed since the engine opened.
+    bytes_reclaimed: u64,
+}
+
+/// One compacted partition as the cleaner last saw it, for metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionCleanerState {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: u32,
+    /// The uncleaned share of its cleanable bytes (sealed segments older than the compaction
+    /// lag) at the cleaner's last round.
+    pub dirty_ratio: f64,
+    /// When its last cleaning pass ended well (ms), if one did since the engine opened.
+    pub last_cleaned_ms: Option<i64>,
+    /// Bytes its cleanings freed since the engine opened.
+    pub bytes_reclaimed: u64,
+    /// Its last pass failed; it waits out a backoff.
+    pub uncleanable: bool,
 }
 
 /// The cleaner's memory of every compacted partition, by topic and partition, and its totals.
@@ -149,6 +173,13 @@ impl Log {
                     dirt.first_dirty_timestamp
                         .is_some_and(|ts| ts <= now_ms.saturating_sub(max))
                 });
+                self.shared
+                    .cleaning
+                    .partitions
+                    .lock()
+                    .entry(key.clone())
+                    .or_default()
+                    .dirty_ratio = dirty_ratio;
                 if ratio_due || lag_due {
                     due.push(Candidate {
                         key,
@@ -181,6 +212,25 @@ impl Log {
     /// What the cleaner did since the engine opened.
     pub fn cleaner_stats(&self) -> CleanerStats {
         *self.shared.cleaning.totals.lock()
+    }
+
+    /// Every compacted partition the cleaner has looked at, by topic and partition.
+    pub fn cleaner_partitions(&self) -> Vec<PartitionCleanerState> {
+        let now = self.clock().now_ms();
+        let partitions = self.shared.cleaning.partitions.lock();
+        let mut out: Vec<PartitionCleanerState> = partitions
+            .iter()
+            .map(|((topic, partition), memory)| PartitionCleanerState {
+                topic: topic.clone(),
+                partition: *partition,
+                dirty_ratio: memory.dirty_ratio,
+                last_cleaned_ms: memory.last_cleaned_ms,
+                bytes_reclaimed: memory.bytes_reclaimed,
+                uncleanable: memory.retry_at > now,
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        out
     }
 
     fn cleaner_memory(&self, key: &(String, u32)) -> PartitionCleaning {
@@ -225,6 +275,14 @@ impl Log {
                 }
                 PartitionCleaning {
                     first_dirty: report.cleaned_up_to.0,
+                    // All of what was cleanable is clean now, but what a full key map left.
+                    dirty_ratio: if report.key_map_full {
+                        candidate.dirty_ratio
+                    } else {
+                        0.0
+                    },
+                    last_cleaned_ms: Some(candidate.options.now_ms),
+                    bytes_reclaimed: candidate.memory.bytes_reclaimed + freed,
                     ..PartitionCleaning::default()
                 }
             }
@@ -243,6 +301,7 @@ impl Log {
                 PartitionCleaning {
                     failures,
                     retry_at: candidate.options.now_ms.saturating_add(backoff),
+                    dirty_ratio: candidate.dirty_ratio,
                     ..candidate.memory
                 }
             }

@@ -39,7 +39,7 @@ mod producer;
 mod producer_ids;
 mod topic;
 
-pub use cleaner::{CleanerStats, CleaningRound};
+pub use cleaner::{CleanerStats, CleaningRound, PartitionCleanerState};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics,

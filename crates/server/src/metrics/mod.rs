@@ -36,7 +36,8 @@ pub(crate) const DLQ_SUFFIX: &str = ".dlq";
 pub(crate) const DLQ_REPLAY_GROUP: &str = logd_retry::REPLAY_GROUP;
 
 type Labels = Vec<(&'static str, String)>;
-type SecondsGauge = Gauge<f64, AtomicU64>;
+/// A gauge of a fraction or of seconds (a float).
+type FloatGauge = Gauge<f64, AtomicU64>;
 
 fn latency_histogram() -> Histogram {
     // 50 µs to about 26 s: fsyncs at the bottom, parked group requests at the top.
@@ -55,15 +56,18 @@ pub(crate) struct Metrics {
     fsync_latency: Histogram,
     connections: Gauge,
     consumer_lag: Family<Labels, Gauge>,
-    oldest_unconsumed: Family<Labels, SecondsGauge>,
+    oldest_unconsumed: Family<Labels, FloatGauge>,
     dlq_depth: Family<Labels, Gauge>,
-    dlq_oldest: Family<Labels, SecondsGauge>,
+    dlq_oldest: Family<Labels, FloatGauge>,
     producers: Family<Labels, Gauge>,
     duplicates: Family<Labels, Counter>,
     cleaner_failures: Counter,
     cleaner_records_removed: Counter,
     cleaner_bytes_freed: Counter,
     cleaner_uncleanable: Gauge,
+    cleaner_dirty_ratio: Family<Labels, FloatGauge>,
+    cleaner_last_cleaned: Family<Labels, FloatGauge>,
+    cleaner_reclaimed: Family<Labels, Gauge>,
     refused: Family<Labels, Counter>,
     authentication_failures: Family<Labels, Counter>,
     authorization_denied: Family<Labels, Counter>,
@@ -103,6 +107,9 @@ impl Metrics {
             cleaner_records_removed: Counter::default(),
             cleaner_bytes_freed: Counter::default(),
             cleaner_uncleanable: Gauge::default(),
+            cleaner_dirty_ratio: Family::default(),
+            cleaner_last_cleaned: Family::default(),
+            cleaner_reclaimed: Family::default(),
             refused: Family::default(),
             authentication_failures: Family::default(),
             authorization_denied: Family::default(),
@@ -244,6 +251,22 @@ impl Metrics {
             "cleaner_uncleanable_partitions",
             "Compacted partitions whose last cleaning failed, waiting out a backoff",
             m.cleaner_uncleanable.clone(),
+        );
+        registry.register(
+            "cleaner_dirty_ratio",
+            "Per compacted partition: the share of its cleanable bytes not yet cleaned, at the cleaner's last round",
+            m.cleaner_dirty_ratio.clone(),
+        );
+        registry.register(
+            "cleaner_last_cleaned_timestamp_seconds",
+            "Per compacted partition: when its last cleaning pass ended well (Unix time; absent before one did)",
+            m.cleaner_last_cleaned.clone(),
+        );
+        registry.register_with_unit(
+            "cleaner_reclaimed",
+            "Per compacted partition: bytes its cleanings freed since logd started",
+            Unit::Bytes,
+            m.cleaner_reclaimed.clone(),
         );
         registry.register(
             "duplicates_dropped",
@@ -415,6 +438,23 @@ impl Metrics {
         }
         self.cleaner_uncleanable
             .set(stats.uncleanable_partitions as i64);
+        self.cleaner_dirty_ratio.clear();
+        self.cleaner_last_cleaned.clear();
+        self.cleaner_reclaimed.clear();
+        for p in log.cleaner_partitions() {
+            let labels = vec![("topic", p.topic), ("partition", p.partition.to_string())];
+            self.cleaner_dirty_ratio
+                .get_or_create(&labels)
+                .set(p.dirty_ratio);
+            if let Some(ms) = p.last_cleaned_ms {
+                self.cleaner_last_cleaned
+                    .get_or_create(&labels)
+                    .set(ms as f64 / 1000.0);
+            }
+            self.cleaner_reclaimed
+                .get_or_create(&labels)
+                .set(p.bytes_reclaimed as i64);
+        }
     }
 }
 

@@ -152,6 +152,19 @@ fn a_compacted_topic_keeps_each_keys_latest_value_for_kafka_clients() {
         metrics.contains("logd_cleaner_uncleanable_partitions 0"),
         "{metrics}"
     );
+    // Per partition: its dirty ratio, when it was last cleaned, what its cleanings freed.
+    let labels = r#"{topic="table",partition="0"}"#;
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}{labels} ")))
+            .unwrap_or_else(|| panic!("{name}: {metrics}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(value("logd_cleaner_reclaimed_bytes") > 100_000.0);
+    assert!(value("logd_cleaner_last_cleaned_timestamp_seconds") > 1.7e9);
+    assert!((0.0..=1.0).contains(&value("logd_cleaner_dirty_ratio")));
 
     let read = librdkafka::consume(addr, "table", Offset::Beginning);
     let mut last_seen = BTreeMap::new();
