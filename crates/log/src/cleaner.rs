@@ -59,6 +59,8 @@ pub struct PartitionCleanerState {
     pub bytes_reclaimed: u64,
     /// Its last pass failed; it waits out a backoff.
     pub uncleanable: bool,
+    /// Offsets below this one are clean (where its next pass starts mapping keys).
+    pub cleaned_up_to: i64,
 }
 
 /// The cleaner's memory of every compacted partition, by topic and partition, and its totals.
@@ -227,6 +229,7 @@ impl Log {
                 last_cleaned_ms: memory.last_cleaned_ms,
                 bytes_reclaimed: memory.bytes_reclaimed,
                 uncleanable: memory.retry_at > now,
+                cleaned_up_to: memory.first_dirty,
             })
             .collect();
         out.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));

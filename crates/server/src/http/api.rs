@@ -121,10 +121,15 @@ async fn topic(
     };
     let config = &topic.config;
     let defaults = state.log.default_topic_config();
+    let cleaned = state.log.cleaner_partitions();
     let partitions: Vec<Value> = topic
         .partitions
         .iter()
         .map(|p| {
+            let cleaned_up_to = cleaned
+                .iter()
+                .find(|c| c.topic == name && c.partition == p.partition)
+                .map(|c| c.cleaned_up_to.max(p.log_start));
             let log = state.log.partition(&name, p.partition).ok();
             let oldest = log.as_ref().and_then(|l| {
                 (p.log_start < p.high_watermark)
@@ -146,6 +151,8 @@ async fn topic(
                 "high_watermark": p.high_watermark,
                 "size_bytes": p.size_bytes,
                 "segments": log.as_ref().map(|l| l.segment_count()),
+                "active_from": log.as_ref().map(|l| l.active_segment_base().0),
+                "cleaned_up_to": cleaned_up_to,
                 "oldest_timestamp": oldest,
                 "newest_timestamp": newest,
             })

@@ -166,6 +166,19 @@ fn a_compacted_topic_keeps_each_keys_latest_value_for_kafka_clients() {
     assert!(value("logd_cleaner_last_cleaned_timestamp_seconds") > 1.7e9);
     assert!((0.0..=1.0).contains(&value("logd_cleaner_dirty_ratio")));
 
+    // The console shows where the active segment starts and how far the partition is clean.
+    let (_, body) = get(&http, "/api/v1/topics/table");
+    let topic: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let partition = &topic["partitions"][0];
+    let (active, cleaned) = (
+        partition["active_from"].as_i64().unwrap(),
+        partition["cleaned_up_to"].as_i64().unwrap(),
+    );
+    assert!(
+        0 < cleaned && cleaned <= active && active < 2_000,
+        "{partition}"
+    );
+
     let read = librdkafka::consume(addr, "table", Offset::Beginning);
     let mut last_seen = BTreeMap::new();
     for record in &read {

@@ -251,6 +251,12 @@ impl PartitionLog {
         self.state.lock().segments.len()
     }
 
+    /// The first offset of the active segment, the one appends go to: retention never deletes
+    /// it and cleaning never compacts it.
+    pub fn active_segment_base(&self) -> Offset {
+        Offset(self.state.lock().active().base_offset)
+    }
+
     /// True after a write or fsync failed; every write is refused until the log is reopened.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.load(Ordering::Acquire)
