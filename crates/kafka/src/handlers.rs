@@ -12,7 +12,9 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{
     ApiVersionsResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
     ListOffsetsResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, RequestKind,
@@ -42,6 +44,23 @@ pub(crate) fn api_versions() -> ApiVersionsResponse {
         })
         .collect();
     response
+}
+
+/// A refused append as a produce answer gives it: the code, the message, and the index of the
+/// refused record when one record was the reason. A keyless record on a compacted topic gets
+/// Kafka's own words.
+fn refusal(error: &logd::Error, topic: &str, partition: i32) -> (i16, Option<String>, Option<i32>) {
+    let code = codes::for_engine_error(error);
+    match error {
+        logd::Error::Storage(logd_storage::Error::KeylessRecord { index, .. }) => (
+            code,
+            Some(format!(
+                "Compacted topic cannot accept message without key in topic partition {topic}-{partition}."
+            )),
+            i32::try_from(*index).ok(),
+        ),
+        _ => (code, Some(error.to_string()), None),
+    }
 }
 
 fn topic_name(name: &str) -> TopicName {
@@ -192,16 +211,16 @@ impl Broker {
                 partition.index = data.index;
                 partition.base_offset = -1;
                 let outcome = match (refused, &data.records, acks_valid) {
-                    (Some(code), _, _) => Err((code, None)),
-                    (None, _, false) => Err((codes::INVALID_REQUIRED_ACKS, None)),
-                    (None, None, true) => Err((codes::CORRUPT_MESSAGE, None)),
+                    (Some(code), _, _) => Err((code, None, None)),
+                    (None, _, false) => Err((codes::INVALID_REQUIRED_ACKS, None, None)),
+                    (None, None, true) => Err((codes::CORRUPT_MESSAGE, None, None)),
                     (None, Some(records), true) => {
                         // One copy: the batches' base offsets are rewritten in place.
                         let mut batches = records.to_vec();
                         let partition_index = u32::try_from(data.index).unwrap_or(u32::MAX);
                         self.log
                             .append(&topic.name.0, partition_index, &mut batches)
-                            .map_err(|e| (codes::for_engine_error(&e), Some(e.to_string())))
+                            .map_err(|e| refusal(&e, &topic.name.0, data.index))
                     }
                 };
                 match outcome {
@@ -221,11 +240,17 @@ impl Broker {
                             partition.log_start_offset = log.log_start_offset().0;
                         }
                     }
-                    Err((code, message)) => {
+                    Err((code, message, record)) => {
                         partition.error_code = code;
-                        // v8+ says why (KIP-467), as Kafka does for a batch it refuses.
+                        // v8+ says why (KIP-467), as Kafka does for a batch it refuses, and
+                        // which record was refused.
                         if version >= 8 {
                             partition.error_message = message.map(StrBytes::from_string);
+                            if let Some(index) = record {
+                                let mut refused = BatchIndexAndErrorMessage::default();
+                                refused.batch_index = index;
+                                partition.record_errors = vec![refused];
+                            }
                         }
                     }
                 }

@@ -1,5 +1,6 @@
 //! Produce and ListOffsets at the newest versions Kafka 4.x serves without transactions:
-//! flexible Produce (v9+) stores and answers as before, v8+ says why a batch is refused;
+//! flexible Produce (v9+) stores and answers as before, v8+ says why a batch is refused (a
+//! keyless record on a compacted topic in Kafka's words, with the record's index);
 //! ListOffsets v4+ answers with leader epoch 0 and refuses a newer epoch, knows KIP-405's local
 //! log start (-4) and answers tiered storage's offsets (-5, -6) with none.
 
@@ -71,6 +72,45 @@ fn flexible_produce_stores_and_v8_says_why_a_batch_is_refused() {
     // Before v8 the answer has no message field.
     let (code, _, message) = produce(&broker, 7, Bytes::from(corrupt));
     assert_eq!((code, message), (2, None));
+}
+
+#[test]
+fn a_keyless_record_on_a_compacted_topic_is_refused_in_kafkas_words_naming_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), Config::default()).unwrap();
+    let compacted = TopicConfig {
+        cleanup_policy: logd::CleanupPolicy::Compact,
+        ..TopicConfig::default()
+    };
+    log.create_topic("table", compacted).unwrap();
+    let broker = Broker::new(log.clone(), BrokerConfig::default());
+    let mut builder = BatchBuilder::new(Compression::None);
+    builder.push(1, Some(b"k"), Some(b"keyed"), &[]);
+    builder.push(1, None, Some(b"keyless"), &[]);
+    let mut partition = PartitionProduceData::default();
+    partition.index = 0;
+    partition.records = Some(Bytes::from(builder.build(0).unwrap()));
+    let mut topic = TopicProduceData::default();
+    topic.name = TopicName(s("table"));
+    topic.partition_data = vec![partition];
+    let mut request = ProduceRequest::default();
+    request.acks = -1;
+    request.timeout_ms = 1000;
+    request.topic_data = vec![topic];
+    let response: ProduceResponse = call(&broker, ApiKey::Produce, 9, &request);
+    let p = &response.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 87, "INVALID_RECORD");
+    assert_eq!(
+        p.error_message.as_deref(),
+        Some("Compacted topic cannot accept message without key in topic partition table-0.")
+    );
+    let refused: Vec<i32> = p.record_errors.iter().map(|r| r.batch_index).collect();
+    assert_eq!(refused, [1], "the second record has no key");
+    assert_eq!(
+        log.partition("table", 0).unwrap().end_offset().0,
+        0,
+        "nothing stored"
+    );
 }
 
 fn list_offset(broker: &Broker, version: i16, timestamp: i64, epoch: i32) -> (i16, i64, i32) {
