@@ -28,6 +28,17 @@ fn batch(records: &[(Option<&str>, &str)], ts: i64) -> Vec<u8> {
     builder.build(0).unwrap()
 }
 
+/// An engine config whose cleaning the test runs itself (`clean_topics`).
+fn without_housekeeping() -> Config {
+    Config {
+        housekeeping: Housekeeping {
+            enabled: false,
+            ..Housekeeping::default()
+        },
+        ..Config::default()
+    }
+}
+
 fn compacted(policy: CleanupPolicy) -> TopicConfig {
     TopicConfig {
         cleanup_policy: policy,
@@ -89,13 +100,7 @@ fn consume(log: &Log) -> Vec<(i64, String, String)> {
 fn the_cleaner_keeps_each_keys_latest_record_and_consumers_read_past_the_gaps() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(10_000));
-    let config = Config {
-        housekeeping: Housekeeping {
-            enabled: false,
-            ..Housekeeping::default()
-        },
-        ..Config::default()
-    };
+    let config = without_housekeeping();
     let log = Log::open_with(Arc::new(logd_storage::RealFs), clock, dir.path(), config).unwrap();
     log.create_topic("t", compacted(CleanupPolicy::Compact))
         .unwrap();
@@ -150,13 +155,7 @@ fn the_cleaner_keeps_each_keys_latest_record_and_consumers_read_past_the_gaps() 
 #[test]
 fn compact_and_delete_also_applies_retention_and_delete_only_topics_take_keyless_records() {
     let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        housekeeping: Housekeeping {
-            enabled: false,
-            ..Housekeeping::default()
-        },
-        ..Config::default()
-    };
+    let config = without_housekeeping();
     let log = Log::open(dir.path(), config).unwrap();
     log.create_topic("t", compacted(CleanupPolicy::CompactDelete))
         .unwrap();
@@ -211,13 +210,7 @@ fn the_engines_own_cleaner_thread_compacts_without_the_embedder() {
 #[test]
 fn a_failed_cleaning_is_counted_and_retried_after_a_backoff_while_writes_go_on() {
     let fs = logd_storage::SimFs::new();
-    let config = Config {
-        housekeeping: Housekeeping {
-            enabled: false,
-            ..Housekeeping::default()
-        },
-        ..Config::default()
-    };
+    let config = without_housekeeping();
     let clock = Arc::new(ManualClock::new(10_000));
     let log = Log::open_with(Arc::new(fs.clone()), clock, "/data", config).unwrap();
     log.create_topic("t", compacted(CleanupPolicy::Compact))
@@ -267,13 +260,7 @@ fn a_failed_cleaning_is_counted_and_retried_after_a_backoff_while_writes_go_on()
 fn a_retry_worker_reading_a_compacted_source_is_carried_past_emptied_batches() {
     use logd_retry::{Embedded, Transport};
     let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        housekeeping: Housekeeping {
-            enabled: false,
-            ..Housekeeping::default()
-        },
-        ..Config::default()
-    };
+    let config = without_housekeeping();
     let log = Log::open(dir.path(), config).unwrap();
     log.create_topic("t", compacted(CleanupPolicy::Compact))
         .unwrap();

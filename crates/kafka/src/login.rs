@@ -22,7 +22,9 @@ pub(crate) fn start() -> Option<tokio::runtime::Handle> {
     let started = std::thread::Builder::new()
         .name("logd-login".into())
         .spawn(move || {
-            lower_priority();
+            if !logd::lower_thread_priority(LOGIN_NICENESS) {
+                tracing::debug!("login thread keeps normal priority");
+            }
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -42,21 +44,6 @@ pub(crate) fn start() -> Option<tokio::runtime::Handle> {
         return None;
     }
     receiver.recv().ok()
-}
-
-#[allow(unsafe_code)]
-fn lower_priority() {
-    // SAFETY: setpriority on the calling thread's own id reads and writes no memory of ours.
-    let failed = unsafe {
-        libc::setpriority(
-            libc::PRIO_PROCESS,
-            libc::gettid() as libc::id_t,
-            LOGIN_NICENESS,
-        )
-    } != 0;
-    if failed {
-        tracing::debug!("login thread keeps normal priority");
-    }
 }
 
 /// A TCP stream that can move to another runtime: [`Movable::rebind`] re-registers it with the

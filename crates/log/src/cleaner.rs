@@ -314,7 +314,9 @@ impl Log {
 
 /// The cleaner thread's loop: a round every `cleaner_backoff` until `stop` is set.
 pub(crate) fn run(shared: &Weak<Shared>, config: &Housekeeping, stop: &(Mutex<bool>, Condvar)) {
-    lower_priority();
+    if !crate::priority::lower_thread_priority(CLEANER_NICENESS) {
+        tracing::debug!("cleaner thread keeps normal priority");
+    }
     loop {
         {
             let mut stopped = stop.0.lock();
@@ -345,21 +347,6 @@ pub(crate) fn run(shared: &Weak<Shared>, config: &Housekeeping, stop: &(Mutex<bo
 /// The cleaner thread's niceness: compaction is background work, and a producer or reader
 /// that wakes should not wait out its time slice (measured in `docs/benchmarks.md`).
 const CLEANER_NICENESS: libc::c_int = 19;
-
-#[allow(unsafe_code)]
-fn lower_priority() {
-    // SAFETY: setpriority on the calling thread's own id reads and writes no memory of ours.
-    let failed = unsafe {
-        libc::setpriority(
-            libc::PRIO_PROCESS,
-            libc::gettid() as libc::id_t,
-            CLEANER_NICENESS,
-        )
-    } != 0;
-    if failed {
-        tracing::debug!("cleaner thread keeps normal priority");
-    }
-}
 
 /// Kafka's `log.cleaner.backoff.ms`: how long the cleaner sleeps between rounds.
 pub(crate) const DEFAULT_BACKOFF: Duration = Duration::from_secs(15);

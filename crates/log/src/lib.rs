@@ -35,6 +35,7 @@ mod error;
 pub mod group;
 mod headers;
 mod housekeeping;
+mod priority;
 mod producer;
 mod producer_ids;
 mod topic;
@@ -64,5 +65,6 @@ pub use logd_storage::{
     AppendInfo, Error as StorageError, FsyncPolicy, LogConfig, Offset, PartitionLog, ProducerInfo,
     RealFs, Storage,
 };
+pub use priority::lower_thread_priority;
 pub use producer::{Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
 pub use topic::{CleanupPolicy, Fsync, TopicConfig, validate_topic_name};

@@ -28,6 +28,31 @@ for name in ["cleanup.policy", "min.cleanable.dirty.ratio", "delete.retention.ms
     print(name, entry.value, "default" if entry.is_default else "set")
 "#;
 
+/// Creates `table`, one partition, compacted, with these segment size and dirty ratio.
+fn create_table(addr: &str, segment_bytes: &str, dirty_ratio: &str) {
+    let segment = format!("segment.bytes={segment_bytes}");
+    let ratio = format!("min.cleanable.dirty.ratio={dirty_ratio}");
+    let (ok, _, err) = logd(
+        &[
+            "topics",
+            "--bootstrap",
+            addr,
+            "create",
+            "table",
+            "--partitions",
+            "1",
+            "--config",
+            "cleanup.policy=compact",
+            "--config",
+            &segment,
+            "--config",
+            &ratio,
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+}
+
 /// The partition's size on disk, from `logd topics describe`.
 fn size(addr: &str) -> u64 {
     let (ok, out, err) = logd(&["topics", "--bootstrap", addr, "describe", "table"], "");
@@ -55,25 +80,7 @@ fn a_compacted_topic_keeps_each_keys_latest_value_for_kafka_clients() {
         ],
     );
     let addr = daemon.addr.as_str();
-    let (ok, _, err) = logd(
-        &[
-            "topics",
-            "--bootstrap",
-            addr,
-            "create",
-            "table",
-            "--partitions",
-            "1",
-            "--config",
-            "cleanup.policy=compact",
-            "--config",
-            "segment.bytes=32768",
-            "--config",
-            "min.cleanable.dirty.ratio=0.1",
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    create_table(addr, "32768", "0.1");
     let (ok, shown, err) = logd(&["topics", "--bootstrap", addr, "describe", "table"], "");
     assert!(ok, "{err}");
     assert!(shown.contains("cleanup.policy=compact"), "{shown}");
@@ -248,19 +255,7 @@ fn tombstones_reach_a_fresh_consumer_and_bad_compaction_configs_are_refused() {
     }
     let (_, listed, _) = topics(&["list"]);
     assert!(!listed.contains("table"), "{listed}");
-    let (ok, _, err) = topics(&[
-        "create",
-        "table",
-        "--partitions",
-        "1",
-        "--config",
-        "cleanup.policy=compact",
-        "--config",
-        "segment.bytes=4096",
-        "--config",
-        "min.cleanable.dirty.ratio=0.01",
-    ]);
-    assert!(ok, "{err}");
+    create_table(addr, "4096", "0.01");
     let (ok, _, err) = topics(&["alter", "table", "--config", "delete.retention.ms=-5"]);
     assert!(!ok && err.contains("invalid topic config"), "{err}");
 
@@ -304,25 +299,7 @@ fn a_daemon_killed_while_it_cleans_reopens_with_each_keys_latest_value() {
     ];
     let daemon = Daemon::start(dir.path(), &args);
     let addr = daemon.addr.clone();
-    let (ok, _, err) = logd(
-        &[
-            "topics",
-            "--bootstrap",
-            &addr,
-            "create",
-            "table",
-            "--partitions",
-            "1",
-            "--config",
-            "cleanup.policy=compact",
-            "--config",
-            "segment.bytes=65536",
-            "--config",
-            "min.cleanable.dirty.ratio=0.01",
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    create_table(&addr, "65536", "0.01");
     let pad = "z".repeat(200);
     let mut latest = BTreeMap::new();
     for round in 0..20 {

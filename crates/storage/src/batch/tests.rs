@@ -260,7 +260,10 @@ fn negative_lengths_and_counts_are_rejected_by_validation_and_by_the_iterator() 
     }
 }
 
-fn arb_record() -> impl Strategy<Value = (i64, Option<Vec<u8>>, Option<Vec<u8>>, OwnedHeaders)> {
+/// A record as the proptests make them: timestamp, key, value, headers.
+type ArbRecord = (i64, Option<Vec<u8>>, Option<Vec<u8>>, OwnedHeaders);
+
+fn arb_record() -> impl Strategy<Value = ArbRecord> {
     (
         0i64..4_000_000_000_000,
         proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
@@ -273,6 +276,17 @@ fn arb_record() -> impl Strategy<Value = (i64, Option<Vec<u8>>, Option<Vec<u8>>,
             0..3,
         ),
     )
+}
+
+/// Pushes every `arb_record` into `builder`.
+fn push_all(builder: &mut BatchBuilder, records: &[ArbRecord]) {
+    for (ts, key, value, headers) in records {
+        let headers: Vec<(&[u8], Option<&[u8]>)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_deref()))
+            .collect();
+        builder.push(*ts, key.as_deref(), value.as_deref(), &headers);
+    }
 }
 
 fn arb_compression() -> impl Strategy<Value = Compression> {
@@ -295,11 +309,7 @@ proptest! {
     ) {
         // A producer builds in a buffer an earlier batch used: none of its bytes may show.
         let mut builder = BatchBuilder::with_buffer(codec, recycled);
-        for (ts, key, value, headers) in &records {
-            let headers: Vec<(&[u8], Option<&[u8]>)> =
-                headers.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
-            builder.push(*ts, key.as_deref(), value.as_deref(), &headers);
-        }
+        push_all(&mut builder, &records);
         let bytes = builder.build(base_offset).unwrap();
         let (batch, rest) = BatchRef::parse(&bytes, 0).unwrap();
         prop_assert!(rest.is_empty());
@@ -318,11 +328,7 @@ proptest! {
         }
         prop_assert_eq!(decoded.iter().count(), records.len());
         let mut fresh = BatchBuilder::new(codec);
-        for (ts, key, value, headers) in &records {
-            let headers: Vec<(&[u8], Option<&[u8]>)> =
-                headers.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
-            fresh.push(*ts, key.as_deref(), value.as_deref(), &headers);
-        }
+        push_all(&mut fresh, &records);
         prop_assert_eq!(fresh.build(base_offset).unwrap(), bytes);
     }
 
@@ -335,11 +341,7 @@ proptest! {
         horizon in proptest::option::of(0i64..4_000_000_000_000),
     ) {
         let mut builder = BatchBuilder::new(codec).producer(11, 2, 500);
-        for (ts, key, value, headers) in &records {
-            let headers: Vec<(&[u8], Option<&[u8]>)> =
-                headers.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
-            builder.push(*ts, key.as_deref(), value.as_deref(), &headers);
-        }
+        push_all(&mut builder, &records);
         let bytes = builder.build(base_offset).unwrap();
         let (batch, _) = BatchRef::parse(&bytes, 0).unwrap();
         let rewritten =

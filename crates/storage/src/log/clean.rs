@@ -15,14 +15,14 @@
 //! Crash safety, Kafka's suffixes: the new bytes are written to `B.log.cleaned` and fsynced
 //! beside the old segment, which stays in use; then `B.log.cleaned` is renamed to `B.log.swap`
 //! and the directory fsynced (from here recovery finishes the swap); the old indexes are
-//! removed and `B.log.swap` renamed over `B.log` (one atomic replace), the directory fsynced,
-//! and the indexes rebuilt from the new file. Recovery deletes a `.cleaned` file and finishes a
+//! removed and the directory fsynced, then `B.log.swap` renamed over `B.log` (one atomic
+//! replace), the directory fsynced again, and the indexes rebuilt from the new file (the
+//! rebuild's scan checks every CRC, so reads need not check them again). Recovery deletes a `.cleaned` file and finishes a
 //! `.swap` (`finish_swap`), so after a crash at any step the segment is the old one or the new
 //! one, never a mix. The swap runs under the log's lock, checking that retention did not
 //! delete the segment meanwhile; a failure there poisons the log, as a failed append does.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -251,7 +251,6 @@ impl PartitionLog {
                 });
             }
             fresh.seal()?;
-            fresh.crc_checked().store(fresh.size, Ordering::Release);
             state.segments[i] = fresh;
             Ok(true)
         })?;
@@ -360,19 +359,25 @@ fn clean_segment(
         pace(batch.bytes.len() as u64);
         let horizon = batch.header.delete_horizon();
         let past_horizon = horizon.is_some_and(|h| options.now_ms >= h);
-        let (mut dropped, mut tombstones_dropped, mut tombstones_kept) = (0u64, 0u64, false);
+        // Each record's fate, decided once (the rewrite below takes them by offset delta).
+        let (mut kept, mut dropped, mut tombstones_dropped, mut tombstones_kept) =
+            (Vec::new(), 0u64, 0u64, false);
         let records = batch.records(max_decompressed).map_err(corrupted)?;
         for record in records.iter() {
             let record = record.map_err(corrupted)?;
-            if !is_latest(latest, &record) {
+            let keep = if !is_latest(latest, &record) {
+                false
+            } else if record.value.is_none() && past_horizon {
+                tombstones_dropped += 1;
+                false
+            } else {
+                tombstones_kept |= record.value.is_none();
+                true
+            };
+            if keep {
+                kept.push(record.offset_delta);
+            } else {
                 dropped += 1;
-            } else if record.value.is_none() {
-                if past_horizon {
-                    dropped += 1;
-                    tombstones_dropped += 1;
-                } else {
-                    tombstones_kept = true;
-                }
             }
         }
         let stamp = (tombstones_kept && horizon.is_none())
@@ -385,7 +390,7 @@ fn clean_segment(
         report.records_removed += dropped;
         report.tombstones_removed += tombstones_dropped;
         let rewritten = retain_records(&batch, max_decompressed, stamp.or(horizon), |record| {
-            is_latest(latest, record) && !(record.value.is_none() && past_horizon)
+            kept.binary_search(&record.offset_delta).is_ok()
         })
         .map_err(corrupted)?;
         out.extend_from_slice(&rewritten);
