@@ -276,3 +276,108 @@ fn a_retry_worker_reading_a_compacted_source_is_carried_past_emptied_batches() {
         "the first record that remains, not an empty answer that stalls the worker"
     );
 }
+
+#[test]
+fn cleaner_ranges_divide_each_partition_as_the_cleaner_sees_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(10_000));
+    let log = Log::open_with(
+        Arc::new(logd_storage::RealFs),
+        clock,
+        dir.path(),
+        without_housekeeping(),
+    )
+    .unwrap();
+    log.create_topic("t", compacted(CleanupPolicy::Compact))
+        .unwrap();
+    log.create_topic("plain", TopicConfig::default()).unwrap();
+    write(&log);
+    let partition = log.partition("t", 0).unwrap();
+    let active = partition.active_segment_base().0;
+    assert!(active > 0);
+
+    // Before any cleaning: nothing clean, every sealed segment cleanable.
+    let before = log.cleaner_ranges("t").unwrap();
+    assert_eq!(
+        before,
+        vec![logd::CleanerRanges {
+            partition: 0,
+            log_start: 0,
+            cleaned_up_to: 0,
+            cleanable_end: active,
+            active_start: active,
+            log_end: 300,
+        }]
+    );
+
+    log.clean_topics(10_000, 1 << 20, None);
+    let after = log.cleaner_ranges("t").unwrap()[0];
+    assert_eq!(
+        (after.cleaned_up_to, after.cleanable_end, after.active_start),
+        (active, active, active),
+        "all that was cleanable is clean"
+    );
+
+    // Segments newer than min.compaction.lag.ms are sealed but not cleanable.
+    log.alter_topic_config(
+        "t",
+        TopicConfig {
+            min_compaction_lag_ms: 1_000_000,
+            ..compacted(CleanupPolicy::Compact)
+        },
+    )
+    .unwrap();
+    let waiting = log.cleaner_ranges("t").unwrap()[0];
+    assert_eq!(waiting.cleanable_end, waiting.cleaned_up_to);
+
+    // A topic that only deletes has nothing clean or cleanable.
+    log.append("plain", 0, &mut batch(&[(None, "x")], 1_000))
+        .unwrap();
+    let plain = log.cleaner_ranges("plain").unwrap()[0];
+    assert_eq!(
+        (plain.cleaned_up_to, plain.cleanable_end, plain.log_end),
+        (0, 0, 1)
+    );
+    assert!(matches!(
+        log.cleaner_ranges("missing"),
+        Err(Error::UnknownTopic(_))
+    ));
+}
+
+#[test]
+fn max_compaction_lag_rolls_a_quiet_active_segment_so_its_records_get_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(10_000));
+    let log = Log::open_with(
+        Arc::new(logd_storage::RealFs),
+        clock,
+        dir.path(),
+        without_housekeeping(),
+    )
+    .unwrap();
+    // Segments that would take a week or a megabyte to roll, a lag bound of a second.
+    log.create_topic(
+        "t",
+        TopicConfig {
+            cleanup_policy: CleanupPolicy::Compact,
+            segment_bytes: 1 << 20,
+            max_compaction_lag_ms: Some(1_000),
+            ..TopicConfig::default()
+        },
+    )
+    .unwrap();
+    log.append("t", 0, &mut batch(&[(Some("a"), "old")], 1_000))
+        .unwrap();
+    log.append("t", 0, &mut batch(&[(Some("a"), "new")], 1_100))
+        .unwrap();
+    log.append("t", 0, &mut batch(&[(Some("b"), "later")], 2_500))
+        .unwrap();
+    let partition = log.partition("t", 0).unwrap();
+    assert_eq!(partition.segment_count(), 2, "rolled after the lag bound");
+
+    let round = log.clean_topics(10_000, 1 << 20, None);
+    assert_eq!(round.records_removed, 1, "{round:?}");
+    let read: Vec<(i64, String, String)> = consume(&log);
+    let offsets: Vec<i64> = read.iter().map(|r| r.0).collect();
+    assert_eq!(offsets, vec![1, 2], "a's older value went, offsets kept");
+}

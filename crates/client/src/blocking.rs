@@ -79,6 +79,14 @@ impl Client {
         self.runtime.block_on(self.inner.topic_configs(topic))
     }
 
+    /// Each partition of `topic` divided as logd's cleaner sees it; `None` from a Kafka broker.
+    pub fn partition_ranges(
+        &mut self,
+        topic: &str,
+    ) -> Result<Option<Vec<logd_kafka::partition_ranges::PartitionRanges>>> {
+        self.runtime.block_on(self.inner.partition_ranges(topic))
+    }
+
     /// Sets configs of `topic` and returns others to the broker's default, all or none.
     pub fn alter_topic_configs(
         &mut self,

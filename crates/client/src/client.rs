@@ -210,6 +210,11 @@ impl AsyncClient {
     /// that only add to an answer (partition sizes, producer state) are skipped where it does
     /// not: a broker closes the connection on a request it does not know.
     pub(crate) async fn serves(&mut self, key: ApiKey) -> Result<bool> {
+        self.serves_key(key as i16).await
+    }
+
+    /// As [`AsyncClient::serves`] for a raw API key (logd's own among them).
+    pub(crate) async fn serves_key(&mut self, key: i16) -> Result<bool> {
         if self.served.is_none() {
             let response: ApiVersionsResponse = self
                 .call(
@@ -229,7 +234,7 @@ impl AsyncClient {
         Ok(self
             .served
             .as_ref()
-            .is_some_and(|keys| keys.contains(&(key as i16))))
+            .is_some_and(|keys| keys.contains(&key)))
     }
 
     /// Sends `request` to the broker the client bootstrapped from and reads its answer.

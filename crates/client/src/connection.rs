@@ -146,22 +146,55 @@ impl Connection {
         version: i16,
         request: &Req,
     ) -> Result<Resp> {
+        let bad = crate::error::malformed(key as i16, version);
+        let mut body = BytesMut::new();
+        request.encode(&mut body, version).map_err(&bad)?;
+        let headers = (
+            key.request_header_version(version),
+            key.response_header_version(version),
+        );
+        let mut response = self.exchange_raw(key as i16, version, headers, &body).await?;
+        Resp::decode(&mut response, version).map_err(bad)
+    }
+
+    /// Sends an encoded request `body` of API `api_key` (Kafka's or logd's own) with the
+    /// given (request, response) header versions; the response's body.
+    pub(crate) async fn call_raw(
+        &mut self,
+        api_key: i16,
+        version: i16,
+        headers: (i16, i16),
+        body: &[u8],
+    ) -> Result<Bytes> {
+        tokio::time::timeout(
+            CALL_TIMEOUT,
+            self.exchange_raw(api_key, version, headers, body),
+        )
+        .await
+        .map_err(|_| timed_out("request"))?
+    }
+
+    async fn exchange_raw(
+        &mut self,
+        api_key: i16,
+        version: i16,
+        (request_header, response_header): (i16, i16),
+        body: &[u8],
+    ) -> Result<Bytes> {
         self.correlation_id += 1;
         let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
+        header.request_api_key = api_key;
         header.request_api_version = version;
         header.correlation_id = self.correlation_id;
         header.client_id = Some(StrBytes::from_static_str("logd-cli"));
-        let bad = crate::error::malformed(key as i16, version);
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, key.request_header_version(version))
-            .map_err(&bad)?;
-        request.encode(&mut body, version).map_err(&bad)?;
+        let bad = crate::error::malformed(api_key, version);
+        let mut frame = BytesMut::new();
+        header.encode(&mut frame, request_header).map_err(&bad)?;
+        frame.extend_from_slice(body);
         self.stream
-            .write_all(&(body.len() as i32).to_be_bytes())
+            .write_all(&(frame.len() as i32).to_be_bytes())
             .await?;
-        self.stream.write_all(&body).await?;
+        self.stream.write_all(&frame).await?;
         let mut size = [0u8; 4];
         self.stream.read_exact(&mut size).await?;
         let size = i32::from_be_bytes(size);
@@ -174,9 +207,8 @@ impl Connection {
         let mut response = vec![0u8; size as usize];
         self.stream.read_exact(&mut response).await?;
         let mut response = Bytes::from(response);
-        ResponseHeader::decode(&mut response, key.response_header_version(version))
-            .map_err(crate::error::malformed(key as i16, version))?;
-        Resp::decode(&mut response, version).map_err(crate::error::malformed(key as i16, version))
+        ResponseHeader::decode(&mut response, response_header).map_err(bad)?;
+        Ok(response)
     }
 }
 

@@ -1,6 +1,7 @@
 //! [`AsyncClient`]'s topic changes, for `logd topics alter` (against logd or Kafka): more
 //! partitions (CreatePartitions) and config changes (IncrementalAlterConfigs), each refusal with
-//! the broker's own words; and the topic's configs (DescribeConfigs) for `logd topics
+//! the broker's own words; and the topic's configs (DescribeConfigs) and, from a logd broker,
+//! its partitions' cleaner ranges (logd's own DescribePartitionRanges) for `logd topics
 //! describe`.
 
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
@@ -14,6 +15,7 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use logd_kafka::partition_ranges::{self, PartitionRanges, PartitionRangesRequest};
 
 use crate::client::AsyncClient;
 use crate::error::{Error, Result};
@@ -88,6 +90,42 @@ impl AsyncClient {
                 set_on_topic: c.config_source == SOURCE_TOPIC,
             })
             .collect())
+    }
+
+    /// Each partition of `topic` divided as logd's cleaner sees it; `None` from a broker that
+    /// does not serve logd's DescribePartitionRanges (a Kafka broker), which is never sent it.
+    pub async fn partition_ranges(&mut self, topic: &str) -> Result<Option<Vec<PartitionRanges>>> {
+        if !self.serves_key(partition_ranges::API_KEY).await? {
+            return Ok(None);
+        }
+        let malformed = |e: logd_kafka::Error| Error::Malformed {
+            api_key: partition_ranges::API_KEY,
+            version: partition_ranges::VERSION,
+            reason: e.to_string(),
+        };
+        let mut body = bytes::BytesMut::new();
+        PartitionRangesRequest {
+            topic: topic.to_owned(),
+        }
+        .encode(&mut body)
+        .map_err(malformed)?;
+        let mut answer = self
+            .bootstrap
+            .call_raw(
+                partition_ranges::API_KEY,
+                partition_ranges::VERSION,
+                (
+                    partition_ranges::REQUEST_HEADER_VERSION,
+                    partition_ranges::RESPONSE_HEADER_VERSION,
+                ),
+                &body,
+            )
+            .await?;
+        let response = partition_ranges::PartitionRangesResponse::decode(&mut answer)
+            .map_err(malformed)?;
+        let message = response.error_message.map(StrBytes::from_string);
+        topic_outcome(topic, Some((response.error_code, message.as_ref())))?;
+        Ok(Some(response.partitions))
     }
 
     /// Grows `topic` to `count` partitions.

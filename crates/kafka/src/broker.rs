@@ -17,6 +17,7 @@ use crate::codes;
 use crate::error::{Error, Result};
 use crate::listener::ListenerConfig;
 use crate::observer::{BrokerObserver, NoObserver};
+use crate::partition_ranges::{self, PartitionRangesRequest};
 use crate::server::ConnectionStats;
 use crate::versions;
 
@@ -180,6 +181,23 @@ impl Broker {
                 )
                 .map(|b| Some(Frame::Whole(b)))
             }
+            Decoded::PartitionRanges {
+                correlation_id,
+                request,
+            } => {
+                let response = self.partition_ranges(&request, peer);
+                let mut out = BytesMut::new();
+                out.put_i32(0); // size, patched below
+                let mut header = ResponseHeader::default();
+                header.correlation_id = correlation_id;
+                header
+                    .encode(&mut out, partition_ranges::RESPONSE_HEADER_VERSION)
+                    .map_err(malformed(partition_ranges::API_KEY, partition_ranges::VERSION))?;
+                response.encode(&mut out)?;
+                let size = (out.len() - 4) as i32;
+                out[..4].copy_from_slice(&size.to_be_bytes());
+                Ok(Some(Frame::Whole(out)))
+            }
         }
     }
 
@@ -277,6 +295,13 @@ pub enum Decoded {
         /// To echo in the answer.
         correlation_id: i32,
     },
+    /// logd's own DescribePartitionRanges (see [`crate::partition_ranges`]).
+    PartitionRanges {
+        /// To echo in the answer.
+        correlation_id: i32,
+        /// The request.
+        request: PartitionRangesRequest,
+    },
 }
 
 /// Decodes a request frame (without its size prefix, at least 8 bytes). Unknown APIs and
@@ -293,6 +318,17 @@ pub fn decode_request(mut frame: Bytes) -> Result<Decoded> {
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
     let unsupported = Error::Unsupported { api_key, version };
+    if api_key == partition_ranges::API_KEY {
+        if version != partition_ranges::VERSION {
+            return Err(unsupported);
+        }
+        RequestHeader::decode(&mut frame, partition_ranges::REQUEST_HEADER_VERSION)
+            .map_err(malformed(api_key, version))?;
+        return Ok(Decoded::PartitionRanges {
+            correlation_id,
+            request: PartitionRangesRequest::decode(&mut frame)?,
+        });
+    }
     let Ok(key) = ApiKey::try_from(api_key) else {
         return Err(unsupported);
     };

@@ -43,6 +43,12 @@ pub(crate) fn api_versions() -> ApiVersionsResponse {
             v
         })
         .collect();
+    // logd's own API, so a client can tell a logd broker from a Kafka one.
+    let mut ranges = ApiVersion::default();
+    ranges.api_key = crate::partition_ranges::API_KEY;
+    ranges.min_version = crate::partition_ranges::VERSION;
+    ranges.max_version = crate::partition_ranges::VERSION;
+    response.api_keys.push(ranges);
     response
 }
 

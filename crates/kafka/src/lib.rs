@@ -17,6 +17,7 @@ mod listener;
 mod login;
 mod metadata;
 mod observer;
+pub mod partition_ranges;
 mod server;
 mod shape;
 mod topic_admin;

@@ -63,6 +63,29 @@ pub struct PartitionCleanerState {
     pub cleaned_up_to: i64,
 }
 
+/// One partition's offsets as the cleaner divides them, for `logd topics describe` and the
+/// console. In order: `log_start..cleaned_up_to` is clean; `cleaned_up_to..cleanable_end` is
+/// dirty and cleanable (sealed, older than `min.compaction.lag.ms`);
+/// `cleanable_end..active_start` is sealed but too new to clean yet; `active_start..log_end`
+/// is the active segment, never cleaned. A topic that does not compact has nothing clean or
+/// cleanable (`cleaned_up_to` and `cleanable_end` are its log start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanerRanges {
+    /// The partition.
+    pub partition: u32,
+    /// Its first offset.
+    pub log_start: i64,
+    /// Offsets below this one are clean (the log start before the cleaner's first pass since
+    /// the engine opened).
+    pub cleaned_up_to: i64,
+    /// Offsets below this one may be cleaned now.
+    pub cleanable_end: i64,
+    /// The active segment's first offset.
+    pub active_start: i64,
+    /// The offset the next record will get.
+    pub log_end: i64,
+}
+
 /// The cleaner's memory of every compacted partition, by topic and partition, and its totals.
 #[derive(Debug, Default)]
 pub(crate) struct CleanerState {
@@ -234,6 +257,44 @@ impl Log {
             .collect();
         out.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
         out
+    }
+
+    /// Each partition of `topic` divided as its cleaner sees it now (see [`CleanerRanges`]).
+    pub fn cleaner_ranges(&self, topic: &str) -> crate::Result<Vec<CleanerRanges>> {
+        let found = self.topic(topic)?;
+        let config = found.config.read().clone();
+        let partitions = found.partitions.read().clone();
+        let now_ms = self.clock().now_ms();
+        Ok(partitions
+            .iter()
+            .enumerate()
+            .map(|(partition, log)| {
+                let log_start = log.log_start_offset().0;
+                let memory = self.cleaner_memory(&(topic.to_owned(), partition as u32));
+                let (cleaned_up_to, cleanable_end) = match config.cleanup_policy.compacts() {
+                    true => {
+                        let dirt = log.dirtiness(&CleanOptions {
+                            now_ms,
+                            min_compaction_lag_ms: config.min_compaction_lag_ms,
+                            delete_retention_ms: config.delete_retention_ms,
+                            key_map_bytes: 0,
+                            first_dirty: Offset(memory.first_dirty),
+                        });
+                        let cleaned = memory.first_dirty.max(log_start);
+                        (cleaned, dirt.cleanable_end.0.max(cleaned))
+                    }
+                    false => (log_start, log_start),
+                };
+                CleanerRanges {
+                    partition: partition as u32,
+                    log_start,
+                    cleaned_up_to,
+                    cleanable_end,
+                    active_start: log.active_segment_base().0.max(log_start),
+                    log_end: log.end_offset().0,
+                }
+            })
+            .collect())
     }
 
     fn cleaner_memory(&self, key: &(String, u32)) -> PartitionCleaning {

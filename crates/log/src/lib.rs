@@ -40,7 +40,7 @@ mod producer;
 mod producer_ids;
 mod topic;
 
-pub use cleaner::{CleanerStats, CleaningRound, PartitionCleanerState};
+pub use cleaner::{CleanerRanges, CleanerStats, CleaningRound, PartitionCleanerState};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics,

@@ -148,7 +148,14 @@ impl TopicConfig {
     pub fn log_config(&self) -> LogConfig {
         LogConfig {
             segment_bytes: self.segment_bytes,
-            segment_ms: self.segment_ms,
+            // A record waits in the active segment until it rolls, so a compacted topic rolls
+            // by `max.compaction.lag.ms` too (Kafka's KIP-354): otherwise a quiet topic's
+            // records would wait for `segment.ms` (or forever) whatever the bound says.
+            segment_ms: match (self.segment_ms, self.max_compaction_lag_ms) {
+                (Some(ms), Some(lag)) if self.cleanup_policy.compacts() => Some(ms.min(lag)),
+                (None, Some(lag)) if self.cleanup_policy.compacts() => Some(lag),
+                (ms, _) => ms,
+            },
             // A compacted topic keeps each key's latest record forever unless it also deletes.
             retention_ms: self.retention_ms.filter(|_| self.cleanup_policy.deletes()),
             retention_bytes: self

@@ -182,7 +182,9 @@ impl Session {
                 }
                 _ => not_sasl(),
             },
-            Decoded::UnsupportedApiVersions { .. } => not_sasl(),
+            Decoded::UnsupportedApiVersions { .. } | Decoded::PartitionRanges { .. } => {
+                not_sasl()
+            }
         };
         self.settle(&outcome);
         Ok(outcome)

@@ -121,15 +121,13 @@ async fn topic(
     };
     let config = &topic.config;
     let defaults = state.log.default_topic_config();
-    let cleaned = state.log.cleaner_partitions();
+    let ranges = state.log.cleaner_ranges(&name).unwrap_or_default();
+    let compacts = config.cleanup_policy.compacts();
     let partitions: Vec<Value> = topic
         .partitions
         .iter()
         .map(|p| {
-            let cleaned_up_to = cleaned
-                .iter()
-                .find(|c| c.topic == name && c.partition == p.partition)
-                .map(|c| c.cleaned_up_to.max(p.log_start));
+            let range = ranges.iter().find(|r| r.partition == p.partition);
             let log = state.log.partition(&name, p.partition).ok();
             let oldest = log.as_ref().and_then(|l| {
                 (p.log_start < p.high_watermark)
@@ -151,8 +149,9 @@ async fn topic(
                 "high_watermark": p.high_watermark,
                 "size_bytes": p.size_bytes,
                 "segments": log.as_ref().map(|l| l.segment_count()),
-                "active_from": log.as_ref().map(|l| l.active_segment_base().0),
-                "cleaned_up_to": cleaned_up_to,
+                "active_from": range.map(|r| r.active_start),
+                "cleaned_up_to": range.filter(|_| compacts).map(|r| r.cleaned_up_to),
+                "cleanable_end": range.filter(|_| compacts).map(|r| r.cleanable_end),
                 "oldest_timestamp": oldest,
                 "newest_timestamp": newest,
             })

@@ -4,6 +4,7 @@ use std::io::Write;
 
 use anyhow::bail;
 use clap::Subcommand;
+use logd_kafka::partition_ranges::PartitionRanges;
 
 use super::Bootstrap;
 
@@ -136,6 +137,7 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
                     "compacted: the cleaner keeps each key's latest record in the sealed \
                      segments; the active segment (the last, still written to) is never cleaned"
                 )?;
+                write_cleaner_ranges(&mut out, client.partition_ranges(name))?;
             }
             let producers = client.producers(name)?;
             if !producers.is_empty() {
@@ -157,6 +159,47 @@ pub(crate) fn run(args: &TopicsArgs) -> anyhow::Result<()> {
             client.delete_topic(name)?;
             writeln!(out, "deleted topic {name}")?;
         }
+    }
+    Ok(())
+}
+
+/// Each partition's offsets as the cleaner divides them (half-open ranges, `-` when empty),
+/// or why they are not shown.
+fn write_cleaner_ranges(
+    out: &mut dyn std::io::Write,
+    ranges: logd_client::Result<Option<Vec<PartitionRanges>>>,
+) -> anyhow::Result<()> {
+    let ranges = match ranges {
+        Ok(Some(ranges)) => ranges,
+        Ok(None) => {
+            writeln!(out, "cleaner ranges: not available (a logd broker's own call)")?;
+            return Ok(());
+        }
+        Err(e) => {
+            writeln!(out, "cleaner ranges: not available ({e})")?;
+            return Ok(());
+        }
+    };
+    let range = |from: i64, to: i64| match from < to {
+        true => format!("{from}..{to}"),
+        false => "-".to_owned(),
+    };
+    writeln!(
+        out,
+        "cleaner ranges: clean, cleanable now, too new to clean (min.compaction.lag.ms), \
+         active segment (never cleaned)"
+    )?;
+    writeln!(out, "partition\tclean\tcleanable\ttoo_new\tactive")?;
+    for r in ranges {
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}",
+            r.partition,
+            range(r.log_start, r.cleaned_up_to),
+            range(r.cleaned_up_to, r.cleanable_end),
+            range(r.cleanable_end, r.active_start),
+            range(r.active_start, r.log_end)
+        )?;
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! A compacted topic through the Kafka protocol: created with `cleanup.policy=compact` by
 //! `logd topics create`, described by `logd topics describe` (which says the active segment is
-//! never cleaned), the console's API and confluent-kafka's admin client as Kafka would
+//! never cleaned and shows each partition's clean, cleanable and active ranges), the console's API and confluent-kafka's admin client as Kafka would
 //! describe it, written by librdkafka, cleaned by the daemon's cleaner thread, and read back from the
 //! beginning by librdkafka: each key's latest value at its offset, the consumer carried across
 //! what the cleaning removed. A record without a key is refused with INVALID_RECORD. Tombstones
@@ -53,11 +53,12 @@ fn create_table(addr: &str, segment_bytes: &str, dirty_ratio: &str) {
     assert!(ok, "{err}");
 }
 
-/// The partition's size on disk, from `logd topics describe`.
+/// The partition's size on disk, from `logd topics describe` (its first table).
 fn size(addr: &str) -> u64 {
     let (ok, out, err) = logd(&["topics", "--bootstrap", addr, "describe", "table"], "");
     assert!(ok, "{err}");
     out.lines()
+        .take_while(|l| !l.starts_with("cleaner ranges"))
         .filter_map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
             f[0].parse::<u32>()
@@ -181,10 +182,23 @@ fn a_compacted_topic_keeps_each_keys_latest_value_for_kafka_clients() {
         partition["active_from"].as_i64().unwrap(),
         partition["cleaned_up_to"].as_i64().unwrap(),
     );
+    let cleanable = partition["cleanable_end"].as_i64().unwrap();
     assert!(
-        0 < cleaned && cleaned <= active && active < 2_000,
+        0 < cleaned && cleaned <= cleanable && cleanable <= active && active < 2_000,
         "{partition}"
     );
+    // `logd topics describe` shows the same ranges (logd's own DescribePartitionRanges).
+    let (ok, described, err) = logd(&["topics", "--bootstrap", addr, "describe", "table"], "");
+    assert!(ok, "{err}");
+    let row: Vec<&str> = described
+        .lines()
+        .skip_while(|l| !l.starts_with("partition\tclean\tcleanable\ttoo_new\tactive"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{described}"))
+        .split('\t')
+        .collect();
+    assert_eq!(row[..2], ["0".to_owned(), format!("0..{cleaned}")], "{described}");
+    assert!(row[4].starts_with(&format!("{active}..")), "{described}");
 
     let read = librdkafka::consume(addr, "table", Offset::Beginning);
     let mut last_seen = BTreeMap::new();

@@ -97,9 +97,13 @@ pub struct Dirtiness {
     pub cleanable_bytes: u64,
     /// Those of them from the segment holding `first_dirty` on.
     pub dirty_bytes: u64,
-    /// The newest record timestamp of the first dirty segment, if there is one: how long
-    /// records have waited for a cleaning (at most a segment's span too early).
+    /// The first batch's timestamp in the first dirty segment, if there is one: how long
+    /// the oldest records not yet cleaned have waited (Kafka's `maxCompactionDelay` measures
+    /// from the same batch).
     pub first_dirty_timestamp: Option<i64>,
+    /// Where the cleanable part ends: offsets below it are in sealed segments old enough to
+    /// clean (the log's first offset when none is).
+    pub cleanable_end: Offset,
 }
 
 /// A sealed segment as the pass reads it.
@@ -167,19 +171,26 @@ impl PartitionLog {
     /// How much of what [`PartitionLog::clean`] would take with `options` is dirty.
     pub fn dirtiness(&self, options: &CleanOptions) -> Dirtiness {
         let newest_allowed = options.now_ms.saturating_sub(options.min_compaction_lag_ms);
-        let state = self.state.lock();
-        let sealed = &state.segments[..state.segments.len() - 1];
-        let mut found = Dirtiness::default();
-        for segment in sealed {
+        let mut state = self.state.lock();
+        let sealed = state.segments.len() - 1;
+        let mut found = Dirtiness {
+            cleanable_end: Offset(state.segments[0].base_offset),
+            ..Dirtiness::default()
+        };
+        for segment in &mut state.segments[..sealed] {
             if segment.max_timestamp > newest_allowed {
                 break;
             }
             found.cleanable_bytes += segment.size;
+            found.cleanable_end = Offset(segment.next_offset);
             if segment.next_offset > options.first_dirty.0 {
                 found.dirty_bytes += segment.size;
-                found
-                    .first_dirty_timestamp
-                    .get_or_insert(segment.max_timestamp);
+                if found.first_dirty_timestamp.is_none() {
+                    // Read once per segment (sealed segments opened from disk have not read
+                    // it); a segment that cannot be read counts from its newest record.
+                    let first = segment.load_roll_timestamp().ok().and(segment.roll_timestamp);
+                    found.first_dirty_timestamp = Some(first.unwrap_or(segment.max_timestamp));
+                }
             }
         }
         found

@@ -155,8 +155,9 @@ impl Segment {
         Ok(segment)
     }
 
-    /// Reads the first batch's max timestamp, from which `segment_ms` is measured. Only the
-    /// active segment needs it, so sealed segments are never read for it.
+    /// Reads the first batch's max timestamp, from which `segment_ms` is measured for the
+    /// active segment and `max.compaction.lag.ms` for the first segment a cleaning has not
+    /// covered; other sealed segments are never read for it.
     pub(crate) fn load_roll_timestamp(&mut self) -> Result<()> {
         if self.roll_timestamp.is_none() && self.size >= HEADER_LEN as u64 {
             let view = self.view()?;

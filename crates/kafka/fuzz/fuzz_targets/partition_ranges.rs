@@ -1,0 +1,14 @@
+//! Arbitrary bytes as the body of logd's own DescribePartitionRanges: a request as the broker
+//! reads it, and a response as logd's client reads it. An answer or an error, never a panic,
+//! and never an allocation from a partition count the bytes cannot back (run with
+//! `-malloc_limit_mb`).
+#![no_main]
+
+use bytes::Bytes;
+use libfuzzer_sys::fuzz_target;
+use logd_kafka::partition_ranges::{PartitionRangesRequest, PartitionRangesResponse};
+
+fuzz_target!(|data: &[u8]| {
+    let _ = PartitionRangesRequest::decode(&mut Bytes::copy_from_slice(data));
+    let _ = PartitionRangesResponse::decode(&mut Bytes::copy_from_slice(data));
+});
