@@ -381,3 +381,36 @@ fn max_compaction_lag_rolls_a_quiet_active_segment_so_its_records_get_cleaned() 
     let offsets: Vec<i64> = read.iter().map(|r| r.0).collect();
     assert_eq!(offsets, vec![1, 2], "a's older value went, offsets kept");
 }
+
+#[test]
+fn after_a_restart_the_cleaner_resumes_where_it_ended_instead_of_cleaning_everything_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        Log::open_with(
+            Arc::new(logd_storage::RealFs),
+            Arc::new(ManualClock::new(10_000)),
+            dir.path(),
+            without_housekeeping(),
+        )
+        .unwrap()
+    };
+    let log = open();
+    log.create_topic("t", compacted(CleanupPolicy::Compact))
+        .unwrap();
+    write(&log);
+    assert_eq!(
+        log.clean_topics(10_000, 1 << 20, None).partitions_cleaned,
+        1
+    );
+    let cleaned = log.cleaner_ranges("t").unwrap()[0].cleaned_up_to;
+    assert!(cleaned > 0);
+    drop(log);
+
+    let log = open();
+    assert_eq!(log.cleaner_ranges("t").unwrap()[0].cleaned_up_to, cleaned);
+    assert_eq!(
+        log.clean_topics(20_000, 1 << 20, None).partitions_cleaned,
+        0,
+        "nothing new to clean"
+    );
+}

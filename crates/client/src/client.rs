@@ -231,10 +231,7 @@ impl AsyncClient {
             }
             self.served = Some(response.api_keys.iter().map(|k| k.api_key).collect());
         }
-        Ok(self
-            .served
-            .as_ref()
-            .is_some_and(|keys| keys.contains(&key)))
+        Ok(self.served.as_ref().is_some_and(|keys| keys.contains(&key)))
     }
 
     /// Sends `request` to the broker the client bootstrapped from and reads its answer.

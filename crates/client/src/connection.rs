@@ -153,7 +153,9 @@ impl Connection {
             key.request_header_version(version),
             key.response_header_version(version),
         );
-        let mut response = self.exchange_raw(key as i16, version, headers, &body).await?;
+        let mut response = self
+            .exchange_raw(key as i16, version, headers, &body)
+            .await?;
         Resp::decode(&mut response, version).map_err(bad)
     }
 

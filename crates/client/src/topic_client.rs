@@ -121,8 +121,8 @@ impl AsyncClient {
                 &body,
             )
             .await?;
-        let response = partition_ranges::PartitionRangesResponse::decode(&mut answer)
-            .map_err(malformed)?;
+        let response =
+            partition_ranges::PartitionRangesResponse::decode(&mut answer).map_err(malformed)?;
         let message = response.error_message.map(StrBytes::from_string);
         topic_outcome(topic, Some((response.error_code, message.as_ref())))?;
         Ok(Some(response.partitions))

@@ -192,7 +192,10 @@ impl Broker {
                 header.correlation_id = correlation_id;
                 header
                     .encode(&mut out, partition_ranges::RESPONSE_HEADER_VERSION)
-                    .map_err(malformed(partition_ranges::API_KEY, partition_ranges::VERSION))?;
+                    .map_err(malformed(
+                        partition_ranges::API_KEY,
+                        partition_ranges::VERSION,
+                    ))?;
                 response.encode(&mut out)?;
                 let size = (out.len() - 4) as i32;
                 out[..4].copy_from_slice(&size.to_be_bytes());

@@ -162,7 +162,11 @@ impl PartitionRangesResponse {
         let count = get(buf, Bytes::get_i32)?;
         let count = match usize::try_from(count) {
             Ok(n) if n <= buf.remaining() / PARTITION_BYTES => n,
-            Ok(n) => return Err(malformed(format!("{n} partitions announced, bytes for fewer"))),
+            Ok(n) => {
+                return Err(malformed(format!(
+                    "{n} partitions announced, bytes for fewer"
+                )));
+            }
             Err(_) => return Err(malformed(format!("partition count {count}"))),
         };
         let partitions = (0..count)

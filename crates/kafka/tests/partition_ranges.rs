@@ -123,13 +123,13 @@ fn the_acls_refuse_a_topic_the_principal_may_not_describe() {
     let log = engine(dir.path());
     let authorizer = std::sync::Arc::new(
         logd_kafka::acl::Authorizer::open(
-        dir.path(),
-        logd_kafka::acl::AuthorizerConfig {
-            super_users: Vec::new(),
-            allow_everyone_if_no_acl_found: false,
-        },
-    )
-    .unwrap(),
+            dir.path(),
+            logd_kafka::acl::AuthorizerConfig {
+                super_users: Vec::new(),
+                allow_everyone_if_no_acl_found: false,
+            },
+        )
+        .unwrap(),
     );
     let broker = Broker::new(log, BrokerConfig::default()).with_authorizer(authorizer);
     let refused = ranges(&broker, "table", 0).unwrap();

@@ -5,9 +5,10 @@
 //! due: the share of their cleanable bytes (sealed segments older than
 //! `min.compaction.lag.ms`; never the active segment) not yet cleaned is at least
 //! `min.cleanable.dirty.ratio`, or their oldest uncleaned records have waited past
-//! `max.compaction.lag.ms`. A partition's cleaning resumes where its last one ended (kept in
-//! memory: after a restart the first pass maps everything again, which costs time, never
-//! correctness). A partition whose cleaning fails is skipped, logged and counted, and retried
+//! `max.compaction.lag.ms`. A partition's cleaning resumes where its last one ended (the
+//! partition's cleaner checkpoint keeps that across restarts, as Kafka's
+//! `cleaner-offset-checkpoint` does; without it a pass maps everything again, which costs time,
+//! never correctness). A partition whose cleaning fails is skipped, logged and counted, and retried
 //! after a backoff that doubles up to ten minutes (Kafka leaves it uncleanable until a
 //! restart); the other partitions go on.
 
@@ -15,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use logd_storage::{CleanOptions, Offset};
+use logd_storage::{CleanOptions, Offset, PartitionLog};
 use parking_lot::{Condvar, Mutex};
 
 use crate::engine::{Log, Shared};
@@ -75,8 +76,8 @@ pub struct CleanerRanges {
     pub partition: u32,
     /// Its first offset.
     pub log_start: i64,
-    /// Offsets below this one are clean (the log start before the cleaner's first pass since
-    /// the engine opened).
+    /// Offsets below this one are clean (the log start before the partition's first
+    /// cleaning).
     pub cleaned_up_to: i64,
     /// Offsets below this one may be cleaned now.
     pub cleanable_end: i64,
@@ -175,7 +176,7 @@ impl Log {
             for (partition, log) in partitions.into_iter().enumerate() {
                 let key = (name.clone(), partition as u32);
                 seen.push(key.clone());
-                let memory = self.cleaner_memory(&key);
+                let memory = self.cleaner_memory(&key, &log);
                 if memory.retry_at > now_ms {
                     round.backing_off += 1;
                     continue;
@@ -270,7 +271,7 @@ impl Log {
             .enumerate()
             .map(|(partition, log)| {
                 let log_start = log.log_start_offset().0;
-                let memory = self.cleaner_memory(&(topic.to_owned(), partition as u32));
+                let memory = self.cleaner_memory(&(topic.to_owned(), partition as u32), log);
                 let (cleaned_up_to, cleanable_end) = match config.cleanup_policy.compacts() {
                     true => {
                         let dirt = log.dirtiness(&CleanOptions {
@@ -297,9 +298,17 @@ impl Log {
             .collect())
     }
 
-    fn cleaner_memory(&self, key: &(String, u32)) -> PartitionCleaning {
+    /// What the cleaner remembers of `key`; for a partition it has not looked at since the
+    /// engine opened, where the partition's cleaner checkpoint says its last pass ended.
+    fn cleaner_memory(&self, key: &(String, u32), log: &PartitionLog) -> PartitionCleaning {
         let partitions = self.shared.cleaning.partitions.lock();
-        partitions.get(key).copied().unwrap_or_default()
+        partitions
+            .get(key)
+            .copied()
+            .unwrap_or_else(|| PartitionCleaning {
+                first_dirty: log.cleaned_up_to().0,
+                ..PartitionCleaning::default()
+            })
     }
 
     /// One pass over `candidate`; what to remember of it afterwards.

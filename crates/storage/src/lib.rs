@@ -32,6 +32,7 @@
 
 pub mod batch;
 mod checkpoint;
+mod cleaner_checkpoint;
 mod config;
 mod crc;
 mod error;
@@ -94,4 +95,7 @@ pub struct RecoveryReport {
     pub replayed_producer_bytes: u64,
     /// Producer snapshots that were damaged, treated as absent and deleted.
     pub damaged_snapshots: usize,
+    /// The cleaner checkpoint was damaged and treated as absent: the next cleaning of the
+    /// partition maps its whole log again.
+    pub damaged_cleaner_checkpoint: bool,
 }

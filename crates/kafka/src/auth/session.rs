@@ -182,9 +182,7 @@ impl Session {
                 }
                 _ => not_sasl(),
             },
-            Decoded::UnsupportedApiVersions { .. } | Decoded::PartitionRanges { .. } => {
-                not_sasl()
-            }
+            Decoded::UnsupportedApiVersions { .. } | Decoded::PartitionRanges { .. } => not_sasl(),
         };
         self.settle(&outcome);
         Ok(outcome)

@@ -172,7 +172,10 @@ fn write_cleaner_ranges(
     let ranges = match ranges {
         Ok(Some(ranges)) => ranges,
         Ok(None) => {
-            writeln!(out, "cleaner ranges: not available (a logd broker's own call)")?;
+            writeln!(
+                out,
+                "cleaner ranges: not available (a logd broker's own call)"
+            )?;
             return Ok(());
         }
         Err(e) => {

@@ -197,7 +197,11 @@ fn a_compacted_topic_keeps_each_keys_latest_value_for_kafka_clients() {
         .unwrap_or_else(|| panic!("{described}"))
         .split('\t')
         .collect();
-    assert_eq!(row[..2], ["0".to_owned(), format!("0..{cleaned}")], "{described}");
+    assert_eq!(
+        row[..2],
+        ["0".to_owned(), format!("0..{cleaned}")],
+        "{described}"
+    );
     assert!(row[4].starts_with(&format!("{active}..")), "{described}");
 
     let read = librdkafka::consume(addr, "table", Offset::Beginning);

@@ -165,7 +165,30 @@ impl PartitionLog {
             report.segments_cleaned += 1;
             report.cleaned_up_to = Offset(segment.next_offset);
         }
+        self.remember_cleaned(report.cleaned_up_to)?;
         Ok(report)
+    }
+
+    /// Where the last cleaning pass ended (kept across restarts by the cleaner checkpoint; 0
+    /// before the first): offsets below it hold only each key's latest record.
+    pub fn cleaned_up_to(&self) -> Offset {
+        Offset(self.state.lock().cleaned_up_to)
+    }
+
+    /// Writes the cleaner checkpoint when a pass got further than the last one, after the
+    /// segments it vouches for were swapped in durably.
+    fn remember_cleaned(&self, cleaned_up_to: Offset) -> Result<()> {
+        if cleaned_up_to.0 <= self.state.lock().cleaned_up_to {
+            return Ok(());
+        }
+        crate::cleaner_checkpoint::write(
+            &*self.storage,
+            &self.dir,
+            cleaned_up_to.0,
+            self.dir_sync_enabled(),
+        )?;
+        self.state.lock().cleaned_up_to = cleaned_up_to.0;
+        Ok(())
     }
 
     /// How much of what [`PartitionLog::clean`] would take with `options` is dirty.
@@ -188,7 +211,10 @@ impl PartitionLog {
                 if found.first_dirty_timestamp.is_none() {
                     // Read once per segment (sealed segments opened from disk have not read
                     // it); a segment that cannot be read counts from its newest record.
-                    let first = segment.load_roll_timestamp().ok().and(segment.roll_timestamp);
+                    let first = segment
+                        .load_roll_timestamp()
+                        .ok()
+                        .and(segment.roll_timestamp);
                     found.first_dirty_timestamp = Some(first.unwrap_or(segment.max_timestamp));
                 }
             }

@@ -28,6 +28,7 @@ use super::state::{Disk, LogState};
 use crate::RecoveryReport;
 use crate::batch::BatchHeader;
 use crate::checkpoint::{self, Checkpoint};
+use crate::cleaner_checkpoint;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
 use crate::producer::{Producers, snapshot};
@@ -38,11 +39,13 @@ pub(crate) fn recover(disk: Disk<'_>, config: &LogConfig) -> Result<(LogState, R
     let storage = disk.storage;
     let dir = disk.dir;
     let names = storage.list_dir(dir).map_err(Error::io("list", dir))?;
-    if names.iter().any(|n| n == checkpoint::TEMP_NAME) {
-        let temp = dir.join(checkpoint::TEMP_NAME);
-        storage
-            .remove_file(&temp)
-            .map_err(Error::io("remove", &temp))?;
+    for temp_name in [checkpoint::TEMP_NAME, cleaner_checkpoint::TEMP_NAME] {
+        if names.iter().any(|n| n == temp_name) {
+            let temp = dir.join(temp_name);
+            storage
+                .remove_file(&temp)
+                .map_err(Error::io("remove", &temp))?;
+        }
     }
     finish_cleanings(disk, &names)?;
     let mut bases: Vec<i64> = names
@@ -119,7 +122,18 @@ pub(crate) fn recover(disk: Disk<'_>, config: &LogConfig) -> Result<(LogState, R
         producers: Producers::default(),
         snapshots: Vec::new(),
         producers_changed: false,
+        cleaned_up_to: 0,
     };
+    if names.iter().any(|n| n == cleaner_checkpoint::FILE_NAME) {
+        match cleaner_checkpoint::read(storage, dir)? {
+            Ok(cleaned) if cleaned.unwrap_or(0) <= end_offset => {
+                state.cleaned_up_to = cleaned.unwrap_or(0);
+            }
+            // A hint only (and one past the end is wrong): without it the next cleaning maps
+            // the whole log again.
+            _ => report.damaged_cleaner_checkpoint = true,
+        }
+    }
     load_producers(disk, &mut state, &mut report)?;
     // A log that never held a byte has nothing for a checkpoint to vouch for: a crash soon
     // after creating 10,000 partitions reopens without writing 10,000 checkpoints.
@@ -163,6 +177,7 @@ fn create_empty(disk: Disk<'_>) -> Result<(LogState, RecoveryReport)> {
         producers: Producers::default(),
         snapshots: Vec::new(),
         producers_changed: false,
+        cleaned_up_to: 0,
     };
     // Snapshots without any segment describe data that is gone.
     for offset in snapshot::list(disk.storage, disk.dir)? {

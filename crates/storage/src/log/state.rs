@@ -28,6 +28,8 @@ pub(crate) struct LogState {
     pub snapshots: Vec<i64>,
     /// The producer state changed since the newest snapshot was written.
     pub producers_changed: bool,
+    /// Offsets below this one are clean, as the cleaner checkpoint says (0 without one).
+    pub cleaned_up_to: i64,
 }
 
 /// Where the state lives and whether directory fsyncs are skipped (only the crash tests'

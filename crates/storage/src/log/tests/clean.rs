@@ -233,6 +233,40 @@ fn a_full_key_map_cleans_in_passes_from_where_the_last_one_ended() {
 }
 
 #[test]
+fn where_a_cleaning_ended_survives_a_restart_and_a_damaged_checkpoint_only_costs_a_rescan() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    fill(&log, 5, 4);
+    assert_eq!(log.cleaned_up_to(), Offset(0), "never cleaned");
+    let end = log.end_offset();
+    let report = log.clean(&options(10_000)).unwrap();
+    assert_eq!(report.cleaned_up_to, end);
+    assert_eq!(log.cleaned_up_to(), end);
+    let kept = records(&log);
+    log.close().unwrap();
+
+    // Reopened, it knows where the last pass ended (so the next maps only what came after).
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    assert_eq!(log.cleaned_up_to(), end);
+    assert!(!log.recovery_report().damaged_cleaner_checkpoint);
+    log.close().unwrap();
+
+    // A damaged checkpoint is treated as absent: reported, the position back at 0, and a pass
+    // from there keeps the same records.
+    let path = dir.path().join(crate::cleaner_checkpoint::FILE_NAME);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[14] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    assert!(log.recovery_report().damaged_cleaner_checkpoint);
+    assert_eq!(log.cleaned_up_to(), Offset(0));
+    let again = log.clean(&options(20_000)).unwrap();
+    assert_eq!(again.cleaned_up_to, end);
+    assert_eq!(log.cleaned_up_to(), end, "rewritten");
+    assert_eq!(records(&log), kept);
+}
+
+#[test]
 fn an_idempotent_producers_retry_is_still_recognised_after_cleaning() {
     let dir = tempfile::tempdir().unwrap();
     let log = PartitionLog::open(dir.path(), config()).unwrap();
@@ -442,11 +476,22 @@ fn check(image: SimFs, written: &Written) -> Vec<String> {
             ));
         }
     }
+    // The cleaner checkpoint is replaced atomically: a cut leaves the old or the new one.
+    if log.recovery_report().damaged_cleaner_checkpoint {
+        violations.push("the cleaner checkpoint was damaged".to_owned());
+    }
+    if log.cleaned_up_to() > log.end_offset() {
+        violations.push(format!(
+            "cleaned up to {:?}, past the end {:?}",
+            log.cleaned_up_to(),
+            log.end_offset()
+        ));
+    }
     let leftovers: Vec<String> = storage
         .list_dir(Path::new(DIR))
         .unwrap()
         .into_iter()
-        .filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap"))
+        .filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap") || n.ends_with(".tmp"))
         .collect();
     if !leftovers.is_empty() {
         violations.push(format!("recovery left {leftovers:?}"));
