@@ -16,8 +16,9 @@
 //! beside the old segment, which stays in use; then `B.log.cleaned` is renamed to `B.log.swap`
 //! and the directory fsynced (from here recovery finishes the swap); the old indexes are
 //! removed and the directory fsynced, then `B.log.swap` renamed over `B.log` (one atomic
-//! replace), the directory fsynced again, and the indexes rebuilt from the new file (the
-//! rebuild's scan checks every CRC, so reads need not check them again). Recovery deletes a `.cleaned` file and finishes a
+//! replace), the directory fsynced again, and the indexes rebuilt from the new file's batch
+//! headers (every CRC of the new bytes was checked in memory before the swap took the lock,
+//! so the rebuild under it reads headers only, and reads need not check them again). Recovery deletes a `.cleaned` file and finishes a
 //! `.swap` (`finish_swap`), so after a crash at any step the segment is the old one or the new
 //! one, never a mix. The swap runs under the log's lock, checking that retention did not
 //! delete the segment meanwhile; a failure there poisons the log, as a failed append does.
@@ -149,9 +150,10 @@ impl PartitionLog {
             pace,
         )?;
         report.key_map_full = covered < cleanable.len();
-        for segment in &cleanable[..covered] {
+        for (i, segment) in cleanable[..covered].iter().enumerate() {
             let cleaned = clean_segment(
                 segment,
+                i >= dirty,
                 &latest,
                 options,
                 max_decompressed,
@@ -277,8 +279,11 @@ impl PartitionLog {
                 .map_err(Error::io("rename", &cleaned_path))?;
             disk.sync_dir()?;
             finish_swap(disk, segment.base)?;
+            // `clean_segment` checked every CRC of what it kept or built them itself, so the
+            // rebuild under the lock reads headers only: appends and reads of the partition
+            // wait for renames, not for a scan of the segment.
             let mut fresh = Segment::create(disk.storage, disk.dir, segment.base)?;
-            if let ScanEnd::Invalid { position, error } = fresh.scan(interval)? {
+            if let ScanEnd::Invalid { position, error } = fresh.scan_checked(interval)? {
                 return Err(Error::corrupted(&fresh.log_path, position, error));
             }
             if fresh.next_offset != segment.next_offset {
@@ -379,9 +384,12 @@ fn key_map(
 }
 
 /// The segment's bytes with the records `latest` supersedes left out, or `None` when it
-/// would not change.
+/// would not change. Every batch's CRC is checked before it is kept or rewritten (unless
+/// `crcs_checked`: the key map just checked them), so a damaged batch stops the pass instead
+/// of being copied, or re-checksummed into looking whole.
 fn clean_segment(
     segment: &Cleanable,
+    crcs_checked: bool,
     latest: &HashMap<Vec<u8>, i64>,
     options: &CleanOptions,
     max_decompressed: usize,
@@ -393,6 +401,9 @@ fn clean_segment(
     for item in BatchIter::new(&segment.view, 0) {
         let (position, batch) = item.map_err(|e| Error::corrupted(&segment.path, 0, e))?;
         let corrupted = |e| Error::corrupted(&segment.path, position as u64, e);
+        if !crcs_checked {
+            batch.verify_crc(position).map_err(corrupted)?;
+        }
         pace(batch.bytes.len() as u64);
         let horizon = batch.header.delete_horizon();
         let past_horizon = horizon.is_some_and(|h| options.now_ms >= h);

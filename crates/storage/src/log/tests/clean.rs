@@ -267,6 +267,56 @@ fn where_a_cleaning_ended_survives_a_restart_and_a_damaged_checkpoint_only_costs
 }
 
 #[test]
+fn a_damaged_batch_in_the_clean_part_stops_the_pass_instead_of_being_rewritten_as_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    fill(&log, 3, 4);
+    let first = log.clean(&options(10_000)).unwrap();
+    // Newer values of the same keys: the next pass drops records from the clean part too.
+    fill(&log, 2, 4);
+    log.close().unwrap();
+
+    // Change the last letter of the last value in every uncompressed batch holding records
+    // in the clean part: the records still parse, only the CRC tells.
+    let mut damaged = Vec::new();
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        let Some(base) = crate::segment::parse_log_name(&name) else {
+            continue;
+        };
+        if base >= first.cleaned_up_to.0 {
+            continue;
+        }
+        let mut bytes = std::fs::read(&path).unwrap();
+        for item in crate::batch::BatchIter::new(&bytes.clone(), 0) {
+            let (position, batch) = item.unwrap();
+            if batch.header.record_count > 0
+                && batch.header.compression().unwrap() == Compression::None
+            {
+                damaged.push(batch.header.base_offset);
+                // The record's last byte is its header count; the one before, its value's.
+                bytes[position + batch.bytes.len() - 2] ^= 0x55;
+            }
+        }
+        std::fs::write(&path, bytes).unwrap();
+    }
+    assert!(!damaged.is_empty());
+
+    let log = PartitionLog::open(dir.path(), config()).unwrap();
+    let pass = log.clean(&CleanOptions {
+        first_dirty: first.cleaned_up_to,
+        ..options(20_000)
+    });
+    assert!(
+        matches!(pass, Err(crate::Error::Corrupted { .. })),
+        "{pass:?}"
+    );
+    // Still refused on read: the damage was not given a fresh checksum.
+    assert!(log.read(Offset(damaged[0]), 1 << 16).is_err());
+}
+
+#[test]
 fn an_idempotent_producers_retry_is_still_recognised_after_cleaning() {
     let dir = tempfile::tempdir().unwrap();
     let log = PartitionLog::open(dir.path(), config()).unwrap();
