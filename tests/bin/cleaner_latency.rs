@@ -43,8 +43,11 @@ fn main() -> ExitCode {
         ..Config::default()
     };
     let log = Log::open(dir, config).expect("open the engine");
+    // The records carry timestamps near 0: without retention off, the housekeeping thread
+    // would be deleting segments in the middle of the measurements.
     let plain = TopicConfig {
         segment_bytes: 64 << 20,
+        retention_ms: None,
         ..TopicConfig::default()
     };
     log.create_topic("plain", plain).expect("plain topic");
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         let mut table = TopicConfig {
             segment_bytes: 1 << 20,
             fsync: logd::Fsync::Never,
+            retention_ms: None,
             ..TopicConfig::default()
         };
         log.create_topic(&name, table.clone())

@@ -24,6 +24,8 @@ use crate::housekeeping::Housekeeping;
 
 /// The first wait after a failed cleaning; it doubles with each failure in a row.
 const FIRST_BACKOFF_MS: i64 = 15_000;
+/// The throttle sleeps once it is at least this far ahead of its rate.
+const MIN_THROTTLE_SLEEP: Duration = Duration::from_millis(20);
 /// The longest wait between retries of a failing partition.
 const MAX_BACKOFF_MS: i64 = 10 * 60 * 1000;
 
@@ -132,7 +134,11 @@ impl Throttle {
         };
         self.bytes += bytes;
         let due = Duration::from_secs_f64(self.bytes as f64 / rate as f64);
-        if let Some(ahead) = due.checked_sub(self.started.elapsed()) {
+        // Sleeps only once well ahead, so the thread wakes tens of times a second rather than
+        // after every batch: each wake-up can preempt a client's thread on a busy CPU.
+        if let Some(ahead) = due.checked_sub(self.started.elapsed())
+            && ahead >= MIN_THROTTLE_SLEEP
+        {
             std::thread::sleep(ahead);
         }
     }
@@ -439,6 +445,16 @@ mod tests {
         }
         // 256 KiB at 1 MiB/s: a quarter of a second at least.
         assert!(limited.started.elapsed() >= Duration::from_millis(250));
+
+        // A step that puts the pass only a millisecond ahead does not sleep: the thread
+        // wakes tens of times a second, not after every batch.
+        let mut fine = Throttle {
+            max_bytes_per_sec: Some(1 << 20),
+            started: Instant::now(),
+            bytes: 0,
+        };
+        fine.pace(1 << 10);
+        assert!(fine.started.elapsed() < MIN_THROTTLE_SLEEP);
 
         let mut unlimited = Throttle {
             max_bytes_per_sec: None,
