@@ -414,3 +414,39 @@ fn after_a_restart_the_cleaner_resumes_where_it_ended_instead_of_cleaning_everyt
         "nothing new to clean"
     );
 }
+
+#[test]
+fn a_topic_deleted_and_created_again_is_cleaned_from_its_own_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open_with(
+        Arc::new(logd_storage::RealFs),
+        Arc::new(ManualClock::new(10_000)),
+        dir.path(),
+        without_housekeeping(),
+    )
+    .unwrap();
+    log.create_topic("t", compacted(CleanupPolicy::Compact))
+        .unwrap();
+    write(&log);
+    log.clean_topics(10_000, 1 << 20, None);
+    assert!(log.cleaner_ranges("t").unwrap()[0].cleaned_up_to > 100);
+
+    log.delete_topic("t").unwrap();
+    log.create_topic("t", compacted(CleanupPolicy::Compact))
+        .unwrap();
+    // A shorter log than the deleted one: 60 records over the ten keys.
+    for i in 0..20 {
+        let records: Vec<(String, String)> = (0..3)
+            .map(|j| (format!("k{}", (i * 3 + j) % 10), "x".repeat(100)))
+            .collect();
+        let refs: Vec<(Option<&str>, &str)> = records
+            .iter()
+            .map(|(k, v)| (Some(k.as_str()), v.as_str()))
+            .collect();
+        log.append("t", 0, &mut batch(&refs, 1_000)).unwrap();
+    }
+    assert_eq!(log.cleaner_ranges("t").unwrap()[0].cleaned_up_to, 0);
+    let round = log.clean_topics(20_000, 1 << 20, None);
+    assert_eq!(round.partitions_cleaned, 1, "{round:?}");
+    assert!(round.records_removed > 0, "{round:?}");
+}

@@ -304,6 +304,13 @@ impl Log {
             .collect())
     }
 
+    /// Forgets every partition of the deleted topic `name`, so a topic created with that name
+    /// starts from its own (empty) cleaner checkpoint.
+    pub(crate) fn forget_cleaning(&self, name: &str) {
+        let mut partitions = self.shared.cleaning.partitions.lock();
+        partitions.retain(|(topic, _), _| topic != name);
+    }
+
     /// What the cleaner remembers of `key`; for a partition it has not looked at since the
     /// engine opened, where the partition's cleaner checkpoint says its last pass ended.
     fn cleaner_memory(&self, key: &(String, u32), log: &PartitionLog) -> PartitionCleaning {
@@ -311,6 +318,8 @@ impl Log {
         partitions
             .get(key)
             .copied()
+            // Past the log's end, the memory is of a deleted topic of the same name.
+            .filter(|memory| memory.first_dirty <= log.end_offset().0)
             .unwrap_or_else(|| PartitionCleaning {
                 first_dirty: log.cleaned_up_to().0,
                 ..PartitionCleaning::default()

@@ -291,6 +291,7 @@ impl Log {
             .remove(name)
             .ok_or_else(|| Error::UnknownTopic(name.to_owned()))?;
         topic.remove_files(&*self.shared.storage, &self.shared.dir.join("topics"))?;
+        self.forget_cleaning(name);
         for group in self.shared.offsets.list_groups() {
             let partitions: Vec<(String, i32)> = self
                 .shared
