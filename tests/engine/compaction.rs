@@ -39,6 +39,18 @@ fn without_housekeeping() -> Config {
     }
 }
 
+/// An engine in `dir` on a manual clock at 10 s, whose cleaning the test runs itself.
+fn engine_at_ten_seconds(dir: &std::path::Path) -> Log {
+    let clock = Arc::new(ManualClock::new(10_000));
+    Log::open_with(
+        Arc::new(logd_storage::RealFs),
+        clock,
+        dir,
+        without_housekeeping(),
+    )
+    .unwrap()
+}
+
 fn compacted(policy: CleanupPolicy) -> TopicConfig {
     TopicConfig {
         cleanup_policy: policy,
@@ -99,9 +111,7 @@ fn consume(log: &Log) -> Vec<(i64, String, String)> {
 #[test]
 fn the_cleaner_keeps_each_keys_latest_record_and_consumers_read_past_the_gaps() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(10_000));
-    let config = without_housekeeping();
-    let log = Log::open_with(Arc::new(logd_storage::RealFs), clock, dir.path(), config).unwrap();
+    let log = engine_at_ten_seconds(dir.path());
     log.create_topic("t", compacted(CleanupPolicy::Compact))
         .unwrap();
     let latest = write(&log);
@@ -280,14 +290,7 @@ fn a_retry_worker_reading_a_compacted_source_is_carried_past_emptied_batches() {
 #[test]
 fn cleaner_ranges_divide_each_partition_as_the_cleaner_sees_it() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(10_000));
-    let log = Log::open_with(
-        Arc::new(logd_storage::RealFs),
-        clock,
-        dir.path(),
-        without_housekeeping(),
-    )
-    .unwrap();
+    let log = engine_at_ten_seconds(dir.path());
     log.create_topic("t", compacted(CleanupPolicy::Compact))
         .unwrap();
     log.create_topic("plain", TopicConfig::default()).unwrap();
@@ -347,14 +350,7 @@ fn cleaner_ranges_divide_each_partition_as_the_cleaner_sees_it() {
 #[test]
 fn max_compaction_lag_rolls_a_quiet_active_segment_so_its_records_get_cleaned() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(10_000));
-    let log = Log::open_with(
-        Arc::new(logd_storage::RealFs),
-        clock,
-        dir.path(),
-        without_housekeeping(),
-    )
-    .unwrap();
+    let log = engine_at_ten_seconds(dir.path());
     // Segments that would take a week or a megabyte to roll, a lag bound of a second.
     log.create_topic(
         "t",
@@ -385,16 +381,7 @@ fn max_compaction_lag_rolls_a_quiet_active_segment_so_its_records_get_cleaned() 
 #[test]
 fn after_a_restart_the_cleaner_resumes_where_it_ended_instead_of_cleaning_everything_again() {
     let dir = tempfile::tempdir().unwrap();
-    let open = || {
-        Log::open_with(
-            Arc::new(logd_storage::RealFs),
-            Arc::new(ManualClock::new(10_000)),
-            dir.path(),
-            without_housekeeping(),
-        )
-        .unwrap()
-    };
-    let log = open();
+    let log = engine_at_ten_seconds(dir.path());
     log.create_topic("t", compacted(CleanupPolicy::Compact))
         .unwrap();
     write(&log);
@@ -406,7 +393,7 @@ fn after_a_restart_the_cleaner_resumes_where_it_ended_instead_of_cleaning_everyt
     assert!(cleaned > 0);
     drop(log);
 
-    let log = open();
+    let log = engine_at_ten_seconds(dir.path());
     assert_eq!(log.cleaner_ranges("t").unwrap()[0].cleaned_up_to, cleaned);
     assert_eq!(
         log.clean_topics(20_000, 1 << 20, None).partitions_cleaned,
@@ -418,13 +405,7 @@ fn after_a_restart_the_cleaner_resumes_where_it_ended_instead_of_cleaning_everyt
 #[test]
 fn a_topic_deleted_and_created_again_is_cleaned_from_its_own_start() {
     let dir = tempfile::tempdir().unwrap();
-    let log = Log::open_with(
-        Arc::new(logd_storage::RealFs),
-        Arc::new(ManualClock::new(10_000)),
-        dir.path(),
-        without_housekeeping(),
-    )
-    .unwrap();
+    let log = engine_at_ten_seconds(dir.path());
     log.create_topic("t", compacted(CleanupPolicy::Compact))
         .unwrap();
     write(&log);

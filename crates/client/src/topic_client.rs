@@ -98,17 +98,14 @@ impl AsyncClient {
         if !self.serves_key(partition_ranges::API_KEY).await? {
             return Ok(None);
         }
-        let malformed = |e: logd_kafka::Error| Error::Malformed {
-            api_key: partition_ranges::API_KEY,
-            version: partition_ranges::VERSION,
-            reason: e.to_string(),
-        };
+        let malformed =
+            crate::error::malformed(partition_ranges::API_KEY, partition_ranges::VERSION);
         let mut body = bytes::BytesMut::new();
         PartitionRangesRequest {
             topic: topic.to_owned(),
         }
         .encode(&mut body)
-        .map_err(malformed)?;
+        .map_err(&malformed)?;
         let mut answer = self
             .bootstrap
             .call_raw(

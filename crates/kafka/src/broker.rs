@@ -186,20 +186,13 @@ impl Broker {
                 request,
             } => {
                 let response = self.partition_ranges(&request, peer);
-                let mut out = BytesMut::new();
-                out.put_i32(0); // size, patched below
-                let mut header = ResponseHeader::default();
-                header.correlation_id = correlation_id;
-                header
-                    .encode(&mut out, partition_ranges::RESPONSE_HEADER_VERSION)
-                    .map_err(malformed(
-                        partition_ranges::API_KEY,
-                        partition_ranges::VERSION,
-                    ))?;
-                response.encode(&mut out)?;
-                let size = (out.len() - 4) as i32;
-                out[..4].copy_from_slice(&size.to_be_bytes());
-                Ok(Some(Frame::Whole(out)))
+                framed(
+                    (partition_ranges::API_KEY, partition_ranges::VERSION),
+                    correlation_id,
+                    partition_ranges::RESPONSE_HEADER_VERSION,
+                    |out| response.encode(out),
+                )
+                .map(|b| Some(Frame::Whole(b)))
             }
         }
     }
@@ -385,16 +378,34 @@ pub(crate) fn encode(
     correlation_id: i32,
     response: ResponseKind,
 ) -> Result<BytesMut> {
+    framed(
+        (key as i16, version),
+        correlation_id,
+        key.response_header_version(version),
+        |out| {
+            response
+                .encode(out, version)
+                .map_err(malformed(key as i16, version))
+        },
+    )
+}
+
+/// A response frame to a request of `(api_key, version)`: its size, a response header of
+/// `header_version`, then what `body` writes.
+fn framed(
+    (api_key, version): (i16, i16),
+    correlation_id: i32,
+    header_version: i16,
+    body: impl FnOnce(&mut BytesMut) -> Result<()>,
+) -> Result<BytesMut> {
     let mut out = BytesMut::new();
     out.put_i32(0); // size, patched below
     let mut header = ResponseHeader::default();
     header.correlation_id = correlation_id;
     header
-        .encode(&mut out, key.response_header_version(version))
-        .map_err(malformed(key as i16, version))?;
-    response
-        .encode(&mut out, version)
-        .map_err(malformed(key as i16, version))?;
+        .encode(&mut out, header_version)
+        .map_err(malformed(api_key, version))?;
+    body(&mut out)?;
     let size = (out.len() - 4) as i32;
     out[..4].copy_from_slice(&size.to_be_bytes());
     Ok(out)

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use logd_storage::{CleanOptions, Offset, PartitionLog};
+use logd_storage::CleanOptions;
 use parking_lot::{Condvar, Mutex};
 
 use crate::engine::{Log, Shared};
@@ -32,8 +32,6 @@ const MAX_BACKOFF_MS: i64 = 10 * 60 * 1000;
 /// What the cleaner remembers of one partition.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PartitionCleaning {
-    /// Where its records not yet cleaned start.
-    first_dirty: i64,
     /// Failed cleanings in a row.
     failures: u32,
     /// Not before this time (ms), after a failure.
@@ -62,8 +60,6 @@ pub struct PartitionCleanerState {
     pub bytes_reclaimed: u64,
     /// Its last pass failed; it waits out a backoff.
     pub uncleanable: bool,
-    /// Offsets below this one are clean (where its next pass starts mapping keys).
-    pub cleaned_up_to: i64,
 }
 
 /// One partition's offsets as the cleaner divides them, for `logd topics describe` and the
@@ -182,7 +178,7 @@ impl Log {
             for (partition, log) in partitions.into_iter().enumerate() {
                 let key = (name.clone(), partition as u32);
                 seen.push(key.clone());
-                let memory = self.cleaner_memory(&key, &log);
+                let memory = self.cleaner_memory(&key);
                 if memory.retry_at > now_ms {
                     round.backing_off += 1;
                     continue;
@@ -192,7 +188,7 @@ impl Log {
                     min_compaction_lag_ms: config.min_compaction_lag_ms,
                     delete_retention_ms: config.delete_retention_ms,
                     key_map_bytes: buffer_bytes,
-                    first_dirty: Offset(memory.first_dirty),
+                    first_dirty: log.cleaned_up_to(),
                 };
                 let dirt = log.dirtiness(&options);
                 let dirty_ratio = match dirt.cleanable_bytes {
@@ -259,7 +255,6 @@ impl Log {
                 last_cleaned_ms: memory.last_cleaned_ms,
                 bytes_reclaimed: memory.bytes_reclaimed,
                 uncleanable: memory.retry_at > now,
-                cleaned_up_to: memory.first_dirty,
             })
             .collect();
         out.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
@@ -277,7 +272,7 @@ impl Log {
             .enumerate()
             .map(|(partition, log)| {
                 let log_start = log.log_start_offset().0;
-                let memory = self.cleaner_memory(&(topic.to_owned(), partition as u32), log);
+                let cleaned = log.cleaned_up_to();
                 let (cleaned_up_to, cleanable_end) = match config.cleanup_policy.compacts() {
                     true => {
                         let dirt = log.dirtiness(&CleanOptions {
@@ -285,9 +280,9 @@ impl Log {
                             min_compaction_lag_ms: config.min_compaction_lag_ms,
                             delete_retention_ms: config.delete_retention_ms,
                             key_map_bytes: 0,
-                            first_dirty: Offset(memory.first_dirty),
+                            first_dirty: cleaned,
                         });
-                        let cleaned = memory.first_dirty.max(log_start);
+                        let cleaned = cleaned.0.max(log_start);
                         (cleaned, dirt.cleanable_end.0.max(cleaned))
                     }
                     false => (log_start, log_start),
@@ -305,25 +300,15 @@ impl Log {
     }
 
     /// Forgets every partition of the deleted topic `name`, so a topic created with that name
-    /// starts from its own (empty) cleaner checkpoint.
+    /// does not inherit its failures, backoff and figures.
     pub(crate) fn forget_cleaning(&self, name: &str) {
         let mut partitions = self.shared.cleaning.partitions.lock();
         partitions.retain(|(topic, _), _| topic != name);
     }
 
-    /// What the cleaner remembers of `key`; for a partition it has not looked at since the
-    /// engine opened, where the partition's cleaner checkpoint says its last pass ended.
-    fn cleaner_memory(&self, key: &(String, u32), log: &PartitionLog) -> PartitionCleaning {
+    fn cleaner_memory(&self, key: &(String, u32)) -> PartitionCleaning {
         let partitions = self.shared.cleaning.partitions.lock();
-        partitions
-            .get(key)
-            .copied()
-            // Past the log's end, the memory is of a deleted topic of the same name.
-            .filter(|memory| memory.first_dirty <= log.end_offset().0)
-            .unwrap_or_else(|| PartitionCleaning {
-                first_dirty: log.cleaned_up_to().0,
-                ..PartitionCleaning::default()
-            })
+        partitions.get(key).copied().unwrap_or_default()
     }
 
     /// One pass over `candidate`; what to remember of it afterwards.
@@ -362,7 +347,6 @@ impl Log {
                     );
                 }
                 PartitionCleaning {
-                    first_dirty: report.cleaned_up_to.0,
                     // All of what was cleanable is clean now, but what a full key map left.
                     dirty_ratio: if report.key_map_full {
                         candidate.dirty_ratio
@@ -455,15 +439,15 @@ mod tests {
         // 256 KiB at 1 MiB/s: a quarter of a second at least.
         assert!(limited.started.elapsed() >= Duration::from_millis(250));
 
-        // A step that puts the pass only a millisecond ahead does not sleep: the thread
-        // wakes tens of times a second, not after every batch.
+        // A step that puts the pass ten milliseconds ahead (10 KiB at 1 MiB/s) does not sleep
+        // yet: the thread wakes tens of times a second, not after every batch.
         let mut fine = Throttle {
             max_bytes_per_sec: Some(1 << 20),
             started: Instant::now(),
             bytes: 0,
         };
-        fine.pace(1 << 10);
-        assert!(fine.started.elapsed() < MIN_THROTTLE_SLEEP);
+        fine.pace(10 << 10);
+        assert!(fine.started.elapsed() < Duration::from_millis(5));
 
         let mut unlimited = Throttle {
             max_bytes_per_sec: None,
