@@ -83,6 +83,12 @@ impl BatchBuilder {
         self.count == 0
     }
 
+    /// Where the next record's bytes will be written, for a caller that prefetches it (a
+    /// producer filling thousands of batches at once); only an address, never read through.
+    pub fn next_write(&self) -> *const u8 {
+        self.bytes.as_ptr_range().end
+    }
+
     /// Uncompressed size of the batch if built now.
     pub fn size(&self) -> usize {
         self.bytes.len()
