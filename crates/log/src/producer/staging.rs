@@ -17,7 +17,7 @@ use super::{BatchSlot, ProducerRecord};
 
 /// Records staged before a chunk is placed: enough for the cache misses of one chunk's
 /// partitions to overlap, few enough that the chunk's partition state stays in the L1 cache.
-pub(super) const CHUNK_RECORDS: usize = 128;
+pub(super) const CHUNK_RECORDS: usize = 64;
 
 /// Bytes of keys, values and headers staged before a chunk is placed whatever its count.
 pub(super) const CHUNK_BYTES: usize = 256 << 10;
@@ -36,6 +36,8 @@ pub(super) struct Staged {
     pub value: Option<Span>,
     /// Range of [`Chunk::headers`].
     pub headers: Range<usize>,
+    /// What the record adds to a batch, about: its bytes and a varint's worth for each length.
+    pub size: usize,
 }
 
 /// Staged records in arrival order, and the placements their deliveries wait for.
@@ -80,6 +82,7 @@ impl Chunk {
                 self.topics.len() - 1
             }
         };
+        let first_byte = self.bytes.len();
         let key = record.key.map(|k| self.keep(k));
         let value = record.value.map(|v| self.keep(v));
         let first_header = self.headers.len();
@@ -88,6 +91,8 @@ impl Chunk {
             self.headers.push(header);
         }
         let headers = first_header..self.headers.len();
+        let lengths = 32 + 16 * headers.len();
+        let size = lengths + self.bytes.len() - first_byte;
         self.first_staged.get_or_insert_with(Instant::now);
         self.records.push(Staged {
             topic,
@@ -96,6 +101,7 @@ impl Chunk {
             key,
             value,
             headers,
+            size,
         });
         self.records.len() - 1
     }
@@ -132,10 +138,14 @@ impl Chunk {
         RecordContents {
             key: span(&record.key),
             value: span(&record.value),
-            headers: self.headers[record.headers.clone()]
-                .iter()
-                .map(|(k, v)| (&self.bytes[k.clone()], span(v)))
-                .collect(),
+            headers: if record.headers.is_empty() {
+                Vec::new()
+            } else {
+                self.headers[record.headers.clone()]
+                    .iter()
+                    .map(|(k, v)| (&self.bytes[k.clone()], span(v)))
+                    .collect()
+            },
         }
     }
 }
@@ -145,19 +155,6 @@ pub(super) struct RecordContents<'a> {
     pub key: Option<&'a [u8]>,
     pub value: Option<&'a [u8]>,
     pub headers: Vec<(&'a [u8], Option<&'a [u8]>)>,
-}
-
-impl RecordContents<'_> {
-    /// What the record adds to a batch, about: its bytes and a varint's worth for each length.
-    pub fn size(&self) -> usize {
-        32 + self.key.map_or(0, <[u8]>::len)
-            + self.value.map_or(0, <[u8]>::len)
-            + self
-                .headers
-                .iter()
-                .map(|(k, v)| 16 + k.len() + v.map_or(0, <[u8]>::len))
-                .sum::<usize>()
-    }
 }
 
 /// Where a chunk's records went: one per chunk, shared by its records' deliveries.

@@ -2,7 +2,6 @@
 //! offset in place, write them with one positioned write, then wait for durability as the
 //! fsync policy asks.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use super::PartitionLog;
@@ -10,7 +9,7 @@ use super::state::{Disk, LogState};
 use crate::batch::{self, BatchHeader, BatchIter};
 use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{Error, Result};
-use crate::producer::ProducerEntry;
+use crate::producer::ProducerUpdates;
 use crate::{AppendInfo, Offset};
 
 /// Under `never` and `interval`, the OS is asked to start writing appended bytes to the device
@@ -99,7 +98,7 @@ impl PartitionLog {
         batches: &[u8],
         headers: &[(usize, BatchHeader)],
         first: i64,
-        producers: HashMap<i64, ProducerEntry>,
+        producers: ProducerUpdates,
     ) -> Result<()> {
         let disk: Disk<'_> = self.disk();
         let total = batches.len() as u64;

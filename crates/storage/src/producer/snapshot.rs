@@ -26,10 +26,10 @@
 //! Replaced atomically (temp file, fsync, rename); the directory fsync of the checkpoint that
 //! follows makes the rename durable.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::Path;
 
-use super::{BATCHES_RETAINED, BatchMetadata, ProducerEntry, Producers};
+use super::{BATCHES_RETAINED, BatchMetadata, ProducerEntry, Producers, RecentBatches};
 use crate::error::{Error, Result};
 use crate::io::Storage;
 
@@ -130,7 +130,7 @@ impl Snapshot {
             if reader.remaining() < batch_count * BATCH_LEN {
                 return Err(corrupt("producer snapshot ends inside a batch"));
             }
-            let mut batches = VecDeque::with_capacity(batch_count);
+            let mut batches = RecentBatches::default();
             for _ in 0..batch_count {
                 let batch = BatchMetadata {
                     first_sequence: reader.i32(),
@@ -145,7 +145,7 @@ impl Snapshot {
                 {
                     return Err(corrupt("producer snapshot has a batch outside its offsets"));
                 }
-                batches.push_back(batch);
+                batches.push(batch);
             }
             if entries
                 .insert(id, ProducerEntry { epoch, batches })
