@@ -9,6 +9,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
@@ -18,6 +19,9 @@ use super::{BatchSlot, ProducerRecord};
 /// Records staged before a chunk is placed: enough for the cache misses of one chunk's
 /// partitions to overlap, few enough that the chunk's partition state stays in the L1 cache.
 pub(super) const CHUNK_RECORDS: usize = 64;
+
+// A chunk's dropped deliveries are one bit each in a `u64`.
+const _: () = assert!(CHUNK_RECORDS <= 64);
 
 /// Bytes of keys, values and headers staged before a chunk is placed whatever its count.
 pub(super) const CHUNK_BYTES: usize = 256 << 10;
@@ -162,6 +166,9 @@ pub(super) struct RecordContents<'a> {
 pub(super) struct Placements {
     placed: Mutex<Option<Placed>>,
     done: Condvar,
+    /// Bit `i`: record `i`'s delivery was dropped, so nobody will ask where it went (a
+    /// producer that sends without waiting, and learns of failures from `flush`).
+    dropped: AtomicU64,
 }
 
 /// The batches a chunk's records joined, and each record's batch and index in it.
@@ -169,8 +176,9 @@ pub(super) struct Placements {
 pub(super) struct Placed {
     /// The batches, each once in a row (a run of records to one partition shares one).
     pub slots: Vec<Arc<BatchSlot>>,
-    /// Per record: index into `slots`, and the record's index in that batch.
-    pub records: Vec<(u32, u32)>,
+    /// Per record: index into `slots`, and the record's index in that batch; nothing for a
+    /// record whose delivery was dropped before it was placed.
+    pub records: Vec<Option<(u32, u32)>>,
 }
 
 impl Placed {
@@ -184,11 +192,26 @@ impl Placed {
             self.slots.push(slot.clone());
         }
         self.records
-            .push((self.slots.len() as u32 - 1, index as u32));
+            .push(Some((self.slots.len() as u32 - 1, index as u32)));
+    }
+
+    /// Notes that the next record was placed with nobody left to tell where.
+    pub fn skip(&mut self) {
+        self.records.push(None);
     }
 }
 
 impl Placements {
+    /// Notes that record `index`'s delivery was dropped.
+    pub fn forget(&self, index: usize) {
+        self.dropped.fetch_or(1 << index, Ordering::Relaxed);
+    }
+
+    /// The records whose deliveries were dropped so far, a bit each.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
     /// Publishes where the chunk's records went and wakes their waiting deliveries.
     pub fn publish(&self, placed: Placed) {
         *self.placed.lock() = Some(placed);
@@ -200,7 +223,8 @@ impl Placements {
         let mut placed = self.placed.lock();
         loop {
             if let Some(placed) = placed.as_ref() {
-                let (slot, in_batch) = placed.records[index];
+                let (slot, in_batch) =
+                    placed.records[index].expect("a delivery still held was placed with its slot");
                 return (placed.slots[slot as usize].clone(), i64::from(in_batch));
             }
             self.done.wait(&mut placed);
