@@ -3,13 +3,17 @@
 //! `linger`, or on [`Producer::flush`]. Each send returns a [`Delivery`] that resolves to the
 //! record's partition and offset once the append is durable under the topic's fsync policy.
 //!
+//! A send stages the record in arrival order (`staging.rs`); a chunk of staged records is
+//! placed in its partitions' batches at once, after their state was prefetched, so that
+//! spreading records over thousands of partitions does not wait for a cache miss per record.
 //! A partition's open batch and its closed batches waiting in a queue have a lock of their
 //! own (a sender to one partition never waits for the linger thread appending another), and
 //! the queue is appended in order by whichever thread holds that partition's appender (a
-//! sender, `flush`, or the linger thread), so its records land in the order they were sent. An idempotent producer (the default, as Kafka's Java
-//! client) numbers each partition's records from 0 under a producer id from the engine, so an
-//! append of the same batch twice stores it once; after a failed append it bumps its epoch and
-//! numbers afresh, since whether that batch landed is unknown.
+//! sender, `flush`, or the linger thread), so its records land in the order they were sent.
+//! An idempotent producer (the default, as Kafka's Java client) numbers each partition's
+//! records from 0 under a producer id from the engine, so an append of the same batch twice
+//! stores it once; after a failed append it bumps its epoch and numbers afresh, since whether
+//! that batch landed is unknown.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
@@ -137,7 +141,9 @@ struct BatchSlot {
     done: Condvar,
 }
 
-/// The pending result of one send.
+/// The pending result of one send. Dropping it is fine: the record is still sent, a failure
+/// is reported by the next [`Producer::flush`], and a record whose delivery is gone before it
+/// is placed costs a little less.
 #[derive(Debug)]
 pub struct Delivery {
     /// The record's chunk, which says which batch the record joined once it is placed.
@@ -179,7 +185,7 @@ impl Drop for Delivery {
 #[derive(Debug)]
 #[repr(C)]
 struct Pending {
-    /// Tells this batch from later ones of the same partition in [`PendingBatches::opened`].
+    /// Tells this batch from later ones of the same partition in [`OpenedQueue`].
     id: u64,
     builder: BatchBuilder,
     slot: Arc<BatchSlot>,
