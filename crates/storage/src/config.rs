@@ -13,9 +13,12 @@ pub enum FsyncPolicy {
     /// record only once it is durable, so a crash never takes back a record anyone has read.
     Always,
     /// `append` returns once the bytes are in the OS page cache; an append that finds the last
-    /// `fdatasync` older than the interval performs one, and [`crate::PartitionLog::flush`] can
-    /// be called on a timer. Survives process kill; power loss can lose up to the interval
-    /// (plus the time since the last append), including records readers have seen.
+    /// `fdatasync` older than the interval performs one (unless a sync of the whole file
+    /// system by [`crate::sync_logs`] is under way, which its records are left to), and
+    /// [`crate::PartitionLog::flush`] can be called on a timer. Survives process kill; power
+    /// loss can lose up to the interval (plus the time since the last append, and on a device
+    /// slower than the appends the time a whole-file-system sync takes), including records
+    /// readers have seen.
     Interval(Duration),
     /// `append` never waits for `fdatasync`; data is durable at segment roll, checkpoint
     /// (every `checkpoint_interval_bytes`) and close. In between, writeback to the device is

@@ -63,7 +63,7 @@ impl PartitionLog {
             FsyncPolicy::Always if self.acks_before_fsync() => {}
             FsyncPolicy::Always => self.make_durable(next)?,
             FsyncPolicy::Interval(interval) => {
-                if self.sync.lock().last_sync.elapsed() >= interval {
+                if self.sync.lock().overdue(interval) {
                     self.make_durable(next)?;
                 }
                 self.notify_data();

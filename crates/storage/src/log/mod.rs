@@ -61,6 +61,20 @@ pub struct PartitionLog {
 struct SyncState {
     syncing: bool,
     last_sync: Instant,
+    /// A sync of the whole file system ([`crate::sync_logs`]) is under way and will make the
+    /// records written before it began durable.
+    whole_sync_in_flight: bool,
+}
+
+impl SyncState {
+    /// Whether an `interval` append must sync its log itself: its last sync is `interval`
+    /// old and no sync of the whole file system is under way. While one is, appends leave
+    /// their records to it and the next one: on a device slower than the appends, thousands of
+    /// partitions each syncing on its own would multiply the device's work and stall every
+    /// append behind it, where waiting only delays durability.
+    fn overdue(&self, interval: Duration) -> bool {
+        !self.whole_sync_in_flight && self.last_sync.elapsed() >= interval
+    }
 }
 
 /// Deliberately broken behaviours, so the crash tests can prove their checker catches them.
@@ -132,6 +146,7 @@ impl PartitionLog {
             sync: Mutex::new(SyncState {
                 syncing: false,
                 last_sync: Instant::now(),
+                whole_sync_in_flight: false,
             }),
             synced: Condvar::new(),
             data: Mutex::new(()),

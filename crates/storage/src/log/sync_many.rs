@@ -31,10 +31,22 @@ impl PartitionLog {
         Some(end)
     }
 
+    /// Notes that a sync of the whole file system is under way for this log, so that its
+    /// appends do not each sync it meanwhile.
+    pub(super) fn whole_sync_begins(&self) {
+        self.sync.lock().whole_sync_in_flight = true;
+    }
+
+    /// Notes that the whole file system's sync ended without making this log durable.
+    fn whole_sync_ended(&self) {
+        self.sync.lock().whole_sync_in_flight = false;
+    }
+
     /// Records that a sync begun at `started` made every record below `end` durable.
-    fn synced_to(&self, end: i64, started: Instant) {
+    pub(super) fn synced_to(&self, end: i64, started: Instant) {
         let mut sync = self.sync.lock();
         sync.last_sync = sync.last_sync.max(started);
+        sync.whole_sync_in_flight = false;
         self.advance_durable(end);
         self.synced.notify_all();
     }
@@ -57,6 +69,9 @@ pub fn sync_logs(storage: &dyn Storage, root: &Path, logs: &[Arc<PartitionLog>])
     if waiting.is_empty() {
         return Ok(0);
     }
+    for (log, _) in &waiting {
+        log.whole_sync_begins();
+    }
     match storage.sync_fs(root) {
         Ok(()) => {
             for (log, end) in &waiting {
@@ -67,6 +82,7 @@ pub fn sync_logs(storage: &dyn Storage, root: &Path, logs: &[Arc<PartitionLog>])
         Err(e) if e.kind() == io::ErrorKind::Unsupported => {
             let mut first_error = None;
             for (log, _) in &waiting {
+                log.whole_sync_ended();
                 if let Err(e) = log.flush() {
                     first_error.get_or_insert(e);
                 }
@@ -75,6 +91,7 @@ pub fn sync_logs(storage: &dyn Storage, root: &Path, logs: &[Arc<PartitionLog>])
         }
         Err(source) => {
             for (log, _) in &waiting {
+                log.whole_sync_ended();
                 log.poison();
             }
             Err(Error::Io {

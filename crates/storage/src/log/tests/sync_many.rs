@@ -146,3 +146,25 @@ fn without_a_whole_file_system_sync_each_log_syncs_itself() {
     assert_eq!(values(image.clone(), 0), vec![b"a".to_vec()]);
     assert_eq!(values(image, 1), vec![b"b".to_vec()]);
 }
+
+#[test]
+fn an_overdue_append_leaves_its_sync_to_a_whole_file_system_sync_under_way() {
+    let fs = SimFs::new();
+    let config = LogConfig {
+        fsync: FsyncPolicy::Interval(Duration::from_millis(1)),
+        ..small_config()
+    };
+    let log = PartitionLog::open_with(Arc::new(fs.clone()), "/d/0", config).unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    // Overdue, but a whole sync is under way: the append leaves its records to it.
+    let started = std::time::Instant::now();
+    log.whole_sync_begins();
+    append_one(&log, "a");
+    assert_eq!(log.durable_end_offset(), Offset(0), "no sync of its own");
+    log.synced_to(1, started);
+    assert_eq!(log.durable_end_offset(), Offset(1));
+    // With none under way, an overdue append syncs its log itself, as before.
+    std::thread::sleep(Duration::from_millis(5));
+    append_one(&log, "b");
+    assert_eq!(log.durable_end_offset(), Offset(2), "synced by the append");
+}
