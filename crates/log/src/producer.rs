@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 
 mod staging;
 
-use staging::{Chunk, Placed, Placements, Staged, prefetch};
+use staging::{Chunk, Placed, Placements, Staged, TopicView, prefetch};
 
 /// How a producer batches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -514,15 +514,18 @@ impl Producer {
         let timestamp = record
             .timestamp
             .unwrap_or_else(|| shared.log.clock().now_ms());
-        let mut topics = shared.topics.read();
-        if !topics.contains_key(record.topic) {
-            drop(topics);
-            shared.add_topic(record.topic)?;
-            topics = shared.topics.read();
-        }
-        let unknown = || Error::UnknownTopic(record.topic.to_owned());
-        let mut topic = topics.get(record.topic).ok_or_else(unknown)?;
-        let partition_count = topic.partition_count.load(Ordering::Relaxed);
+        // The staging lock first: the chunk keeps what a send needs of its topics, so a
+        // record is staged with one lock taken, not the topic map's as well.
+        let mut staging = shared.staging.lock();
+        let (topic, partition_count, with_room) = loop {
+            if let Some((topic, view)) = staging.topic(record.topic) {
+                break (topic, view.partition_count, view.with_room);
+            }
+            drop(staging);
+            let view = shared.topic_view(record.topic)?;
+            staging = shared.staging.lock();
+            staging.remember(view);
+        };
         let partition = match record.partition {
             Some(p) if p < partition_count => p,
             Some(p) => {
@@ -534,16 +537,16 @@ impl Producer {
             }
             None => shared.partitioner.partition(record.key, partition_count),
         };
-        if topic.partitions.len() <= partition as usize {
-            drop(topics);
+        let topic = if partition < with_room {
+            topic
+        } else {
+            drop(staging);
             shared.add_partitions(record.topic, partition);
-            topics = shared.topics.read();
-            topic = topics.get(record.topic).ok_or_else(unknown)?;
-        }
-        let name = topic.name.clone();
-        drop(topics);
-        let mut staging = shared.staging.lock();
-        let index = staging.stage(&record, &name, partition, timestamp);
+            let view = shared.topic_view(record.topic)?;
+            staging = shared.staging.lock();
+            staging.remember(view)
+        };
+        let index = staging.stage(&record, topic, partition, timestamp);
         let delivery = Delivery {
             placements: staging.placements.clone(),
             index,
@@ -595,6 +598,25 @@ impl Shared {
                 hints: Vec::new(),
             });
         Ok(())
+    }
+
+    /// What a sender needs of topic `name`, the producer keeping batches for it from now on
+    /// if the engine has it.
+    fn topic_view(&self, name: &str) -> Result<TopicView> {
+        let view = |topic: &TopicBatches| TopicView {
+            name: topic.name.clone(),
+            partition_count: topic.partition_count.load(Ordering::Relaxed),
+            with_room: topic.partitions.len() as u32,
+        };
+        if let Some(topic) = self.topics.read().get(name) {
+            return Ok(view(topic));
+        }
+        self.add_topic(name)?;
+        let topics = self.topics.read();
+        let topic = topics
+            .get(name)
+            .ok_or_else(|| Error::UnknownTopic(name.to_owned()))?;
+        Ok(view(topic))
     }
 
     /// Makes room for the batches of `topic`'s partitions up to `partition`.
@@ -668,7 +690,10 @@ impl Shared {
         let chunk_topics: Vec<&TopicBatches> = chunk
             .topics
             .iter()
-            .map(|name| topics.get(name).expect("a producer never forgets a topic"))
+            .map(|view| {
+                let name = &view.name;
+                topics.get(name).expect("a producer never forgets a topic")
+            })
             .collect();
         let room = "`send` made room for the partition's batches";
         let target = |record: &Staged| {

@@ -29,6 +29,15 @@ pub(super) const CHUNK_BYTES: usize = 256 << 10;
 /// A byte range of [`Chunk::bytes`].
 type Span = Range<usize>;
 
+/// What a sender needs of a topic to stage a record for it, without the producer's topic map.
+#[derive(Debug, Clone)]
+pub(super) struct TopicView {
+    pub name: Arc<str>,
+    pub partition_count: u32,
+    /// Partitions the producer has made room for: a record to a higher one waits for that.
+    pub with_room: u32,
+}
+
 /// One staged record; its bytes are in the chunk's `bytes`.
 #[derive(Debug)]
 pub(super) struct Staged {
@@ -48,8 +57,9 @@ pub(super) struct Staged {
 #[derive(Debug)]
 pub(super) struct Chunk {
     pub records: Vec<Staged>,
-    /// The topics the records name, each once (a producer writes few topics).
-    pub topics: Vec<Arc<str>>,
+    /// The topics the records name, each once (a producer writes few topics), as the
+    /// producer saw them when the chunk first staged a record for them.
+    pub topics: Vec<TopicView>,
     bytes: Vec<u8>,
     headers: Vec<(Span, Option<Span>)>,
     /// When the first record was staged: the batches it opens count their linger from here.
@@ -72,20 +82,38 @@ impl Default for Chunk {
 
 impl Chunk {
     /// Stages `record` for `topic` and `partition`; the index its placement will have.
+    /// The chunk's view of topic `name`, and its index in [`Chunk::topics`].
+    pub fn topic(&self, name: &str) -> Option<(usize, &TopicView)> {
+        self.topics
+            .iter()
+            .enumerate()
+            .find(|(_, view)| *view.name == *name)
+    }
+
+    /// Takes `view` as the chunk's view of its topic (replacing an older one); its index in
+    /// [`Chunk::topics`].
+    pub fn remember(&mut self, view: TopicView) -> usize {
+        match self.topics.iter().position(|known| known.name == view.name) {
+            Some(index) => {
+                self.topics[index] = view;
+                index
+            }
+            None => {
+                self.topics.push(view);
+                self.topics.len() - 1
+            }
+        }
+    }
+
+    /// Stages `record` for partition `partition` of the chunk's topic number `topic`; the
+    /// index its placement will have.
     pub fn stage(
         &mut self,
         record: &ProducerRecord<'_>,
-        topic: &Arc<str>,
+        topic: usize,
         partition: u32,
         timestamp: i64,
     ) -> usize {
-        let topic = match self.topics.iter().position(|t| Arc::ptr_eq(t, topic)) {
-            Some(index) => index,
-            None => {
-                self.topics.push(topic.clone());
-                self.topics.len() - 1
-            }
-        };
         let first_byte = self.bytes.len();
         let key = record.key.map(|k| self.keep(k));
         let value = record.value.map(|v| self.keep(v));
