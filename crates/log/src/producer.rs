@@ -521,10 +521,7 @@ impl Producer {
             if let Some((topic, view)) = staging.topic(record.topic) {
                 break (topic, view.partition_count, view.with_room);
             }
-            drop(staging);
-            let view = shared.topic_view(record.topic)?;
-            staging = shared.staging.lock();
-            staging.remember(view);
+            staging = shared.refresh_view(staging, record.topic)?.0;
         };
         let partition = match record.partition {
             Some(p) if p < partition_count => p,
@@ -542,9 +539,9 @@ impl Producer {
         } else {
             drop(staging);
             shared.add_partitions(record.topic, partition);
-            let view = shared.topic_view(record.topic)?;
-            staging = shared.staging.lock();
-            staging.remember(view)
+            let (relocked, topic) = shared.refresh_view(shared.staging.lock(), record.topic)?;
+            staging = relocked;
+            topic
         };
         let index = staging.stage(&record, topic, partition, timestamp);
         let delivery = Delivery {
@@ -617,6 +614,21 @@ impl Shared {
             .get(name)
             .ok_or_else(|| Error::UnknownTopic(name.to_owned()))?;
         Ok(view(topic))
+    }
+
+    /// Gives the staging chunk a fresh view of topic `name`, asked for with the staging lock
+    /// released (the topic map's locks come after it); the lock again, and the topic's index
+    /// in the chunk.
+    fn refresh_view<'a>(
+        &'a self,
+        staging: MutexGuard<'a, Chunk>,
+        name: &str,
+    ) -> Result<(MutexGuard<'a, Chunk>, usize)> {
+        drop(staging);
+        let view = self.topic_view(name)?;
+        let mut staging = self.staging.lock();
+        let topic = staging.remember(view);
+        Ok((staging, topic))
     }
 
     /// Makes room for the batches of `topic`'s partitions up to `partition`.
@@ -975,6 +987,18 @@ mod tests {
         assert_eq!(pool.take().capacity(), 100);
     }
 
+    /// An engine in a fresh directory with topic "t" of `partitions` partitions.
+    fn engine_with_topic(partitions: u32) -> (tempfile::TempDir, Log) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(dir.path(), crate::Config::default()).unwrap();
+        let topic = TopicConfig {
+            partitions,
+            ..TopicConfig::default()
+        };
+        log.create_topic("t", topic).unwrap();
+        (dir, log)
+    }
+
     /// Every record stored in `topic`'s partition, by offset.
     fn stored(log: &Log, topic: &str, partition: u32) -> Vec<logd_storage::batch::Record> {
         let bytes = log
@@ -987,13 +1011,7 @@ mod tests {
 
     #[test]
     fn each_delivery_names_where_its_record_was_stored_across_chunks_and_filled_batches() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = Log::open(dir.path(), crate::Config::default()).unwrap();
-        let topic = TopicConfig {
-            partitions: 7,
-            ..TopicConfig::default()
-        };
-        log.create_topic("t", topic).unwrap();
+        let (_dir, log) = engine_with_topic(7);
         // Batches that fill every few records, so that chunks close batches part-way, and
         // records of several sizes with and without headers, spread over the partitions.
         let producer = Producer::new(
@@ -1046,13 +1064,7 @@ mod tests {
 
     #[test]
     fn records_whose_deliveries_were_dropped_are_stored_without_keeping_their_batch() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = Log::open(dir.path(), crate::Config::default()).unwrap();
-        let topic = TopicConfig {
-            partitions: 2,
-            ..TopicConfig::default()
-        };
-        log.create_topic("t", topic).unwrap();
+        let (_dir, log) = engine_with_topic(2);
         let producer = Producer::new(&log, ProducerConfig::default());
         // Records alternate between the partitions; only partition 1's deliveries are kept.
         let mut kept = Vec::new();
@@ -1084,9 +1096,7 @@ mod tests {
 
     #[test]
     fn a_staged_record_is_stored_after_its_linger_without_a_flush() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = Log::open(dir.path(), crate::Config::default()).unwrap();
-        log.create_topic("t", TopicConfig::default()).unwrap();
+        let (_dir, log) = engine_with_topic(1);
         let producer = Producer::new(
             &log,
             ProducerConfig {
@@ -1108,9 +1118,7 @@ mod tests {
 
     #[test]
     fn large_records_are_placed_before_the_staging_holds_more_than_a_chunk_of_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = Log::open(dir.path(), crate::Config::default()).unwrap();
-        log.create_topic("t", TopicConfig::default()).unwrap();
+        let (_dir, log) = engine_with_topic(1);
         let producer = Producer::new(
             &log,
             ProducerConfig {
@@ -1131,9 +1139,7 @@ mod tests {
 
     #[test]
     fn batches_closed_before_their_linger_leave_no_trail() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = Log::open(dir.path(), crate::Config::default()).unwrap();
-        log.create_topic("t", TopicConfig::default()).unwrap();
+        let (_dir, log) = engine_with_topic(1);
         // A long linger, and batches that fill at every second record: each closes early.
         let producer = Producer::new(
             &log,

@@ -30,7 +30,7 @@ pub(super) const CHUNK_BYTES: usize = 256 << 10;
 type Span = Range<usize>;
 
 /// What a sender needs of a topic to stage a record for it, without the producer's topic map.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct TopicView {
     pub name: Arc<str>,
     pub partition_count: u32,
@@ -81,7 +81,6 @@ impl Default for Chunk {
 }
 
 impl Chunk {
-    /// Stages `record` for `topic` and `partition`; the index its placement will have.
     /// The chunk's view of topic `name`, and its index in [`Chunk::topics`].
     pub fn topic(&self, name: &str) -> Option<(usize, &TopicView)> {
         self.topics
