@@ -367,6 +367,10 @@ addr = sys.argv[1]
 admin = AdminClient({"bootstrap.servers": addr})
 admin.create_topics([NewTopic("busy", num_partitions=4)])["busy"].result()
 stats = {}
+# Where each record was stored, or why not: says which side lost a record if one is missing.
+delivered = {}
+def on_delivery(err, msg):
+    delivered[msg.value()] = str(err) if err else (msg.partition(), msg.offset())
 def counter(name):
     def on_stats(raw):
         json.loads(raw)
@@ -391,7 +395,7 @@ while time.time() - t0 < 10:
     tick = time.time()
     for p in producers:
         for _ in range(20):
-            p.produce("busy", b"%d" % sent, key=b"%d" % (sent % 97))
+            p.produce("busy", b"%d" % sent, key=b"%d" % (sent % 97), on_delivery=on_delivery)
             sent += 1
         p.poll(0)
     consume(0.005)
@@ -404,6 +408,8 @@ while len(seen) < sent and time.time() - t1 < 30:
 for c in consumers:
     c.close()
 print("SENT", sent, "SEEN", len(seen))
+missing = [b"%d" % i for i in range(sent) if b"%d" % i not in seen]
+print("MISSING", [(v, delivered.get(v)) for v in missing[:20]])
 print("STATS", sorted(stats.items()))
 "#;
 

@@ -56,9 +56,12 @@ impl PartitionLog {
                 self.poison();
                 return Err(e);
             }
+            // Published under the lock, so ends are published in the order batches were taken:
+            // stored after it, an appender preempted here would set the end back below a later
+            // batch, hiding that batch from readers until the next append.
+            self.end_offset.store(next, Ordering::Release);
             (first, next)
         };
-        self.end_offset.store(next, Ordering::Release);
         match self.fsync {
             FsyncPolicy::Always if self.acks_before_fsync() => {}
             FsyncPolicy::Always => self.make_durable(next)?,

@@ -381,8 +381,9 @@ impl PartitionLog {
     pub fn apply_retention(&self, now_ms: i64) -> Result<RetentionReport> {
         let config = self.config();
         let report = self.mutate(|state, disk| state.apply_retention(now_ms, &config, disk))?;
+        // A maximum, not a store: two retention passes may finish in either order.
         self.log_start
-            .store(report.log_start_offset.0, Ordering::Release);
+            .fetch_max(report.log_start_offset.0, Ordering::AcqRel);
         Ok(report)
     }
 

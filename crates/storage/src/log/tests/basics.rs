@@ -573,3 +573,59 @@ fn a_clean_close_writes_nothing_when_nothing_changed_since_the_last_checkpoint()
     assert_eq!(log.recovery_report().scanned_bytes, 0);
     assert_eq!(read_all(&log, 0).unwrap().len(), 4);
 }
+
+/// The end offset readers see (the high watermark under `interval` and `never`) only moves
+/// forward, and once the appends return it covers every one of them: concurrent appenders
+/// publish their ends in the order the log took their batches. Published out of order, an
+/// appender preempted just after writing set the end back below a later batch, which stayed
+/// invisible until the next append (for the last batches of a run: for ever).
+#[test]
+fn the_published_end_offset_never_moves_back_under_concurrent_appends() {
+    const WRITERS: usize = 8;
+    const APPENDS: usize = 20_000;
+    let log = Arc::new(
+        PartitionLog::open_with(
+            Arc::new(SimFs::new()),
+            "/p",
+            LogConfig {
+                segment_bytes: 1 << 30,
+                checkpoint_interval_bytes: 1 << 30,
+                fsync: FsyncPolicy::Never,
+                ..small_config()
+            },
+        )
+        .unwrap(),
+    );
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (log, done) = (log.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut last = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                let now = log.high_watermark().0;
+                assert!(
+                    now >= last,
+                    "the high watermark moved back from {last} to {now}"
+                );
+                last = now;
+            }
+        })
+    };
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|_| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let batch = batch_of(&[b"v".to_vec()], 0);
+                for _ in 0..APPENDS {
+                    log.append(&mut batch.clone()).unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    watcher.join().unwrap();
+    assert_eq!(log.high_watermark().0, (WRITERS * APPENDS) as i64);
+}
