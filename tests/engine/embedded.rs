@@ -205,6 +205,45 @@ fn dropping_the_last_handle_closes_the_engine_cleanly() {
     );
 }
 
+/// A clock that holds up the housekeeping thread's rounds and says when one is under way.
+#[derive(Debug)]
+struct SlowRounds(std::sync::mpsc::SyncSender<()>);
+
+impl logd::Clock for SlowRounds {
+    fn now_ms(&self) -> i64 {
+        if std::thread::current().name() == Some("logd-housekeeping") {
+            let _ = self.0.try_send(());
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        SystemClock.now_ms()
+    }
+}
+
+#[test]
+fn dropping_the_last_handle_during_a_housekeeping_round_unlocks_the_directory_at_once() {
+    let fs = SimFs::new();
+    let (round_began, round) = std::sync::mpsc::sync_channel(1);
+    let log = Log::open_with(
+        Arc::new(fs.clone()),
+        Arc::new(SlowRounds(round_began)),
+        "/data",
+        Config::default(),
+    )
+    .unwrap();
+    topic(&log, "t", 1);
+    round.recv().unwrap();
+    // The round holds the engine for a while yet; the drop waits for it.
+    drop(log);
+    let log = Log::open_with(
+        Arc::new(fs.clone()),
+        Arc::new(SystemClock),
+        "/data",
+        Config::default(),
+    )
+    .unwrap();
+    assert_eq!(log.partition_count("t").unwrap(), 1);
+}
+
 #[test]
 fn a_second_open_names_the_directory_and_this_process() {
     let dir = tempfile::tempdir().unwrap();

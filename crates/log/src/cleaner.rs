@@ -400,7 +400,7 @@ pub(crate) fn run(shared: &Weak<Shared>, config: &Housekeeping, stop: &(Mutex<bo
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let log = Log { shared };
+        let log = Log::for_round(shared);
         let now = log.clock().now_ms();
         let round = log.clean_topics(
             now,

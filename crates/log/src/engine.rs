@@ -128,10 +128,31 @@ pub struct GroupDescription {
     pub offsets: Vec<GroupPartitionLag>,
 }
 
-/// The engine. Cheap to clone; clones share everything.
+/// The engine. Cheap to clone; clones share everything. Dropping the last clone closes the
+/// engine before the drop returns (waiting for a housekeeping round under way), so its data
+/// directory can be opened again at once.
 #[derive(Debug, Clone)]
 pub struct Log {
+    /// Declared before `shared`, so dropped first: see [`Owner`]. `None` on the handles the
+    /// engine's own threads hold for a round.
+    _owner: Option<Arc<Owner>>,
     pub(crate) shared: Arc<Shared>,
+}
+
+/// Shared by the handles embedders hold, not by the engine's threads. The last to go stops
+/// those threads and waits for them; without it, a round under way holding the last
+/// reference closed the engine (and unlocked its directory) on its own thread a moment after
+/// the embedder's drop returned, and an immediate reopen was refused as `Locked`.
+#[derive(Debug)]
+struct Owner(std::sync::Weak<Shared>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.upgrade() {
+            let housekeeper = shared.housekeeper.lock().take();
+            drop(housekeeper);
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -207,31 +228,40 @@ impl Log {
                     path: dir.join(crate::group::GROUPS_FILE),
                     reason,
                 })?;
-        let log = Log {
-            shared: Arc::new(Shared {
-                coordinator,
-                dir,
-                storage,
-                config,
-                clock,
-                topics: RwLock::new(topics),
-                offsets,
-                producer_ids,
-                appends: Mutex::new(0),
-                appended: Condvar::new(),
-                cleaning: Default::default(),
-                housekeeper: Mutex::new(None),
-                _lock: lock,
-            }),
-        };
-        let housekeeping = &log.shared.config.housekeeping;
+        let shared = Arc::new(Shared {
+            coordinator,
+            dir,
+            storage,
+            config,
+            clock,
+            topics: RwLock::new(topics),
+            offsets,
+            producer_ids,
+            appends: Mutex::new(0),
+            appended: Condvar::new(),
+            cleaning: Default::default(),
+            housekeeper: Mutex::new(None),
+            _lock: lock,
+        });
+        let housekeeping = &shared.config.housekeeping;
         if housekeeping.enabled {
-            *log.shared.housekeeper.lock() = Some(Housekeeper::start(
-                Arc::downgrade(&log.shared),
+            *shared.housekeeper.lock() = Some(Housekeeper::start(
+                Arc::downgrade(&shared),
                 housekeeping.clone(),
             ));
         }
-        Ok(log)
+        Ok(Log {
+            _owner: Some(Arc::new(Owner(Arc::downgrade(&shared)))),
+            shared,
+        })
+    }
+
+    /// A handle for one round of the engine's own threads: its drop never closes the engine.
+    pub(crate) fn for_round(shared: Arc<Shared>) -> Log {
+        Log {
+            _owner: None,
+            shared,
+        }
     }
 
     /// The data directory.

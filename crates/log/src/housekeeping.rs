@@ -90,8 +90,8 @@ impl Drop for Housekeeper {
         *self.stop.0.lock() = true;
         self.stop.1.notify_all();
         for thread in self.threads.drain(..) {
-            // The engine may be dropped by one of these very threads, when its round held
-            // the last handle: it then ends on its own once the round returns.
+            // A thread cannot join itself: were the engine dropped on one of these threads,
+            // that thread ends on its own once its round returns.
             if thread.thread().id() != std::thread::current().id() {
                 let _ = thread.join();
             }
@@ -106,7 +106,7 @@ fn run(shared: &Weak<Shared>, config: &Housekeeping, stop: &(Mutex<bool>, Condva
             let Some(shared) = shared.upgrade() else {
                 return;
             };
-            let log = Log { shared };
+            let log = Log::for_round(shared);
             round(&log, config, &mut last_retention);
             log.tick_period().clamp(TICK_MIN, TICK_MAX)
         };
