@@ -153,12 +153,6 @@ impl Broker {
                         failed = true;
                     }
                     Ok(log) => {
-                        data.high_watermark = log.high_watermark().0;
-                        // No transactions: everything is stable.
-                        data.last_stable_offset = data.high_watermark;
-                        if version >= 5 {
-                            data.log_start_offset = log.log_start_offset().0;
-                        }
                         // Up to the partition's and the response's byte limits, and at least
                         // one batch per response even over them (KIP-74): `read` always
                         // returns one whole batch.
@@ -179,6 +173,14 @@ impl Broker {
                                     failed = true;
                                 }
                             }
+                        }
+                        // Looked at after the read, so the answer never carries records past
+                        // the high watermark it states (appends go on meanwhile).
+                        data.high_watermark = log.high_watermark().0;
+                        // No transactions: everything is stable.
+                        data.last_stable_offset = data.high_watermark;
+                        if version >= 5 {
+                            data.log_start_offset = log.log_start_offset().0;
                         }
                     }
                 }

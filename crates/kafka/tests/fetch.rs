@@ -1,6 +1,7 @@
 //! Fetch's byte limits as KIP-74 sets them: only the first batch of the first partition with
 //! data may exceed the response's `max_bytes`; a later partition whose next batch would pass it
-//! waits for the next fetch.
+//! waits for the next fetch. And an answer never carries records past the high watermark it
+//! states, while appends go on.
 
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -69,4 +70,62 @@ fn only_the_first_batch_may_exceed_the_responses_max_bytes() {
     assert_eq!(fetch(&broker, 10), [size, 0]);
     // Room for both.
     assert_eq!(fetch(&broker, (size * 2) as i32), [size, size]);
+}
+
+/// One Fetch (v11) of partition 0 from `offset`: the stated high watermark and the offset
+/// after the last record returned.
+fn fetch_from(broker: &Broker, offset: i64) -> (i64, i64) {
+    let mut partition = FetchPartition::default();
+    partition.fetch_offset = offset;
+    partition.partition_max_bytes = 1 << 20;
+    let mut topic = FetchTopic::default();
+    topic.topic = TopicName(s("t"));
+    topic.partitions = vec![partition];
+    let mut request = FetchRequest::default();
+    request.replica_id = BrokerId(-1);
+    request.max_wait_ms = 0;
+    request.max_bytes = 1 << 20;
+    request.topics = vec![topic];
+    let response: FetchResponse = call(broker, ApiKey::Fetch, 11, &request);
+    let answer = &response.responses[0].partitions[0];
+    let records = answer.records.clone().unwrap_or_default();
+    let mut end = offset;
+    for item in logd_storage::batch::BatchIter::new(&records, 0) {
+        end = item.unwrap().1.header.next_offset();
+    }
+    (answer.high_watermark, end)
+}
+
+#[test]
+fn a_fetch_never_returns_records_past_the_high_watermark_it_states() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), Config::default()).unwrap();
+    log.create_topic(
+        "t",
+        TopicConfig {
+            fsync: logd::Fsync::Never,
+            ..TopicConfig::default()
+        },
+    )
+    .unwrap();
+    let appender = {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            for _ in 0..100_000 {
+                log.append("t", 0, &mut batch(10)).unwrap();
+            }
+        })
+    };
+    let broker = Broker::new(log, BrokerConfig::default());
+    // Fetching at the end, where the appends land while the fetch looks.
+    let mut next = 0;
+    while !appender.is_finished() {
+        let (high_watermark, end) = fetch_from(&broker, next);
+        assert!(
+            end <= high_watermark,
+            "records up to {end} past the stated high watermark {high_watermark}"
+        );
+        next = end;
+    }
+    appender.join().unwrap();
 }
