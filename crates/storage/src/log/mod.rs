@@ -372,8 +372,8 @@ impl PartitionLog {
 
     /// Seals the active segment and starts a new one, even if it is not full.
     pub fn roll(&self) -> Result<()> {
-        self.mutate(|state, disk| state.roll(disk))?;
-        self.advance_durable(self.end_offset.load(Ordering::Acquire));
+        let end = self.mutate(|state, disk| state.roll(disk).map(|()| state.end_offset))?;
+        self.advance_durable(end);
         Ok(())
     }
 
@@ -427,8 +427,8 @@ impl PartitionLog {
     /// Makes everything durable and records a checkpoint, so an open after a process exit
     /// scans nothing; the log stays open for more appends.
     pub fn checkpoint(&self) -> Result<()> {
-        self.mutate(checkpoint_unless_current)?;
-        self.advance_durable(self.end_offset.load(Ordering::Acquire));
+        let end = self.mutate(checkpoint_unless_current)?;
+        self.advance_durable(end);
         Ok(())
     }
 
@@ -442,20 +442,22 @@ impl PartitionLog {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.mutate(checkpoint_unless_current)?;
-        self.advance_durable(self.end_offset.load(Ordering::Acquire));
+        let end = self.mutate(checkpoint_unless_current)?;
+        self.advance_durable(end);
         Ok(())
     }
 }
 
 /// A partition nothing was appended to since its last checkpoint (most of 10,000 at a clean
 /// stop) already has what the next open needs: the storage operations of a checkpoint (a
-/// dozen, with three fsyncs) are saved.
-fn checkpoint_unless_current(state: &mut LogState, disk: Disk<'_>) -> Result<()> {
-    match state.checkpoint_is_current() {
-        true => Ok(()),
-        false => state.checkpoint(disk),
+/// dozen, with three fsyncs) are saved. Returns the end offset the checkpoint made durable,
+/// read under the lock: one read after it could include an append made since, whose records
+/// would then count as durable before their own fdatasync (the same holds for a roll).
+fn checkpoint_unless_current(state: &mut LogState, disk: Disk<'_>) -> Result<i64> {
+    if !state.checkpoint_is_current() {
+        state.checkpoint(disk)?;
     }
+    Ok(state.end_offset)
 }
 
 impl Drop for PartitionLog {
