@@ -19,28 +19,33 @@ fn batch(value_len: usize) -> Vec<u8> {
     builder.build(0).unwrap()
 }
 
-/// One Fetch (v11) of partitions 0 and 1 from offset 0: the bytes each partition returned.
-fn fetch(broker: &Broker, max_bytes: i32) -> Vec<usize> {
-    let partitions = (0..2)
-        .map(|p| {
+/// One Fetch (v11) of topic `t` that does not wait: each of `partitions` (index, fetch
+/// offset) up to 1 MiB, the response up to `max_bytes`.
+fn fetch_now(broker: &Broker, partitions: &[(i32, i64)], max_bytes: i32) -> FetchResponse {
+    let mut topic = FetchTopic::default();
+    topic.topic = TopicName(s("t"));
+    topic.partitions = partitions
+        .iter()
+        .map(|&(index, offset)| {
             let mut partition = FetchPartition::default();
-            partition.partition = p;
-            partition.fetch_offset = 0;
+            partition.partition = index;
+            partition.fetch_offset = offset;
             partition.partition_max_bytes = 1 << 20;
             partition
         })
         .collect();
-    let mut topic = FetchTopic::default();
-    topic.topic = TopicName(s("t"));
-    topic.partitions = partitions;
     let mut request = FetchRequest::default();
     request.replica_id = BrokerId(-1);
     request.max_wait_ms = 0;
     request.min_bytes = 1;
     request.max_bytes = max_bytes;
     request.topics = vec![topic];
-    let response: FetchResponse = call(broker, ApiKey::Fetch, 11, &request);
-    response.responses[0]
+    call(broker, ApiKey::Fetch, 11, &request)
+}
+
+/// One Fetch of partitions 0 and 1 from offset 0: the bytes each partition returned.
+fn fetch(broker: &Broker, max_bytes: i32) -> Vec<usize> {
+    fetch_now(broker, &[(0, 0), (1, 0)], max_bytes).responses[0]
         .partitions
         .iter()
         .map(|p| p.records.as_ref().map_or(0, Bytes::len))
@@ -72,21 +77,10 @@ fn only_the_first_batch_may_exceed_the_responses_max_bytes() {
     assert_eq!(fetch(&broker, (size * 2) as i32), [size, size]);
 }
 
-/// One Fetch (v11) of partition 0 from `offset`: the stated high watermark and the offset
-/// after the last record returned.
+/// One Fetch of partition 0 from `offset`: the stated high watermark and the offset after
+/// the last record returned.
 fn fetch_from(broker: &Broker, offset: i64) -> (i64, i64) {
-    let mut partition = FetchPartition::default();
-    partition.fetch_offset = offset;
-    partition.partition_max_bytes = 1 << 20;
-    let mut topic = FetchTopic::default();
-    topic.topic = TopicName(s("t"));
-    topic.partitions = vec![partition];
-    let mut request = FetchRequest::default();
-    request.replica_id = BrokerId(-1);
-    request.max_wait_ms = 0;
-    request.max_bytes = 1 << 20;
-    request.topics = vec![topic];
-    let response: FetchResponse = call(broker, ApiKey::Fetch, 11, &request);
+    let response = fetch_now(broker, &[(0, offset)], 1 << 20);
     let answer = &response.responses[0].partitions[0];
     let records = answer.records.clone().unwrap_or_default();
     let mut end = offset;
