@@ -17,6 +17,7 @@ mod listener;
 mod login;
 mod metadata;
 mod observer;
+mod occasional;
 pub mod partition_ranges;
 mod server;
 mod shape;

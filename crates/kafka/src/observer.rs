@@ -30,6 +30,10 @@ pub trait BrokerObserver: Send + Sync + fmt::Debug {
         let _ = reason;
     }
 
+    /// Accepting a connection failed (most often: the process is out of file descriptors);
+    /// the listener pauses before it tries again.
+    fn accept_failed(&self) {}
+
     /// A client on listener `listener` failed to authenticate with `mechanism` (a SASL
     /// mechanism, or `TLS` for a failed handshake).
     fn authentication_failed(&self, listener: &str, mechanism: &str) {

@@ -6,7 +6,9 @@
 //! TLS and SASL listeners, accepting, the TLS handshake and the SASL login run on the login
 //! runtime (`login.rs`), and the connection moves to the main runtime once authenticated.
 //! Limits: at most `max_connections` at once and `max_connections_per_ip` from one address
-//! (more are closed at once), and the request budget (`RequestBudget`) on intake.
+//! (more are closed at once), and the request budget (`RequestBudget`) on intake. An accept that
+//! fails (out of descriptors) pauses the listener, longer each time it fails again, instead of
+//! retrying at once: the connections already open keep being served meanwhile.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -27,10 +29,19 @@ use crate::broker::{Broker, Frame};
 use crate::error::{Error, Result};
 use crate::listener::{Listener, ListenerConfig, SecurityProtocol};
 use crate::login::{Movable, Rebind};
+use crate::occasional::Occasional;
 
 /// How long a failed login waits before its connection is closed (Kafka's
 /// `connection.failed.authentication.delay.ms`).
 const FAILED_LOGIN_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The first pause after a failed accept; each failure in a row doubles it, up to
+/// [`ACCEPT_PAUSE_MAX`]. Kernels report a full descriptor table on every accept until a
+/// descriptor is freed, so retrying at once spins a core and floods the log.
+const ACCEPT_PAUSE_MIN: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// The longest pause after failed accepts: short enough that a freed descriptor is used soon.
+const ACCEPT_PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Request bodies are read this much at a time, into a buffer that grows as they arrive.
 const READ_CHUNK: usize = 64 << 10;
@@ -91,6 +102,13 @@ struct Open {
     per_ip: HashMap<IpAddr, usize>,
 }
 
+/// Warnings every listener's accept loop may repeat under load, logged at most once a second.
+#[derive(Debug, Default)]
+struct Warnings {
+    refused: Occasional,
+    accept_failed: Occasional,
+}
+
 /// Serves Kafka clients on every listener until `shutdown` completes; then stops accepting and
 /// returns (open connections end with the runtime). The connection limits count all
 /// listeners together.
@@ -101,6 +119,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let open: Arc<Mutex<Open>> = Arc::default();
+    let warnings: Arc<Warnings> = Arc::default();
     let main = tokio::runtime::Handle::current();
     let logins = crate::login::start().unwrap_or_else(|| main.clone());
     let mut accepting = tokio::task::JoinSet::new();
@@ -111,7 +130,13 @@ pub async fn serve(
             SecurityProtocol::Plaintext => &main,
             _ => &logins,
         };
-        let accepting_loop = accept(broker.clone(), listener, limits, open.clone(), main.clone());
+        let accepting_loop = accept(
+            broker.clone(),
+            listener,
+            limits,
+            (open.clone(), warnings.clone()),
+            main.clone(),
+        );
         accepting.spawn_on(accepting_loop, on);
     }
     shutdown.await;
@@ -124,7 +149,7 @@ async fn accept(
     broker: Arc<Broker>,
     listener: Listener,
     limits: ConnectionLimits,
-    open: Arc<Mutex<Open>>,
+    (open, warnings): (Arc<Mutex<Open>>, Arc<Warnings>),
     main: tokio::runtime::Handle,
 ) {
     let config = Arc::new(listener.config);
@@ -140,11 +165,25 @@ async fn accept(
             return;
         }
     };
+    let mut pause = ACCEPT_PAUSE_MIN;
     loop {
         let (stream, peer) = match socket.accept().await {
-            Ok(accepted) => accepted,
+            Ok(accepted) => {
+                pause = ACCEPT_PAUSE_MIN;
+                accepted
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
+                broker.observer.accept_failed();
+                if let Some(count) = warnings.accept_failed.tick(Instant::now()) {
+                    tracing::warn!(
+                        listener = %config.name,
+                        error = %e,
+                        count,
+                        "accept failed (count: since the last such line); pausing the listener"
+                    );
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(ACCEPT_PAUSE_MAX);
                 continue;
             }
         };
@@ -162,8 +201,16 @@ async fn accept(
             }
         };
         if let Some(reason) = refused {
-            tracing::warn!(%peer, reason, "connection limit reached; closing a new connection");
             broker.observer.connection_refused(reason);
+            if let Some(count) = warnings.refused.tick(Instant::now()) {
+                tracing::warn!(
+                    %peer,
+                    reason,
+                    count,
+                    "connection limit reached; closing new connections (count: since the last \
+                     such line)"
+                );
+            }
             continue;
         }
         broker.observer.connection_opened();
@@ -323,7 +370,7 @@ where
         let size = i32::from_be_bytes(size);
         // Checked before anything is reserved or allocated: a hostile length must not become
         // a huge buffer, and one larger than the whole budget could never be read.
-        let max = session.max_frame(config.max_request_bytes.min(broker.budget.capacity()));
+        let max = session.max_frame(config.max_request_bytes.min(broker.budget.max_request()));
         // A raw SASL token (v0 handshakes) may be shorter than a request header.
         let min = if session.expects_raw_token() { 0 } else { 8 };
         if size < min || size as usize > max {

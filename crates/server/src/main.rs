@@ -146,15 +146,18 @@ struct ServeArgs {
     #[arg(long, env = "LOGD_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
     auto_create_topics: bool,
     /// Partition files (segments, indexes) kept open at most; others are closed, least
-    /// recently used first, and reopened when needed (default: half the open-file limit).
+    /// recently used first, and reopened when needed (default: two fifths of the open-file
+    /// limit).
     #[arg(long, env = "LOGD_MAX_OPEN_FILES")]
     max_open_files: Option<usize>,
     /// Largest request frame accepted, in bytes (Kafka `socket.request.max.bytes`).
     #[arg(long, env = "LOGD_MAX_REQUEST_BYTES", default_value_t = 100 << 20)]
     max_request_bytes: usize,
-    /// Most simultaneous client connections; more are closed at once.
-    #[arg(long, env = "LOGD_MAX_CONNECTIONS", default_value_t = 1024)]
-    max_connections: usize,
+    /// Most simultaneous client connections; more are closed at once (default: what the
+    /// open-file limit leaves after `--max-open-files` and a twentieth kept spare; 11,000
+    /// under a limit of 20,000).
+    #[arg(long, env = "LOGD_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
     /// Most simultaneous connections from one IP address (Kafka `max.connections.per.ip`;
     /// unlimited by default, as Kafka); more are closed at once.
     #[arg(long, env = "LOGD_MAX_CONNECTIONS_PER_IP", default_value_t = usize::MAX)]
@@ -192,6 +195,11 @@ struct ServeArgs {
         value_parser = parse_http_listen
     )]
     http_listen: HttpListen,
+    /// Names the console and its API answer to besides IP addresses and `localhost` (a
+    /// request for any other `Host` is refused, against DNS rebinding; `*` allows every name).
+    /// `/metrics` and `/health` answer to any.
+    #[arg(long, env = "LOGD_HTTP_ALLOWED_HOSTS", value_delimiter = ',')]
+    http_allowed_hosts: Vec<String>,
     /// How often retention runs, in ms.
     #[arg(long, env = "LOGD_RETENTION_CHECK_MS", default_value_t = 60_000)]
     retention_check_ms: u64,
@@ -470,11 +478,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             None
         }
     };
-    // Partitions' files get half the descriptors; connections and the rest the other half.
-    let max_open_files = args
-        .max_open_files
-        .or_else(|| soft_limit.map(|soft| usize::try_from(soft / 2).unwrap_or(usize::MAX).max(64)));
-    tracing::info!(max_open_files = ?max_open_files, "partition files kept open at most");
+    // Partitions' files and connections share the descriptors; what neither is given takes
+    // its share of the limit.
+    let shares = soft_limit.map(|soft| fd_limit::shares(soft, args.max_open_files));
+    let max_open_files = args.max_open_files.or(shares.map(|s| s.partition_files));
+    let max_connections = args
+        .max_connections
+        .or(shares.map(|s| s.connections))
+        .unwrap_or(1024);
+    tracing::info!(max_open_files = ?max_open_files, max_connections, "partition files kept open and connections at most");
     let config = Config {
         default_topic: TopicConfig {
             partitions: args.default_partitions,
@@ -629,8 +641,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             broker.credentials().clone(),
             broker.authorizer().cloned(),
         );
-        http::spawn(listener, broker.log().clone(), metrics.clone(), access)
-            .context("cannot start the HTTP listener")?;
+        let allowed_hosts = http::hosts::AllowedHosts::new(&args.http_allowed_hosts);
+        http::spawn(
+            listener,
+            broker.log().clone(),
+            metrics.clone(),
+            access,
+            allowed_hosts,
+        )
+        .context("cannot start the HTTP listener")?;
     }
     tracing::info!(data_dir = %args.data_dir.display(), "serving");
 
@@ -642,7 +661,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the network runtime")?;
     let limits = ConnectionLimits {
-        max_connections: args.max_connections,
+        max_connections,
         max_connections_per_ip: args.max_connections_per_ip,
     };
     runtime.block_on(async {

@@ -2,8 +2,8 @@
 //! JSON API it is built on under `/api/v1/` (documented in `docs/console-api.yaml`),
 //! Prometheus metrics at `/metrics` and a health check at `/health`. It runs on a runtime of
 //! its own thread, so a busy console never takes a worker from the Kafka listeners, and reads
-//! the engine directly, in process. Who may use the API, and for what, is `access.rs`'s;
-//! `/metrics` and `/health` stay open to scrapers.
+//! the engine directly, in process. Which names it answers to is `hosts.rs`'s; who may use the
+//! API, and for what, is `access.rs`'s; `/metrics` and `/health` stay open to scrapers.
 
 pub(crate) mod access;
 mod api;
@@ -11,6 +11,7 @@ mod changes;
 mod checked_transport;
 mod dead_letters;
 mod history;
+pub(crate) mod hosts;
 mod messages;
 mod params;
 mod search;
@@ -48,19 +49,23 @@ pub(crate) fn spawn(
     log: Log,
     metrics: Arc<Metrics>,
     access: access::Access,
+    allowed_hosts: hosts::AllowedHosts,
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()?;
     let history = history::History::start(log.clone(), metrics.clone())?;
-    let router = router(State {
-        log,
-        access: Arc::new(access),
-        metrics,
-        history,
-        partitioner: Arc::default(),
-    });
+    let router = router(
+        State {
+            log,
+            access: Arc::new(access),
+            metrics,
+            history,
+            partitioner: Arc::default(),
+        },
+        allowed_hosts,
+    );
     std::thread::Builder::new()
         .name("logd-http".into())
         .spawn(move || {
@@ -82,12 +87,19 @@ pub(crate) fn spawn(
     Ok(())
 }
 
-fn router(state: State) -> Router {
-    Router::new()
+fn router(state: State, allowed_hosts: hosts::AllowedHosts) -> Router {
+    // The console and its API answer only to the console's own names; scrapers use any.
+    let console = Router::new()
         .route("/", get(|| async { Html(CONSOLE_PAGE) }))
+        .nest("/api/v1", api::routes(&state))
+        .route_layer(axum::middleware::from_fn_with_state(
+            allowed_hosts,
+            hosts::guard,
+        ));
+    Router::new()
+        .merge(console)
         .route("/health", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
-        .nest("/api/v1", api::routes(&state))
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
         .with_state(state)
 }

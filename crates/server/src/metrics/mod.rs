@@ -69,6 +69,7 @@ pub(crate) struct Metrics {
     cleaner_last_cleaned: Family<Labels, FloatGauge>,
     cleaner_reclaimed: Family<Labels, Gauge>,
     refused: Family<Labels, Counter>,
+    accept_failures: Counter,
     authentication_failures: Family<Labels, Counter>,
     authorization_denied: Family<Labels, Counter>,
     budget_in_use: Gauge,
@@ -111,6 +112,7 @@ impl Metrics {
             cleaner_last_cleaned: Family::default(),
             cleaner_reclaimed: Family::default(),
             refused: Family::default(),
+            accept_failures: Counter::default(),
             authentication_failures: Family::default(),
             authorization_denied: Family::default(),
             budget_in_use: Gauge::default(),
@@ -191,6 +193,12 @@ impl Metrics {
             "connections_refused",
             "Connections closed at once, per reason (max-connections, max-connections-per-ip)",
             m.refused.clone(),
+        );
+        registry.register(
+            "accept_failures",
+            "Accepts of a new connection that failed (most often for want of file descriptors); \
+             each pauses the listener",
+            m.accept_failures.clone(),
         );
         registry.register(
             "authentication_failures",
@@ -479,6 +487,10 @@ impl BrokerObserver for Metrics {
         self.refused
             .get_or_create(&vec![("reason", reason.to_owned())])
             .inc();
+    }
+
+    fn accept_failed(&self) {
+        self.accept_failures.inc();
     }
 
     fn authentication_failed(&self, listener: &str, mechanism: &str) {

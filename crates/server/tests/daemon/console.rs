@@ -373,7 +373,7 @@ fn exchange(
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: logd\r\nContent-Type: {content_type}\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {content_type}\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
@@ -1162,7 +1162,7 @@ fn messages_of_several_partitions_come_in_time_order_and_export_as_json_lines() 
     let mut stream = std::net::TcpStream::connect(&http).unwrap();
     write!(
         stream,
-        "GET /api/v1/topics/spread/messages?partition=all&format=jsonl HTTP/1.1\r\nHost: logd\r\n\
+        "GET /api/v1/topics/spread/messages?partition=all&format=jsonl HTTP/1.1\r\nHost: {http}\r\n\
          Connection: close\r\n\r\n"
     )
     .unwrap();

@@ -36,7 +36,7 @@ impl Browser {
     ) -> Answer {
         let body = body.map(|b| b.to_string()).unwrap_or_default();
         let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: logd\r\nConnection: close\r\n\
+            "{method} {path} HTTP/1.1\r\nHost: {http}\r\nConnection: close\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\n",
             body.len()
         );

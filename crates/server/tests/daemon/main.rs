@@ -14,11 +14,14 @@ mod conformance;
 mod console;
 mod console_access;
 mod console_browser;
+mod console_hosts;
 mod console_login_browser;
 mod console_scale;
+mod descriptors;
 mod group_tools;
 mod groups;
 mod idempotence;
+mod intake;
 mod librdkafka;
 mod lifecycle;
 mod malformed;
@@ -82,11 +85,31 @@ impl Daemon {
             extra,
             &[("RUST_LOG", "info")],
             log.into(),
+            None,
+        )
+    }
+
+    /// As [`Daemon::start`], under an open-file limit (soft and hard) of `open_files`, its log
+    /// (at `warn`) going to `log`.
+    pub fn start_with_file_limit(
+        data_dir: &Path,
+        extra: &[&str],
+        open_files: u64,
+        log: &Path,
+    ) -> Daemon {
+        let log = std::fs::File::create(log).expect("log file");
+        Daemon::spawn_with(
+            data_dir,
+            "127.0.0.1:0",
+            extra,
+            &[],
+            log.into(),
+            Some(open_files),
         )
     }
 
     fn spawn(data_dir: &Path, listen: &str, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
-        Daemon::spawn_with(data_dir, listen, extra, env, Stdio::inherit())
+        Daemon::spawn_with(data_dir, listen, extra, env, Stdio::inherit(), None)
     }
 
     fn spawn_with(
@@ -95,11 +118,22 @@ impl Daemon {
         extra: &[&str],
         env: &[(&str, &str)],
         stderr: Stdio,
+        open_files: Option<u64>,
     ) -> Daemon {
         // The HTTP listener's default address is one per machine: tests that do not ask for
         // it turn it off, so that daemons started side by side do not compete for it.
         let http = extra.contains(&"--metrics-listen") || extra.contains(&"--http-listen");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_logd"))
+        let logd = env!("CARGO_BIN_EXE_logd");
+        // util-linux's prlimit sets the limit and then runs logd in its place (one process).
+        let mut command = match open_files {
+            None => Command::new(logd),
+            Some(limit) => {
+                let mut prlimit = Command::new("prlimit");
+                prlimit.arg(format!("--nofile={limit}:{limit}")).arg(logd);
+                prlimit
+            }
+        };
+        let mut child = command
             .args(["serve", "--listen", listen, "--data-dir"])
             .arg(data_dir)
             .args(extra)

@@ -15,7 +15,7 @@ pub(super) fn request(addr: &str, method: &str, path: &str) -> (String, String) 
     let mut stream = TcpStream::connect(addr).expect("connect to the HTTP port");
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: logd\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut response = String::new();
