@@ -12,6 +12,7 @@ mod many_partitions;
 mod power_cut;
 mod rebalance;
 mod replay;
+mod stamping;
 mod topics;
 
 use std::path::Path;

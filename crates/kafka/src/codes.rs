@@ -22,6 +22,7 @@ pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 pub const NOT_COORDINATOR: i16 = 16;
 pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
+pub const NOT_ENOUGH_REPLICAS: i16 = 19;
 pub const INVALID_REQUIRED_ACKS: i16 = 21;
 pub const ILLEGAL_GENERATION: i16 = 22;
 pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
@@ -32,6 +33,7 @@ pub const REBALANCE_IN_PROGRESS: i16 = 27;
 pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+pub const INVALID_TIMESTAMP: i16 = 32;
 pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 pub const ILLEGAL_SASL_STATE: i16 = 34;
 pub const UNSUPPORTED_VERSION: i16 = 35;
@@ -55,6 +57,7 @@ pub const GROUP_ID_NOT_FOUND: i16 = 69;
 pub const MEMBER_ID_REQUIRED: i16 = 79;
 pub const FENCED_INSTANCE_ID: i16 = 82;
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+pub const INVALID_RECORD: i16 = 87;
 pub const UNKNOWN_TOPIC_ID: i16 = 100;
 
 /// The code for a refused group call.
@@ -91,16 +94,17 @@ pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {
             S::UnsupportedMagic { .. } => CORRUPT_MESSAGE,
             S::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber.code(),
             S::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch.code(),
-            S::InvalidProducerFields { .. } | S::KeylessRecord { .. } => {
-                ResponseError::InvalidRecord.code()
-            }
-            S::ChecksumMismatch { .. }
-            | S::InvalidBatch { .. }
+            S::InvalidProducerFields { .. } | S::KeylessRecord { .. } => INVALID_RECORD,
+            // As Kafka: CORRUPT_MESSAGE for bytes that fail their checksum or do not even
+            // frame a batch, INVALID_RECORD (with the reason) for a batch whose well-framed
+            // contents break a rule, INVALID_TIMESTAMP for times out of bounds.
+            S::ChecksumMismatch { .. } | S::Truncated { .. } => CORRUPT_MESSAGE,
+            S::InvalidBatch { .. }
             | S::InvalidRecord { .. }
-            | S::Truncated { .. }
             | S::UnknownCompression { .. }
             | S::Codec { .. }
-            | S::DecompressedTooLarge { .. } => CORRUPT_MESSAGE,
+            | S::DecompressedTooLarge { .. } => INVALID_RECORD,
+            S::TimestampOutOfRange { .. } | S::ProducerLogAppendTime { .. } => INVALID_TIMESTAMP,
             S::Io { .. } | S::Poisoned { .. } | S::Corrupted { .. } | S::CorruptFile { .. } => {
                 KAFKA_STORAGE_ERROR
             }

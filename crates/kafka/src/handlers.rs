@@ -220,6 +220,22 @@ impl Broker {
                     (Some(code), _, _) => Err((code, None, None)),
                     (None, _, false) => Err((codes::INVALID_REQUIRED_ACKS, None, None)),
                     (None, None, true) => Err((codes::CORRUPT_MESSAGE, None, None)),
+                    (None, Some(_), true)
+                        if request.acks == -1
+                            && let Ok(wanted @ 2..) =
+                                self.log.min_insync_replicas(&topic.name.0) =>
+                    {
+                        // A one-broker Kafka's answer: its in-sync set is itself alone.
+                        Err((
+                            codes::NOT_ENOUGH_REPLICAS,
+                            Some(format!(
+                                "The size of the current ISR Set(1) is insufficient to satisfy \
+                                 the min.isr requirement of {wanted} for partition {}-{}",
+                                topic.name.0, data.index
+                            )),
+                            None,
+                        ))
+                    }
                     (None, Some(records), true) => {
                         // One copy: the batches' base offsets are rewritten in place.
                         let mut batches = records.to_vec();
@@ -240,6 +256,11 @@ impl Broker {
                             self.observer
                                 .produced(&topic.name.0, records as u64, bytes as u64);
                         }
+                        if info.normalized > 0 {
+                            self.observer
+                                .batches_normalized(&topic.name.0, info.normalized as u64);
+                        }
+                        partition.log_append_time_ms = info.log_append_time.unwrap_or(-1);
                         if version >= 5
                             && let Ok(log) = self.log.partition(&topic.name.0, data.index as u32)
                         {

@@ -22,6 +22,7 @@ pub mod partition_ranges;
 mod server;
 mod shape;
 mod topic_admin;
+mod topic_configs;
 mod users;
 mod versions;
 

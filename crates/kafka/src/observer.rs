@@ -13,6 +13,12 @@ pub trait BrokerObserver: Send + Sync + fmt::Debug {
         let _ = (topic, records, bytes);
     }
 
+    /// A produce to `topic` stored `batches` batches whose stated max timestamp did not match
+    /// their records, set as Kafka sets it instead of refusing them.
+    fn batches_normalized(&self, topic: &str, batches: u64) {
+        let _ = (topic, batches);
+    }
+
     /// A fetch sent `records` records in `bytes` bytes of batches from `topic`.
     fn fetched(&self, topic: &str, records: u64, bytes: u64) {
         let _ = (topic, records, bytes);

@@ -27,6 +27,7 @@ use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
+use crate::topic_configs::{set_topic_configs, topic_configs};
 
 /// Kafka's resource types in DescribeConfigs.
 const RESOURCE_TOPIC: i8 = 2;
@@ -39,159 +40,6 @@ const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
 const OP_APPEND: i8 = 2;
 const OP_SUBTRACT: i8 = 3;
-/// Kafka's config types (DescribeConfigs v3+).
-const TYPE_STRING: i8 = 2;
-const TYPE_INT: i8 = 3;
-const TYPE_LONG: i8 = 5;
-const TYPE_DOUBLE: i8 = 6;
-const TYPE_LIST: i8 = 7;
-
-/// One topic config as Kafka names it: name, value, whether it differs from the broker's
-/// default for new topics, and its type.
-struct ConfigEntry {
-    name: &'static str,
-    value: String,
-    set: bool,
-    kind: i8,
-}
-
-/// A topic's effective configs under Kafka's names.
-fn topic_configs(config: &TopicConfig, default: &TopicConfig) -> Vec<ConfigEntry> {
-    let ms = |v: Option<i64>| v.map_or("-1".to_owned(), |v| v.to_string());
-    let entry = |name, value, set, kind| ConfigEntry {
-        name,
-        value,
-        set,
-        kind,
-    };
-    vec![
-        entry(
-            "cleanup.policy",
-            config.cleanup_policy.as_str().into(),
-            config.cleanup_policy != default.cleanup_policy,
-            TYPE_LIST,
-        ),
-        entry(
-            "min.cleanable.dirty.ratio",
-            config.min_cleanable_dirty_ratio.to_string(),
-            config.min_cleanable_dirty_ratio != default.min_cleanable_dirty_ratio,
-            TYPE_DOUBLE,
-        ),
-        entry(
-            "min.compaction.lag.ms",
-            config.min_compaction_lag_ms.to_string(),
-            config.min_compaction_lag_ms != default.min_compaction_lag_ms,
-            TYPE_LONG,
-        ),
-        entry(
-            "max.compaction.lag.ms",
-            // Kafka's "no bound" is Long.MAX_VALUE.
-            config.max_compaction_lag_ms.unwrap_or(i64::MAX).to_string(),
-            config.max_compaction_lag_ms != default.max_compaction_lag_ms,
-            TYPE_LONG,
-        ),
-        entry(
-            "delete.retention.ms",
-            config.delete_retention_ms.to_string(),
-            config.delete_retention_ms != default.delete_retention_ms,
-            TYPE_LONG,
-        ),
-        entry(
-            "retention.ms",
-            ms(config.retention_ms),
-            config.retention_ms != default.retention_ms,
-            TYPE_LONG,
-        ),
-        entry(
-            "retention.bytes",
-            config
-                .retention_bytes
-                .map_or("-1".to_owned(), |b| b.to_string()),
-            config.retention_bytes != default.retention_bytes,
-            TYPE_LONG,
-        ),
-        entry(
-            "segment.bytes",
-            config.segment_bytes.to_string(),
-            config.segment_bytes != default.segment_bytes,
-            TYPE_INT,
-        ),
-        entry(
-            "segment.ms",
-            ms(config.segment_ms),
-            config.segment_ms != default.segment_ms,
-            TYPE_LONG,
-        ),
-        entry(
-            "max.message.bytes",
-            config.max_batch_bytes.to_string(),
-            config.max_batch_bytes != default.max_batch_bytes,
-            TYPE_INT,
-        ),
-        entry(
-            "message.timestamp.type",
-            "CreateTime".into(),
-            false,
-            TYPE_STRING,
-        ),
-    ]
-}
-
-/// Sets one topic config from its Kafka name and value, or says why it cannot be.
-pub(crate) fn set_topic_config(
-    config: &mut TopicConfig,
-    name: &str,
-    value: Option<&str>,
-) -> Result<(), (i16, String)> {
-    let value = value.unwrap_or_default();
-    let bad = || {
-        (
-            codes::INVALID_CONFIG,
-            format!("invalid value {value:?} for {name}"),
-        )
-    };
-    let number = || value.parse::<i64>().map_err(|_| bad());
-    match name {
-        "retention.ms" => config.retention_ms = Some(number()?).filter(|ms| *ms >= 0),
-        "retention.bytes" => {
-            config.retention_bytes = Some(number()?).filter(|b| *b >= 0).map(|b| b as u64)
-        }
-        "segment.bytes" => config.segment_bytes = number()?.try_into().map_err(|_| bad())?,
-        "segment.ms" => config.segment_ms = Some(number()?),
-        "max.message.bytes" => config.max_batch_bytes = number()?.try_into().map_err(|_| bad())?,
-        "cleanup.policy" => {
-            config.cleanup_policy = logd::CleanupPolicy::parse(value).ok_or_else(bad)?
-        }
-        "min.cleanable.dirty.ratio" => {
-            config.min_cleanable_dirty_ratio = value
-                .parse::<f64>()
-                .ok()
-                .filter(|r| (0.0..=1.0).contains(r))
-                .ok_or_else(bad)?
-        }
-        "min.compaction.lag.ms" => {
-            config.min_compaction_lag_ms = Some(number()?).filter(|ms| *ms >= 0).ok_or_else(bad)?
-        }
-        "max.compaction.lag.ms" => {
-            config.max_compaction_lag_ms = match number()? {
-                i64::MAX => None,
-                ms if ms > 0 => Some(ms),
-                _ => return Err(bad()),
-            }
-        }
-        "delete.retention.ms" => {
-            config.delete_retention_ms = Some(number()?).filter(|ms| *ms >= 0).ok_or_else(bad)?
-        }
-        other => {
-            return Err((
-                codes::INVALID_CONFIG,
-                format!("unsupported topic config {other}"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 fn text(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
@@ -310,6 +158,10 @@ impl Broker {
     /// from v4 on, and Kafka's broker, like logd, takes it at any version).
     fn topic_config(&self, topic: &CreatableTopic) -> Result<TopicConfig, (i16, String)> {
         let mut config = self.log.default_topic_config().clone();
+        if !topic.assignments.is_empty() {
+            config.partitions = self.assigned_partitions(topic)?;
+            return self.with_configs(config, topic);
+        }
         match topic.num_partitions {
             -1 => {}
             n if n > 0 => config.partitions = n as u32,
@@ -329,10 +181,88 @@ impl Broker {
                 ),
             ));
         }
-        for entry in &topic.configs {
-            set_topic_config(&mut config, &entry.name, entry.value.as_deref())?;
-        }
+        self.with_configs(config, topic)
+    }
+
+    /// `config` with the configs a CreateTopics entry sets.
+    fn with_configs(
+        &self,
+        mut config: TopicConfig,
+        topic: &CreatableTopic,
+    ) -> Result<TopicConfig, (i16, String)> {
+        let changes = topic
+            .configs
+            .iter()
+            .map(|entry| (entry.name.as_str(), entry.value.as_deref()));
+        set_topic_configs(&mut config, self.log.default_topic_config(), changes)?;
         Ok(config)
+    }
+
+    /// The partition count of a manual replica assignment, checked as Kafka's controller
+    /// checks one (same codes and messages): the count and replication factor left at -1,
+    /// partitions numbered 0 to n-1 once each, each on logd's node alone.
+    fn assigned_partitions(&self, topic: &CreatableTopic) -> Result<u32, (i16, String)> {
+        if topic.replication_factor != -1 {
+            return Err((
+                codes::INVALID_REPLICATION_FACTOR,
+                "A manual partition assignment was specified, but replication factor was not \
+                 set to -1."
+                    .into(),
+            ));
+        }
+        if topic.num_partitions != -1 {
+            return Err((
+                codes::INVALID_PARTITIONS,
+                "A manual partition assignment was specified, but numPartitions was not set to \
+                 -1."
+                .into(),
+            ));
+        }
+        let invalid = |message: String| (codes::INVALID_REPLICA_ASSIGNMENT, message);
+        let node = self.config.node_id;
+        let mut partitions = std::collections::BTreeSet::new();
+        for assignment in &topic.assignments {
+            if !partitions.insert(assignment.partition_index) {
+                return Err(invalid(format!(
+                    "Found multiple manual partition assignments for partition {}",
+                    assignment.partition_index
+                )));
+            }
+            let brokers: Vec<i32> = assignment.broker_ids.iter().map(|b| b.0).collect();
+            match brokers[..] {
+                [] => {
+                    return Err(invalid(
+                        "The manual partition assignment includes an empty replica list.".into(),
+                    ));
+                }
+                [only] if only == node => {}
+                _ => {
+                    let other = brokers
+                        .iter()
+                        .find(|b| **b != node)
+                        .copied()
+                        .unwrap_or(node);
+                    return Err(invalid(if other == node {
+                        format!(
+                            "The manual partition assignment includes the broker {node} more \
+                             than once."
+                        )
+                    } else {
+                        format!(
+                            "The manual partition assignment includes broker {other}, but no \
+                             such broker is registered."
+                        )
+                    }));
+                }
+            }
+        }
+        let count = partitions.len();
+        if partitions.iter().copied().ne(0..count as i32) {
+            return Err(invalid(
+                "partitions should be a consecutive 0-based integer sequence".into(),
+            ));
+        }
+        Ok(count as u32)
     }
 
     /// DeleteTopics: by name (v1-5) or by name or topic id (v6).
@@ -614,6 +544,7 @@ impl Broker {
         let mut config = self.log.describe_topic(name).map_err(engine)?.config;
         let default = self.log.default_topic_config();
         let mut seen = std::collections::HashSet::new();
+        let mut changes = Vec::new();
         for change in &resource.configs {
             if !seen.insert(change.name.as_str()) {
                 return Err((
@@ -622,14 +553,11 @@ impl Broker {
                 ));
             }
             match change.config_operation {
-                OP_SET => set_topic_config(&mut config, &change.name, change.value.as_deref())?,
-                OP_DELETE => {
-                    let value = topic_configs(default, default)
-                        .into_iter()
-                        .find(|entry| entry.name == change.name.as_str())
-                        .map(|entry| entry.value);
-                    set_topic_config(&mut config, &change.name, value.as_deref())?
-                }
+                OP_SET => changes.push((
+                    change.name.as_str(),
+                    Some(change.value.as_deref().unwrap_or_default()),
+                )),
+                OP_DELETE => changes.push((change.name.as_str(), None)),
                 OP_APPEND | OP_SUBTRACT => {
                     return Err((
                         codes::INVALID_CONFIG,
@@ -647,6 +575,7 @@ impl Broker {
                 }
             }
         }
+        set_topic_configs(&mut config, default, changes)?;
         if validate_only {
             config
                 .validate()

@@ -408,6 +408,12 @@ impl Log {
         }
     }
 
+    /// A topic's `min.insync.replicas`: above 1, `acks=all` produces are refused as a
+    /// one-broker Kafka refuses them.
+    pub fn min_insync_replicas(&self, name: &str) -> Result<i32> {
+        Ok(self.topic(name)?.config.read().min_insync_replicas)
+    }
+
     /// Partitions, offsets and sizes of a topic.
     pub fn describe_topic(&self, name: &str) -> Result<TopicDescription> {
         self.describe(&*self.topic(name)?)
@@ -513,7 +519,21 @@ impl Log {
     pub fn append(&self, topic: &str, partition: u32, batches: &mut [u8]) -> Result<AppendInfo> {
         self.check_producer_ids(batches)?;
         let topic = self.topic_for_produce(topic)?;
-        let info = topic.partition(partition)?.append(batches)?;
+        let now_ms = self.shared.clock.now_ms();
+        let log = topic.partition(partition)?;
+        // A topic with a codec of its own stores every batch in it (Kafka `compression.type`).
+        let codec = topic.config.read().compression.codec();
+        let mut recompressed = match codec {
+            Some(codec) => {
+                logd_storage::batch::recompress(batches, codec, log.max_decompressed_bytes())?
+            }
+            None => None,
+        };
+        let batches = match &mut recompressed {
+            Some(rewritten) => rewritten.as_mut_slice(),
+            None => batches,
+        };
+        let info = log.append_at(batches, now_ms)?;
         if info.duplicate {
             topic.count_duplicate();
         } else {

@@ -67,4 +67,7 @@ pub use logd_storage::{
 };
 pub use priority::lower_thread_priority;
 pub use producer::{Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
-pub use topic::{CleanupPolicy, Fsync, TopicConfig, validate_topic_name};
+pub use topic::{
+    CleanupPolicy, CompressionType, Fsync, TIMESTAMP_AFTER_MAX_MS, TimestampType, TopicConfig,
+    validate_topic_name,
+};

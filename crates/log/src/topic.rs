@@ -87,6 +87,99 @@ impl CleanupPolicy {
     }
 }
 
+/// Which time a topic's records carry (Kafka `message.timestamp.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum TimestampType {
+    /// The producer's create time, kept as sent.
+    #[default]
+    CreateTime,
+    /// The broker's append time, stamped on every batch.
+    LogAppendTime,
+}
+
+impl TimestampType {
+    /// Kafka's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimestampType::CreateTime => "CreateTime",
+            TimestampType::LogAppendTime => "LogAppendTime",
+        }
+    }
+
+    /// Reads Kafka's spelling.
+    pub fn parse(value: &str) -> Option<TimestampType> {
+        match value {
+            "CreateTime" => Some(TimestampType::CreateTime),
+            "LogAppendTime" => Some(TimestampType::LogAppendTime),
+            _ => None,
+        }
+    }
+}
+
+/// The codec a topic stores its batches in (Kafka `compression.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompressionType {
+    /// As each producer compressed them: batches are stored as sent.
+    #[default]
+    Producer,
+    /// Uncompressed.
+    Uncompressed,
+    /// gzip.
+    Gzip,
+    /// Snappy.
+    Snappy,
+    /// LZ4.
+    Lz4,
+    /// Zstandard.
+    Zstd,
+}
+
+impl CompressionType {
+    /// Kafka's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompressionType::Producer => "producer",
+            CompressionType::Uncompressed => "uncompressed",
+            CompressionType::Gzip => "gzip",
+            CompressionType::Snappy => "snappy",
+            CompressionType::Lz4 => "lz4",
+            CompressionType::Zstd => "zstd",
+        }
+    }
+
+    /// Reads Kafka's spelling.
+    pub fn parse(value: &str) -> Option<CompressionType> {
+        [
+            CompressionType::Producer,
+            CompressionType::Uncompressed,
+            CompressionType::Gzip,
+            CompressionType::Snappy,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == value)
+    }
+
+    /// The codec batches are recompressed into; `None` keeps each producer's.
+    pub fn codec(self) -> Option<logd_storage::batch::Compression> {
+        use logd_storage::batch::Compression;
+        match self {
+            CompressionType::Producer => None,
+            CompressionType::Uncompressed => Some(Compression::None),
+            CompressionType::Gzip => Some(Compression::Gzip),
+            CompressionType::Snappy => Some(Compression::Snappy),
+            CompressionType::Lz4 => Some(Compression::Lz4),
+            CompressionType::Zstd => Some(Compression::Zstd),
+        }
+    }
+}
+
+/// Kafka 4's default for `message.timestamp.after.max.ms`: records stamped more than an hour
+/// ahead of the broker's clock are refused.
+pub const TIMESTAMP_AFTER_MAX_MS: i64 = 60 * 60 * 1000;
+
 /// A topic's configuration, stored with the topic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -121,6 +214,24 @@ pub struct TopicConfig {
     /// How long a tombstone stays after the cleaning that first kept it (ms; Kafka
     /// `delete.retention.ms`, 1 day), so a consumer that is behind still sees the delete.
     pub delete_retention_ms: i64,
+    /// The codec batches are stored in: a producer's batch in another codec is recompressed
+    /// (Kafka `compression.type`; `producer` keeps each as sent).
+    pub compression: CompressionType,
+    /// Create time as the producer sent it, or the append time (Kafka
+    /// `message.timestamp.type`).
+    pub timestamp_type: TimestampType,
+    /// Under create time, records older than this many ms at their append are refused
+    /// (Kafka `message.timestamp.before.max.ms`); `None` for no bound (Kafka's default).
+    pub timestamp_before_max_ms: Option<i64>,
+    /// Under create time, records more than this many ms ahead of their append are refused
+    /// (Kafka `message.timestamp.after.max.ms`, 1 hour by default); `None` for no bound.
+    pub timestamp_after_max_ms: Option<i64>,
+    /// `acks=all` produces are refused with NOT_ENOUGH_REPLICAS when this is above 1, as on a
+    /// one-broker Kafka (Kafka `min.insync.replicas`).
+    pub min_insync_replicas: i32,
+    /// Kafka topic configs logd accepts and reports but that change nothing on one node
+    /// (replication, tiered storage, preallocation...), by name, as given.
+    pub inert: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for TopicConfig {
@@ -139,6 +250,12 @@ impl Default for TopicConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: None,
             delete_retention_ms: 24 * 60 * 60 * 1000,
+            compression: CompressionType::Producer,
+            timestamp_type: TimestampType::CreateTime,
+            timestamp_before_max_ms: None,
+            timestamp_after_max_ms: Some(TIMESTAMP_AFTER_MAX_MS),
+            min_insync_replicas: 1,
+            inert: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -163,6 +280,9 @@ impl TopicConfig {
                 .filter(|_| self.cleanup_policy.deletes()),
             max_batch_bytes: self.max_batch_bytes,
             require_keys: self.cleanup_policy.compacts(),
+            log_append_time: self.timestamp_type == TimestampType::LogAppendTime,
+            timestamp_before_max_ms: self.timestamp_before_max_ms,
+            timestamp_after_max_ms: self.timestamp_after_max_ms,
             fsync: match self.fsync {
                 Fsync::Always => FsyncPolicy::Always,
                 Fsync::IntervalMs(ms) => FsyncPolicy::Interval(Duration::from_millis(ms)),

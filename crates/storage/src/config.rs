@@ -59,6 +59,15 @@ pub struct LogConfig {
     /// Refuse an append holding a record without a key (a compacted topic's partitions:
     /// cleaning keeps records by key, and Kafka refuses keyless ones there too).
     pub require_keys: bool,
+    /// Stamp every batch with its append time (Kafka `message.timestamp.type=LogAppendTime`);
+    /// otherwise batches keep their producers' create times.
+    pub log_append_time: bool,
+    /// Under create time, refuse a record whose timestamp is more than this many ms before the
+    /// append (Kafka `message.timestamp.before.max.ms`); `None` for no bound.
+    pub timestamp_before_max_ms: Option<i64>,
+    /// Under create time, refuse a record whose timestamp is more than this many ms after the
+    /// append (Kafka `message.timestamp.after.max.ms`); `None` for no bound.
+    pub timestamp_after_max_ms: Option<i64>,
 }
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
@@ -76,6 +85,9 @@ impl Default for LogConfig {
             max_batch_bytes: (1 << 20) + 12,
             max_decompressed_bytes: 64 << 20,
             require_keys: false,
+            log_append_time: false,
+            timestamp_before_max_ms: None,
+            timestamp_after_max_ms: None,
         }
     }
 }

@@ -98,6 +98,32 @@ pub enum Error {
         /// Which rule it broke.
         reason: &'static str,
     },
+    /// A record whose create time is outside the log's bounds around the append (Kafka's
+    /// INVALID_TIMESTAMP).
+    #[error(
+        "Timestamp {timestamp} of a record in the batch at byte {position} is out of range. The \
+         timestamp should be within [{earliest}, {latest}]"
+    )]
+    TimestampOutOfRange {
+        /// Where the batch starts in the input.
+        position: usize,
+        /// The record's timestamp (ms).
+        timestamp: i64,
+        /// The earliest timestamp accepted at this append.
+        earliest: i64,
+        /// The latest timestamp accepted at this append.
+        latest: i64,
+    },
+    /// A producer's batch claiming log-append time on a log of create times (Kafka's
+    /// INVALID_TIMESTAMP).
+    #[error(
+        "invalid timestamp type in the batch at byte {position}: producers should not set the \
+         timestamp type to LogAppendTime"
+    )]
+    ProducerLogAppendTime {
+        /// Where the batch starts in the input.
+        position: usize,
+    },
     /// A record without a key offered to a log that requires keys (a compacted topic).
     #[error(
         "compacted topic cannot accept a record without a key (record {index} of the batch at byte {position})"

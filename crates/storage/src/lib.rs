@@ -66,6 +66,11 @@ pub struct AppendInfo {
     /// The input was a retry of an idempotent producer's batch already stored: nothing was
     /// written, and the offsets are the original ones.
     pub duplicate: bool,
+    /// Batches whose stated max timestamp did not match their records and was set as Kafka
+    /// sets it, rather than the batch being refused.
+    pub normalized: usize,
+    /// The append time the batches were stamped with, under log-append time.
+    pub log_append_time: Option<i64>,
 }
 
 /// What a retention run deleted.

@@ -298,7 +298,7 @@ async fn group(
         .collect();
     let now = state.log.clock().now_ms();
     // As OffsetFetch answers: only the topics the caller may see.
-    let offsets: Vec<Value> = g
+    let mut offsets: Vec<Value> = g
         .offsets
         .iter()
         .filter(|o| caller.sees_topic(&o.topic))
@@ -315,6 +315,33 @@ async fn group(
             })
         })
         .collect();
+    // Partitions the members hold but the group never committed on: listed with no commit and
+    // no lag, as Kafka's tools show them (`-`), with the records the partition has.
+    let committed: std::collections::BTreeSet<(&str, u32)> = g
+        .offsets
+        .iter()
+        .map(|o| (o.topic.as_str(), o.partition))
+        .collect();
+    let uncommitted: std::collections::BTreeSet<(&str, u32)> = g
+        .members
+        .iter()
+        .flat_map(|(_, assigned)| assigned.iter().map(|(t, p)| (t.as_str(), *p)))
+        .filter(|place| !committed.contains(place) && caller.sees_topic(place.0))
+        .collect();
+    for (topic, partition) in uncommitted {
+        let Ok(log) = state.log.partition(topic, partition) else {
+            continue;
+        };
+        offsets.push(json!({
+            "topic": topic,
+            "partition": partition,
+            "committed": null,
+            "log_end": log.high_watermark().0,
+            "records": log.high_watermark().0 - log.log_start_offset().0,
+            "lag": null,
+            "lag_ms": null,
+        }));
+    }
     Json(json!({
         "group": g.group,
         "state": phase_name(g.phase),

@@ -70,6 +70,7 @@ pub(crate) struct Metrics {
     cleaner_reclaimed: Family<Labels, Gauge>,
     refused: Family<Labels, Counter>,
     accept_failures: Counter,
+    normalized: Family<Labels, Counter>,
     authentication_failures: Family<Labels, Counter>,
     authorization_denied: Family<Labels, Counter>,
     budget_in_use: Gauge,
@@ -113,6 +114,7 @@ impl Metrics {
             cleaner_reclaimed: Family::default(),
             refused: Family::default(),
             accept_failures: Counter::default(),
+            normalized: Family::default(),
             authentication_failures: Family::default(),
             authorization_denied: Family::default(),
             budget_in_use: Gauge::default(),
@@ -193,6 +195,12 @@ impl Metrics {
             "connections_refused",
             "Connections closed at once, per reason (max-connections, max-connections-per-ip)",
             m.refused.clone(),
+        );
+        registry.register(
+            "batches_normalized",
+            "Produced batches whose stated max timestamp did not match their records, set as \
+             Kafka sets it instead of being refused, per topic",
+            m.normalized.clone(),
         );
         registry.register(
             "accept_failures",
@@ -487,6 +495,12 @@ impl BrokerObserver for Metrics {
         self.refused
             .get_or_create(&vec![("reason", reason.to_owned())])
             .inc();
+    }
+
+    fn batches_normalized(&self, topic: &str, batches: u64) {
+        self.normalized
+            .get_or_create(&topic_labels(topic))
+            .inc_by(batches);
     }
 
     fn accept_failed(&self) {

@@ -2,7 +2,8 @@
 //! against a real daemon. It opens the overview, reads a topic's messages (markup in keys,
 //! values and headers shown as text, never run), searches, follows new records, produces a
 //! record and finds it by a header search, watches a group's lag fall to 0 while a consumer
-//! reads, triages the dead letters of the retry layer's seed scenario (the letter's timeline hop
+//! reads (and a group's partitions without a commit, shown with `-`), reads the traffic
+//! charts' axes and latest value, triages the dead letters of the retry layer's seed scenario (the letter's timeline hop
 //! by hop, its error class replayed after a dry run), replays one letter of another topic,
 //! creates a topic, resets a group after its plan, deletes a topic by typing its name, and
 //! checks the layout at a laptop's and a phone's width, saving a screenshot of each view
@@ -16,7 +17,7 @@ use super::{Daemon, librdkafka, logd, python_script, system_chromium};
 /// in `sys.argv[3]` and producing through the broker at `sys.argv[4]`; prints one JSON object
 /// with what it saw.
 const BROWSER: &str = r##"
-import json, sys
+import json, sys, time
 from playwright.sync_api import sync_playwright
 
 url, chromium, shots, kafka = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
@@ -32,6 +33,9 @@ with sync_playwright() as p:
     page.wait_for_selector("#groups button:text-is('billing')")
     seen["group_row"] = page.inner_text("#groups tr:has(button:text-is('billing'))")
     seen["rates"] = page.inner_text("#rates")
+    # The traffic charts have a value axis with its unit, a time axis and the latest value.
+    page.wait_for_selector("#produce-chart polyline")
+    seen["produce_chart"] = page.locator("#produce-chart text").all_text_contents()
     page.screenshot(path=f"{shots}/overview-1280.png", full_page=True)
 
     # A topic's messages: the markup comes back as text.
@@ -147,6 +151,21 @@ with sync_playwright() as p:
         "[...document.querySelectorAll('#topics tr')]"
         ".some(r => r.cells[0].textContent === 'web' && r.cells[2].textContent === '4')")
     page.fill("#replay-to", "")
+
+    # A member holding partitions its group never committed on: listed with "-" for the
+    # commit and the lag, and the partition's end, as Kafka's tools show them.
+    watcher = Consumer({"bootstrap.servers": kafka, "group.id": "watchers",
+                        "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    watcher.subscribe(["web"])
+    deadline = time.time() + 30
+    while not watcher.assignment() and time.time() < deadline:
+        watcher.poll(0.5)
+    page.wait_for_selector("#groups button:text-is('watchers')")
+    page.click("#groups button:text-is('watchers')")
+    page.wait_for_selector("#group-detail:not([hidden]) #group-offsets tr")
+    seen["uncommitted_rows"] = page.locator("#group-offsets tr").all_inner_texts()
+    seen["group_chart"] = page.locator("#group-chart text").all_text_contents()
+    watcher.close()
 
     # Changes: create a topic, reset a group after its plan, delete the topic by name.
     page.fill("#new-name", "made-here")
@@ -321,6 +340,49 @@ fn the_console_works_in_a_real_browser() {
         "{seen}"
     );
     assert_eq!(seen["replayed"], "Replayed 1 letter(s).");
+    let texts = |key: &str| -> Vec<String> {
+        seen[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key}: {seen}"))
+            .iter()
+            .map(|t| t.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let produce_chart = texts("produce_chart");
+    for label in ["records/s", "0", "now"] {
+        assert!(
+            produce_chart.iter().any(|t| t == label),
+            "the produce chart labels {label}: {produce_chart:?}"
+        );
+    }
+    assert!(
+        produce_chart
+            .iter()
+            .any(|t| t.starts_with("now ") && t.ends_with(" records/s")),
+        "the latest rate written out: {produce_chart:?}"
+    );
+    assert!(
+        produce_chart
+            .iter()
+            .any(|t| t.starts_with('-') && (t.ends_with(" s") || t.ends_with(" min"))),
+        "a time axis: {produce_chart:?}"
+    );
+    assert!(texts("group_chart").iter().any(|t| t == "records"));
+    let uncommitted = texts("uncommitted_rows");
+    assert!(!uncommitted.is_empty());
+    for row in &uncommitted {
+        let cells: Vec<&str> = row.split('\t').collect();
+        assert_eq!(cells[0], "web", "{row:?}");
+        assert_eq!(
+            (cells[2], cells[4]),
+            ("-", "-"),
+            "no commit, no lag: {row:?}"
+        );
+        assert!(
+            cells[3].parse::<i64>().is_ok(),
+            "the partition's end: {row:?}"
+        );
+    }
     assert_eq!(
         seen["dry_run_sample"], "For example:\n3 → task-3  (Timeout)",
         "the letter's key and value: {seen}"

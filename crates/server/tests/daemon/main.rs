@@ -18,6 +18,7 @@ mod console_hosts;
 mod console_login_browser;
 mod console_scale;
 mod descriptors;
+mod go_clients;
 mod group_tools;
 mod groups;
 mod idempotence;
@@ -32,7 +33,9 @@ mod produce_errors;
 mod proxy;
 mod python_env;
 mod retry;
+mod sarama;
 mod security;
+mod topic_configs;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

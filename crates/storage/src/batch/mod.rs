@@ -22,6 +22,7 @@
 
 mod builder;
 mod compression;
+mod recompress;
 mod record;
 mod retain;
 mod varint;
@@ -29,6 +30,7 @@ pub(crate) mod walk;
 
 pub use builder::BatchBuilder;
 pub use compression::Compression;
+pub use recompress::recompress;
 pub use record::{HeaderRef, Headers, Record, RecordHeader, RecordIter, RecordRef, Records};
 pub use retain::retain_records;
 pub use walk::walk_records;
@@ -273,9 +275,11 @@ impl<'a> BatchRef<'a> {
     }
 
     /// Checks the CRC and that the records exactly fill the batch: `record_count` records with
-    /// offset deltas 0, 1, 2, … ending at `last_offset_delta` and timestamps whose maximum is
-    /// `max_timestamp`. This is what `append` demands of a producer's batch.
-    pub fn validate(&self, position: usize, max_decompressed: usize) -> Result<()> {
+    /// offset deltas 0, 1, 2, … ending at `last_offset_delta`. This is what `append` demands of
+    /// a producer's batch. The header's `max_timestamp` is not checked but returned as the
+    /// records have it: like Kafka's `LogValidator`, `append` sets it rather than refusing a
+    /// batch that states it wrongly (Go's sarama 1.22 sends -1).
+    pub fn validate(&self, position: usize, max_decompressed: usize) -> Result<Checked> {
         self.verify_crc(position)?;
         let h = &self.header;
         if h.is_control() {
@@ -296,7 +300,7 @@ impl<'a> BatchRef<'a> {
                 std::borrow::Cow::Owned(codec.decompress(self.records_payload(), max_decompressed)?)
             }
         };
-        let Some((count, max_delta)) = record::validate_payload(&payload) else {
+        let Some((count, min_delta, max_delta)) = record::validate_payload(&payload) else {
             return Err(Error::InvalidBatch {
                 position,
                 reason: "malformed record, or offset deltas not 0, 1, 2, ...",
@@ -308,17 +312,44 @@ impl<'a> BatchRef<'a> {
                 reason: "fewer records than the record count",
             });
         }
-        if !h.is_log_append_time()
-            && count > 0
-            && h.base_timestamp.wrapping_add(max_delta) != h.max_timestamp
-        {
-            return Err(Error::InvalidBatch {
-                position,
-                reason: "max timestamp does not match the records",
-            });
-        }
-        Ok(())
+        Ok(Checked {
+            timestamps: (count > 0).then(|| {
+                (
+                    h.base_timestamp.wrapping_add(min_delta),
+                    h.base_timestamp.wrapping_add(max_delta),
+                )
+            }),
+        })
     }
+}
+
+/// What [`BatchRef::validate`] learned of a batch's records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checked {
+    /// The smallest and largest record timestamps (create time); `None` for no records.
+    pub timestamps: Option<(i64, i64)>,
+}
+
+/// Sets a batch's timestamp type (log-append time or create time) and `max_timestamp`, and
+/// recomputes its CRC, as Kafka's `setMaxTimestamp`; the caller has verified the CRC first, so
+/// nothing damaged is made to look whole. Returns whether anything changed (an unchanged
+/// batch keeps its bytes as sent).
+pub fn set_max_timestamp(batch: &mut [u8], log_append_time: bool, max_timestamp: i64) -> bool {
+    let attributes = i16::from_be_bytes([batch[ATTRIBUTES], batch[ATTRIBUTES + 1]]);
+    let wanted = if log_append_time {
+        attributes | ATTR_LOG_APPEND_TIME
+    } else {
+        attributes & !ATTR_LOG_APPEND_TIME
+    };
+    if wanted == attributes && be_i64(batch, MAX_TIMESTAMP) == max_timestamp {
+        return false;
+    }
+    batch[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&wanted.to_be_bytes());
+    batch[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&max_timestamp.to_be_bytes());
+    let length = LOG_OVERHEAD + be_i32(batch, BATCH_LENGTH) as usize;
+    let crc = crate::crc::crc32c(&batch[ATTRIBUTES..length]);
+    batch[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    true
 }
 
 /// The offset after the last whole batch in `batches` (a fetch's or a read's bytes), `None`

@@ -67,11 +67,12 @@ impl<'a> Records<'a> {
 
 /// Walks a record payload checking only its structure (what `append` demands of a producer):
 /// each record's fields fill its length exactly, offset deltas are 0, 1, 2, …. Returns the
-/// record count and the largest timestamp delta. Cheaper than iterating [`RecordRef`]s because
-/// nothing is built for the caller.
-pub(crate) fn validate_payload(buf: &[u8]) -> Option<(usize, i64)> {
+/// record count and the smallest and largest timestamp deltas. Cheaper than iterating
+/// [`RecordRef`]s because nothing is built for the caller.
+pub(crate) fn validate_payload(buf: &[u8]) -> Option<(usize, i64, i64)> {
     let mut pos = 0;
     let mut count = 0usize;
+    let mut min_delta = i64::MAX;
     let mut max_delta = i64::MIN;
     while pos < buf.len() {
         let len = read_length(buf, &mut pos)?;
@@ -93,10 +94,11 @@ pub(crate) fn validate_payload(buf: &[u8]) -> Option<(usize, i64)> {
         if pos != end {
             return None;
         }
+        min_delta = min_delta.min(timestamp_delta);
         max_delta = max_delta.max(timestamp_delta);
         count += 1;
     }
-    Some((count, max_delta))
+    Some((count, min_delta, max_delta))
 }
 
 /// Skips a varint-length-prefixed byte string (length -1 is null); `None` if it overruns.

@@ -18,6 +18,18 @@ pub fn retain_records(
     batch: &BatchRef<'_>,
     max_decompressed: usize,
     delete_horizon: Option<i64>,
+    keep: impl FnMut(&RecordRef<'_>) -> bool,
+) -> Result<Vec<u8>> {
+    rewrite(batch, max_decompressed, delete_horizon, None, keep)
+}
+
+/// [`retain_records`], with the payload compressed by `codec` instead of the batch's own codec
+/// when one is given.
+pub(super) fn rewrite(
+    batch: &BatchRef<'_>,
+    max_decompressed: usize,
+    delete_horizon: Option<i64>,
+    codec: Option<Compression>,
     mut keep: impl FnMut(&RecordRef<'_>) -> bool,
 ) -> Result<Vec<u8>> {
     let header = &batch.header;
@@ -41,12 +53,15 @@ pub fn retain_records(
         );
         count += 1;
     }
-    let codec = header.compression()?;
+    let codec = match codec {
+        Some(codec) => codec,
+        None => header.compression()?,
+    };
     let payload = match codec {
         Compression::None => payload,
         codec => codec.compress(&payload)?,
     };
-    let mut attributes = header.attributes;
+    let mut attributes = (header.attributes & !ATTR_COMPRESSION_MASK) | codec as i16;
     if delete_horizon.is_some() {
         attributes |= ATTR_DELETE_HORIZON;
     }

@@ -29,8 +29,25 @@ impl PartitionLog {
     /// idempotent-producer rules, see [`crate::ProducerInfo`]): a retry of a stored batch
     /// stores nothing and answers with the original offsets ([`AppendInfo::duplicate`]); a
     /// sequence gap or a fenced epoch is an error and stores nothing.
+    ///
+    /// As [`PartitionLog::append_at`] at the system clock's time: time enters only a log
+    /// configured with log-append time or timestamp bounds.
     pub fn append(&self, batches: &mut [u8]) -> Result<AppendInfo> {
-        let mut headers = validate_input(batches, &self.config.read())?;
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        self.append_at(batches, now_ms)
+    }
+
+    /// Appends as [`PartitionLog::append`], at `now_ms` for the timestamp rules.
+    ///
+    /// Batches are normalised as Kafka's `LogValidator` does, not refused: a max timestamp
+    /// that does not match the records is set to theirs, and under log-append time every batch
+    /// is stamped with `now_ms` (each such batch's CRC recomputed); otherwise batches are
+    /// stored byte for byte as sent. Under create time, records outside the log's timestamp
+    /// bounds around `now_ms` are refused.
+    pub fn append_at(&self, batches: &mut [u8], now_ms: i64) -> Result<AppendInfo> {
+        let (mut headers, normalized) = validate_input(batches, &self.config.read(), now_ms)?;
         let (first, next) = {
             let mut state = self.state.lock();
             self.check_writable()?;
@@ -73,11 +90,14 @@ impl PartitionLog {
             }
             FsyncPolicy::Never => self.notify_data(),
         }
+        let log_append_time = self.config.read().log_append_time.then_some(now_ms);
         Ok(AppendInfo {
             base_offset: Offset(first),
             last_offset: Offset(next - 1),
             batches: headers.len(),
             duplicate: false,
+            normalized,
+            log_append_time,
         })
     }
 
@@ -92,6 +112,8 @@ impl PartitionLog {
             last_offset: Offset(last),
             batches: 0,
             duplicate: true,
+            normalized: 0,
+            log_append_time: None,
         })
     }
 
@@ -153,8 +175,14 @@ impl PartitionLog {
     }
 }
 
-/// Checks every batch in a producer's input; returns each batch's position and header.
-fn validate_input(batches: &[u8], config: &LogConfig) -> Result<Vec<(usize, BatchHeader)>> {
+/// Checks every batch in a producer's input and normalises its timestamps (see
+/// [`PartitionLog::append_at`]); returns each batch's position and header, and how many
+/// batches had their max timestamp corrected.
+fn validate_input(
+    batches: &mut [u8],
+    config: &LogConfig,
+    now_ms: i64,
+) -> Result<(Vec<(usize, BatchHeader)>, usize)> {
     if batches.is_empty() {
         return Err(Error::InvalidBatch {
             position: 0,
@@ -178,7 +206,10 @@ fn validate_input(batches: &[u8], config: &LogConfig) -> Result<Vec<(usize, Batc
                 max: config.max_batch_bytes,
             });
         }
-        batch.validate(position, config.max_decompressed_bytes)?;
+        let checked = batch.validate(position, config.max_decompressed_bytes)?;
+        if !config.log_append_time {
+            check_timestamps(position, &batch.header, checked, config, now_ms)?;
+        }
         if config.require_keys {
             let records = batch.records(config.max_decompressed_bytes)?;
             if let Some(index) = records
@@ -188,7 +219,65 @@ fn validate_input(batches: &[u8], config: &LogConfig) -> Result<Vec<(usize, Batc
                 return Err(Error::KeylessRecord { position, index });
             }
         }
-        headers.push((position, batch.header));
+        headers.push((position, batch.header, checked));
     }
-    Ok(headers)
+    let mut normalized = 0;
+    let headers = headers
+        .into_iter()
+        .map(|(position, mut header, checked)| {
+            let (log_append_time, max_timestamp) = if config.log_append_time {
+                (true, now_ms)
+            } else {
+                // A batch of no records keeps what it states (Kafka: NO_TIMESTAMP, -1).
+                let max = checked
+                    .timestamps
+                    .map_or(header.max_timestamp, |(_, max)| max);
+                if max != header.max_timestamp {
+                    normalized += 1;
+                }
+                (false, max)
+            };
+            if batch::set_max_timestamp(&mut batches[position..], log_append_time, max_timestamp) {
+                header = BatchHeader::parse(&batches[position..], position)?;
+            }
+            Ok((position, header))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((headers, normalized))
+}
+
+/// Under create time: a producer may not claim log-append time, and every record's timestamp
+/// must lie within the log's bounds around `now_ms` (Kafka's `validateTimestamp`).
+fn check_timestamps(
+    position: usize,
+    header: &BatchHeader,
+    checked: batch::Checked,
+    config: &LogConfig,
+    now_ms: i64,
+) -> Result<()> {
+    if header.is_log_append_time() {
+        return Err(Error::ProducerLogAppendTime { position });
+    }
+    let Some((min, max)) = checked.timestamps else {
+        return Ok(());
+    };
+    let earliest = config
+        .timestamp_before_max_ms
+        .map_or(i64::MIN, |ms| now_ms.saturating_sub(ms));
+    let latest = config
+        .timestamp_after_max_ms
+        .map_or(i64::MAX, |ms| now_ms.saturating_add(ms));
+    // Kafka leaves records without a timestamp (-1) alone.
+    let outside = [min, max]
+        .into_iter()
+        .find(|t| *t != -1 && (*t < earliest || *t > latest));
+    match outside {
+        Some(timestamp) => Err(Error::TimestampOutOfRange {
+            position,
+            timestamp,
+            earliest,
+            latest,
+        }),
+        None => Ok(()),
+    }
 }

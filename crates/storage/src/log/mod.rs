@@ -208,9 +208,15 @@ impl PartitionLog {
         self.config.read().clone()
     }
 
+    /// The most a compressed batch may expand to when it is validated or decoded.
+    pub fn max_decompressed_bytes(&self) -> usize {
+        self.config.read().max_decompressed_bytes
+    }
+
     /// Changes the limits a running log applies from its next append or retention pass:
-    /// segment size and age, retention time and size, largest batch, keys required. The other settings
-    /// (fsync policy, index and checkpoint intervals) stay as the log was opened with.
+    /// segment size and age, retention time and size, largest batch, keys required, the
+    /// timestamp type and bounds. The other settings (fsync policy, index and checkpoint
+    /// intervals) stay as the log was opened with.
     pub fn reconfigure(&self, limits: &LogConfig) -> Result<()> {
         let mut config = self.config.write();
         let next = LogConfig {
@@ -220,6 +226,9 @@ impl PartitionLog {
             retention_bytes: limits.retention_bytes,
             max_batch_bytes: limits.max_batch_bytes,
             require_keys: limits.require_keys,
+            log_append_time: limits.log_append_time,
+            timestamp_before_max_ms: limits.timestamp_before_max_ms,
+            timestamp_after_max_ms: limits.timestamp_after_max_ms,
             ..config.clone()
         };
         next.validate()?;

@@ -10,6 +10,7 @@ mod instrumented;
 mod model;
 mod producers;
 mod sync_many;
+mod timestamps;
 mod torn_tail;
 mod writeback;
 
