@@ -3,8 +3,6 @@
 //! had a reserve of their own, the two admitted and the one oldest waiting held intake: a new
 //! client's ApiVersions waited for the hostile requests' timeout (30 s).
 
-use std::io::Write;
-use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -33,27 +31,7 @@ fn half_sent_ninety_mib_requests_never_delay_a_healthy_client() {
     client.create_topic("calm", 1, &[]).unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let hostile: Vec<_> = (0..40)
-        .map(|_| {
-            let (addr, stop) = (daemon.addr.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut stream = TcpStream::connect(&addr).unwrap();
-                stream
-                    .set_write_timeout(Some(Duration::from_millis(200)))
-                    .unwrap();
-                let chunk = vec![0u8; 1 << 20];
-                let _ = stream.write_all(&(ANNOUNCED as i32).to_be_bytes());
-                for _ in 0..(ANNOUNCED / 2) >> 20 {
-                    if stop.load(Ordering::Relaxed) || stream.write_all(&chunk).is_err() {
-                        break;
-                    }
-                }
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            })
-        })
-        .collect();
+    let hostile = super::memory::half_sent_frames(&daemon.addr, 40, ANNOUNCED, &stop);
 
     // For five seconds (past the budget's one-second patience), a new client's first requests
     // (ApiVersions, Metadata), a produce and a fetch.

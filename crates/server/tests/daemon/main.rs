@@ -29,6 +29,7 @@ mod malformed;
 mod many_partitions;
 mod memory;
 mod metrics;
+mod old_librdkafka;
 mod produce_errors;
 mod proxy;
 mod python_env;

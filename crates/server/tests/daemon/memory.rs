@@ -33,6 +33,39 @@ fn rss_anon(pid: u32) -> u64 {
     kib << 10
 }
 
+/// `connections` threads, each announcing a frame of `announced` bytes and sending half of it,
+/// then holding its connection open until `stop`.
+pub(super) fn half_sent_frames(
+    addr: &str,
+    connections: usize,
+    announced: usize,
+    stop: &Arc<AtomicBool>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..connections)
+        .map(|_| {
+            let (addr, stop) = (addr.to_owned(), stop.clone());
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect(&addr).unwrap();
+                stream
+                    .set_write_timeout(Some(Duration::from_millis(200)))
+                    .unwrap();
+                let chunk = vec![0u8; 1 << 20];
+                let _ = stream.write_all(&(announced as i32).to_be_bytes());
+                // Half the frame; a connection the budget has not admitted is not read, so its
+                // writes stall once the socket buffers are full.
+                for _ in 0..(announced / 2) >> 20 {
+                    if stop.load(Ordering::Relaxed) || stream.write_all(&chunk).is_err() {
+                        break;
+                    }
+                }
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        })
+        .collect()
+}
+
 #[test]
 fn half_sent_huge_requests_hold_at_most_the_budget_and_others_are_served() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,29 +82,7 @@ fn half_sent_huge_requests_hold_at_most_the_budget_and_others_are_served() {
     let idle = rss_anon(daemon.pid());
 
     let stop = Arc::new(AtomicBool::new(false));
-    let hostile: Vec<_> = (0..40)
-        .map(|_| {
-            let (addr, stop) = (daemon.addr.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut stream = TcpStream::connect(&addr).unwrap();
-                stream
-                    .set_write_timeout(Some(Duration::from_millis(200)))
-                    .unwrap();
-                let chunk = vec![0u8; 1 << 20];
-                let _ = stream.write_all(&(ANNOUNCED as i32).to_be_bytes());
-                // Half the frame; a connection the budget has not admitted is not read, so its
-                // writes stall once the socket buffers are full.
-                for _ in 0..(ANNOUNCED / 2) >> 20 {
-                    if stop.load(Ordering::Relaxed) || stream.write_all(&chunk).is_err() {
-                        break;
-                    }
-                }
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            })
-        })
-        .collect();
+    let hostile = half_sent_frames(&daemon.addr, 40, ANNOUNCED, &stop);
 
     // Meanwhile a well-behaved client is served.
     let started = Instant::now();

@@ -51,17 +51,8 @@ pub fn recompress(
 mod tests {
     use proptest::prelude::*;
 
+    use super::super::tests::arb_compression as codec;
     use super::*;
-
-    fn codec() -> impl Strategy<Value = Compression> {
-        prop_oneof![
-            Just(Compression::None),
-            Just(Compression::Gzip),
-            Just(Compression::Snappy),
-            Just(Compression::Lz4),
-            Just(Compression::Zstd),
-        ]
-    }
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]

@@ -296,7 +296,8 @@ fn push_all(builder: &mut BatchBuilder, records: &[ArbRecord]) {
     }
 }
 
-fn arb_compression() -> impl Strategy<Value = Compression> {
+/// Any of the five codecs.
+pub(super) fn arb_compression() -> impl Strategy<Value = Compression> {
     prop_oneof![
         Just(Compression::None),
         Just(Compression::Gzip),
