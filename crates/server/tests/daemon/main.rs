@@ -23,6 +23,8 @@ mod group_tools;
 mod groups;
 mod idempotence;
 mod intake;
+mod java_client;
+mod java_clients;
 mod librdkafka;
 mod lifecycle;
 mod malformed;

@@ -1,0 +1,31 @@
+//! Kafka's Java client 4.x against a real daemon, for the first time: its admin creates and
+//! describes a topic and alters a config, its producer sends with its defaults (idempotent,
+//! acks=all), a classic consumer group reads everything once, commits and resumes with only
+//! the new records, and the admin reads the group's offsets and deletes it.
+
+use super::Daemon;
+use super::java_clients::java;
+
+#[test]
+fn the_java_client_produces_consumes_in_a_group_and_administers() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let output = java("JavaClients", &[&daemon.addr]).output().expect("java");
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "topic orders 3 partitions\n\
+         retention.ms 3600000 DYNAMIC_TOPIC_CONFIG\n\
+         produced 100\n\
+         consumed 100 distinct 100\n\
+         produced 50\n\
+         resumed 50 all new true\n\
+         group offsets 150\n\
+         groups left 0\n"
+    );
+}
