@@ -59,6 +59,7 @@ pub const FENCED_INSTANCE_ID: i16 = 82;
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 pub const INVALID_RECORD: i16 = 87;
 pub const UNKNOWN_TOPIC_ID: i16 = 100;
+pub const UNSUPPORTED_ENDPOINT_TYPE: i16 = 115;
 
 /// The code for a refused group call.
 pub(crate) fn for_group_error(error: logd::group::GroupError) -> i16 {

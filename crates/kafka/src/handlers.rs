@@ -116,6 +116,12 @@ impl Broker {
             RequestKind::DescribeProducers(request) => {
                 ResponseKind::DescribeProducers(self.describe_producers(request, peer))
             }
+            RequestKind::DescribeCluster(request) => {
+                ResponseKind::DescribeCluster(self.describe_cluster(request, peer))
+            }
+            RequestKind::OffsetForLeaderEpoch(request) => {
+                ResponseKind::OffsetForLeaderEpoch(self.offset_for_leader_epoch(request, peer))
+            }
             RequestKind::Produce(request) => {
                 return self
                     .produce(request, version, peer)

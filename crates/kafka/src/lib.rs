@@ -13,6 +13,7 @@ mod fetch;
 mod fetch_response;
 mod groups;
 mod handlers;
+mod leader_epoch;
 mod listener;
 mod login;
 mod metadata;

@@ -3,11 +3,17 @@
 //! when none is named) with its partitions led by this node at leader epoch 0 (v7+), its
 //! stable id (v10+, and topics asked for by id from v10), and the operations the principal may
 //! do (v8+, when asked). Auto-creation follows Kafka: implicit before v4, needs CREATE.
+//! DescribeCluster (v0 to v2), the admin clients' view of the same: this node as the one broker
+//! and the controller, the cluster id, and the cluster operations the principal may do.
 
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::messages::{
+    BrokerId, DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse,
+    TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
@@ -58,6 +64,43 @@ impl Broker {
             .iter()
             .filter(|op| self.allowed_quietly(peer, **op, resource_type, name))
             .fold(0, |bits, op| bits | (1 << op.code()))
+    }
+
+    /// DescribeCluster. An admin asking for the controllers' endpoints (endpoint type 2) of a
+    /// broker listener is answered UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers answer it.
+    pub(crate) fn describe_cluster(
+        &self,
+        request: DescribeClusterRequest,
+        peer: &Peer,
+    ) -> DescribeClusterResponse {
+        let mut response = DescribeClusterResponse::default();
+        response.endpoint_type = 1;
+        if request.endpoint_type == 2 {
+            response.error_code = codes::UNSUPPORTED_ENDPOINT_TYPE;
+            response.error_message = Some(StrBytes::from_static_str(
+                "The request was sent to an endpoint of type BROKER, but we wanted an endpoint \
+                 of type CONTROLLER",
+            ));
+            return response;
+        }
+        let mut broker = DescribeClusterBroker::default();
+        broker.broker_id = BrokerId(self.config.node_id);
+        broker.host = StrBytes::from_string(peer.listener.advertised_host.clone());
+        broker.port = i32::from(peer.listener.advertised_port);
+        response.brokers = vec![broker];
+        response.cluster_id = StrBytes::from_string(self.config.cluster_id.clone());
+        response.controller_id = BrokerId(self.config.node_id);
+        response.cluster_authorized_operations = if request.include_cluster_authorized_operations {
+            self.authorized_operations(
+                peer,
+                ResourceType::Cluster,
+                CLUSTER_NAME,
+                &CLUSTER_OPERATIONS,
+            )
+        } else {
+            i32::MIN
+        };
+        response
     }
 
     pub(crate) fn metadata(

@@ -216,6 +216,24 @@ fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             }
             fields
         }
+        ApiKey::DescribeCluster => match v {
+            0 => vec![BOOL, Tags],
+            1 => vec![BOOL, I8, Tags],
+            _ => vec![BOOL, I8, BOOL, Tags],
+        },
+        ApiKey::OffsetForLeaderEpoch => match v {
+            2 => vec![Array(vec![Str, Array(vec![I32, I32, I32])])],
+            3 => vec![I32, Array(vec![Str, Array(vec![I32, I32, I32])])],
+            _ => vec![
+                I32,
+                CompactArray(vec![
+                    CompactStr,
+                    CompactArray(vec![I32, I32, I32, Tags]),
+                    Tags,
+                ]),
+                Tags,
+            ],
+        },
         ApiKey::DescribeProducers => vec![
             CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
             Tags,

@@ -97,6 +97,19 @@ fn request(key: ApiKey) -> Option<RequestKind> {
         ApiKey::DescribeProducers => {
             RequestKind::DescribeProducers(DescribeProducersRequest::default())
         }
+        ApiKey::DescribeCluster => RequestKind::DescribeCluster(DescribeClusterRequest::default()),
+        ApiKey::OffsetForLeaderEpoch => {
+            let mut partition =
+                offset_for_leader_epoch_request::OffsetForLeaderPartition::default();
+            partition.current_leader_epoch = -1;
+            let mut topic = offset_for_leader_epoch_request::OffsetForLeaderTopic::default();
+            topic.topic = t();
+            topic.partitions = vec![partition];
+            let mut r = OffsetForLeaderEpochRequest::default();
+            r.replica_id = BrokerId(-1);
+            r.topics = vec![topic];
+            RequestKind::OffsetForLeaderEpoch(r)
+        }
         ApiKey::SaslHandshake => RequestKind::SaslHandshake(SaslHandshakeRequest::default()),
         ApiKey::SaslAuthenticate => {
             RequestKind::SaslAuthenticate(SaslAuthenticateRequest::default())

@@ -21,6 +21,7 @@ fn the_java_client_produces_consumes_in_a_group_and_administers() {
         String::from_utf8_lossy(&output.stdout),
         "topic orders 3 partitions\n\
          retention.ms 3600000 DYNAMIC_TOPIC_CONFIG\n\
+         cluster 1 node, controller 0\n\
          produced 100\n\
          consumed 100 distinct 100\n\
          produced 50\n\

@@ -8,9 +8,9 @@ use super::retain::rewrite;
 use super::*;
 
 /// `batches` with every batch not already in `codec` rewritten in it, or `None` when every
-/// batch already is (the input is then stored as sent). Each batch's CRC is verified before it
-/// is rewritten, so a damaged batch is refused (as `append` would) rather than given a fresh
-/// checksum; the rewritten batches are validated by `append` like any other. A compressed
+/// batch already is (the input is then stored as sent). Each batch is validated before it is
+/// rewritten, so a damaged or malformed batch is refused (as `append` would refuse it) rather
+/// than given a fresh checksum; the rewritten batches are validated by `append` like any other. A compressed
 /// payload may expand to at most `max_decompressed` bytes.
 pub fn recompress(
     batches: &[u8],
@@ -35,7 +35,9 @@ pub fn recompress(
             out.extend_from_slice(batch.bytes);
             continue;
         }
-        batch.verify_crc(position)?;
+        // Checked as `append` checks it (CRC, records filling the batch), so a batch is never
+        // rewritten into something other than what its producer sent.
+        batch.validate(position, max_decompressed)?;
         out.extend_from_slice(&rewrite(
             &batch,
             max_decompressed,

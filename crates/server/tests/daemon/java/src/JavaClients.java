@@ -1,7 +1,7 @@
 // Kafka's Java client (kafka-clients 4.x, as pinned in ../pom.xml) against logd, for the daemon
 // tests: the admin creates and describes a topic and alters its configs, the producer sends with
 // its defaults (idempotent, acks=all), a classic consumer group reads, commits and resumes, and
-// the admin reads and deletes the group. Prints one line per step; exits non-zero on a failure.
+// the admin reads and deletes the group; the admin describes the cluster (DescribeCluster). Prints one line per step; exits non-zero on a failure.
 //
 //   java JavaClients BROKER
 
@@ -77,6 +77,9 @@ public class JavaClients {
       ConfigEntry retention = admin.describeConfigs(List.of(topic)).all().get().get(topic)
           .get("retention.ms");
       System.out.println("retention.ms " + retention.value() + " " + retention.source());
+      var cluster = admin.describeCluster();
+      System.out.println("cluster " + cluster.nodes().get().size() + " node, controller "
+          + cluster.controller().get().id());
     }
     produce(broker, 0, 100);
     List<String> first = consume(broker, 100);
