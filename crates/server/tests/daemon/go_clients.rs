@@ -3,7 +3,7 @@
 //! test that needs one; the modules come from the Go module proxy into a cache under `target/`,
 //! and the binary is rebuilt only when the program's sources change.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -23,17 +23,8 @@ pub fn sarama() -> &'static Path {
 }
 
 fn build(name: &str, source: &str, sources: &[&str]) -> PathBuf {
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target directory")
-        .join("test-clients")
-        .join("go");
-    fs::create_dir_all(&root).unwrap_or_else(|e| panic!("create {}: {e}", root.display()));
-    // Test binaries run in parallel: one builds, the others wait for it here.
-    let lock_path = root.join(format!("{name}.lock"));
-    let lock = File::create(&lock_path).unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
-    lock.lock()
-        .unwrap_or_else(|e| panic!("lock {}: {e}", lock_path.display()));
+    let root = super::test_clients_dir("go");
+    let _lock = super::provisioning_lock(&root, name);
     let binary = root.join(format!("{name}-client"));
     let stamp = root.join(format!("{name}.sources"));
     let wanted = sources.concat();

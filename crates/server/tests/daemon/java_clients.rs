@@ -3,7 +3,7 @@
 //! the first test that needs them, and the test programs of `java/src` compiled there with
 //! `javac`; later tests, test binaries and runs reuse both while the sources are unchanged.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -40,17 +40,8 @@ fn provisioned() -> &'static Path {
 }
 
 fn provision() -> PathBuf {
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target directory")
-        .join("test-clients")
-        .join("java");
-    fs::create_dir_all(&root).unwrap_or_else(|e| panic!("create {}: {e}", root.display()));
-    // Test binaries run in parallel: one resolves and compiles, the others wait for it here.
-    let lock_path = root.join("java.lock");
-    let lock = File::create(&lock_path).unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
-    lock.lock()
-        .unwrap_or_else(|e| panic!("lock {}: {e}", lock_path.display()));
+    let root = super::test_clients_dir("java");
+    let _lock = super::provisioning_lock(&root, "java");
     let stamp = root.join("sources.stamp");
     let wanted = SOURCES.concat();
     if fs::read_to_string(&stamp).ok().as_deref() == Some(&wanted) {

@@ -268,6 +268,28 @@ pub fn python(script: &str, addr: &str) -> String {
     )
 }
 
+/// `target/test-clients/<sub>` (created): where the tests provision the clients they drive,
+/// beside CARGO_TARGET_TMPDIR (`<target>/tmp`), shared by every build profile and test binary.
+pub fn test_clients_dir(sub: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target directory")
+        .join("test-clients")
+        .join(sub);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    dir
+}
+
+/// Holds `<dir>/<name>.lock` until dropped: test binaries run in parallel, and one provisions
+/// a client while the others wait here.
+pub fn provisioning_lock(dir: &Path, name: &str) -> std::fs::File {
+    let path = dir.join(format!("{name}.lock"));
+    let lock = std::fs::File::create(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    lock.lock()
+        .unwrap_or_else(|e| panic!("lock {}: {e}", path.display()));
+    lock
+}
+
 /// A command running `script` with `args` in the test clients' Python environment.
 pub fn python_script(script: &str, args: &[&str]) -> Command {
     let mut command = Command::new(python_env::python3());

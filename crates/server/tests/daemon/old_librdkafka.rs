@@ -38,12 +38,7 @@ fn program(name: &str) -> Option<PathBuf> {
     if !headers {
         return None;
     }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target directory")
-        .join("test-clients")
-        .join("c");
-    fs::create_dir_all(&dir).unwrap();
+    let dir = super::test_clients_dir("c");
     let source = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/daemon/c")
         .join(format!("{name}.c"));

@@ -2,7 +2,7 @@
 //! packages), pinned in `requirements.txt` and installed into a virtual environment under
 //! `target/` by the first test that needs them; later tests, test binaries and runs reuse it.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -19,18 +19,8 @@ pub fn python3() -> &'static Path {
 }
 
 fn provision() -> PathBuf {
-    // CARGO_TARGET_TMPDIR is `<target>/tmp`; the clients sit beside it, shared by every build
-    // profile and test binary.
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target directory")
-        .join("test-clients");
-    fs::create_dir_all(&root).unwrap_or_else(|e| panic!("create {}: {e}", root.display()));
-    // Test binaries run in parallel: one builds the environment, the others wait for it here.
-    let lock_path = root.join("python.lock");
-    let lock = File::create(&lock_path).unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
-    lock.lock()
-        .unwrap_or_else(|e| panic!("lock {}: {e}", lock_path.display()));
+    let root = super::test_clients_dir("");
+    let _lock = super::provisioning_lock(&root, "python");
     let venv = root.join("python");
     let python = venv.join("bin").join("python3");
     let stamp = venv.join("logd-requirements.txt");
