@@ -1,7 +1,7 @@
 //! Group state survives a restart, as Kafka keeps group metadata: members of a settled group
 //! keep heartbeating and committing under their ids and generation after the engine reopens,
-//! a group caught mid-rebalance resumes from its last settled generation, and a damaged group
-//! file is a clear error.
+//! a group caught mid-rebalance resumes from its last settled generation, a damaged group
+//! log is a clear error, and the `groups.json` of older versions is migrated.
 
 use std::time::Duration;
 
@@ -156,20 +156,81 @@ fn an_emptied_group_is_saved_empty_and_a_deleted_one_is_gone() {
 }
 
 #[test]
-fn a_damaged_group_file_is_a_clear_error() {
+fn a_damaged_group_log_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     {
         let log = open(dir.path());
         settle_two_members(&log);
+        // A second settle, so the damaged record is not the log's last (a torn last record
+        // is cut as never acknowledged).
+        log.coordinator().tick_all(log.clock().now_ms() + 120_000);
     }
-    let path = dir.path().join("groups.json");
+    let groups = dir.path().join("groups");
+    let path = groups.join("groups-00000000000000000000.log");
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes.truncate(bytes.len() / 2);
+    bytes[10] ^= 0xff;
     std::fs::write(&path, bytes).unwrap();
     let error = logd::Log::open(dir.path(), logd::Config::default()).unwrap_err();
     assert!(
-        matches!(&error, Error::GroupState { path: p, .. } if *p == path),
+        matches!(&error, Error::GroupState { path: p, .. } if *p == groups),
         "{error}"
     );
+    assert!(
+        error
+            .to_string()
+            .contains("groups-00000000000000000000.log"),
+        "{error}"
+    );
+}
+
+/// `groups.json` as logd wrote it before the group log: group `g` settled at generation 3
+/// with one member.
+const LEGACY_GROUPS: &str = r#"{"version":1,"groups":[{"id":"g","generation":3,
+"protocol_type":"consumer","protocol":"range","leader":"m-1","next_seq":2,"members":[
+{"id":"m-1","instance_id":null,"client_id":"wire","client_host":"/127.0.0.1",
+"protocols":[["range",[111,114,100,101,114,115]]],"session_timeout_ms":60000,
+"rebalance_timeout_ms":2000,"seq":1,"assignment":[76]}]}]}"#;
+
+#[test]
+fn a_legacy_groups_file_is_migrated_once_into_the_group_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let legacy = dir.path().join("groups.json");
+    std::fs::write(&legacy, LEGACY_GROUPS).unwrap();
+    for _ in 0..2 {
+        let log = open(dir.path());
+        assert!(!legacy.exists(), "the legacy file is removed once migrated");
+        let description = log.describe_group("g").unwrap();
+        assert_eq!(description.phase, Some(GroupPhase::Stable));
+        assert_eq!(description.generation, 3);
+        assert_eq!(description.members.len(), 1);
+        // The member goes on under its id and generation.
+        let now = log.clock().now_ms();
+        log.coordinator().heartbeat("g", "m-1", 3, now).unwrap();
+    }
+    // A crash after the groups were logged and before the file was removed: the file is
+    // removed again, its groups not logged twice over newer state.
+    {
+        let log = open(dir.path());
+        log.coordinator()
+            .leave("g", "m-1", log.clock().now_ms())
+            .unwrap();
+    }
+    std::fs::write(&legacy, LEGACY_GROUPS).unwrap();
+    let log = open(dir.path());
+    assert!(!legacy.exists());
+    let description = log.describe_group("g").unwrap();
+    assert!(description.members.is_empty(), "{description:?}");
+}
+
+#[test]
+fn a_damaged_legacy_groups_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let legacy = dir.path().join("groups.json");
+    std::fs::write(&legacy, &LEGACY_GROUPS[..LEGACY_GROUPS.len() / 2]).unwrap();
+    let error = logd::Log::open(dir.path(), logd::Config::default()).unwrap_err();
     assert!(error.to_string().contains("groups.json"), "{error}");
+    assert!(
+        legacy.exists(),
+        "a file that cannot be read is left for the operator"
+    );
 }

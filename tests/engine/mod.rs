@@ -4,6 +4,7 @@
 mod compaction;
 mod delivery;
 mod embedded;
+mod group_log;
 mod group_restart;
 mod groups;
 mod idempotence;
@@ -18,7 +19,8 @@ mod topics;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use logd::group::GroupConfig;
+use bytes::Bytes;
+use logd::group::{GroupConfig, JoinRequest, JoinStatus};
 use logd::{Config, Log, TopicConfig};
 
 /// An engine whose groups accept short session timeouts, so tests run in seconds.
@@ -54,4 +56,37 @@ pub(crate) fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -
         std::thread::sleep(Duration::from_millis(5));
     }
     condition()
+}
+
+/// One new member joins group `id` and, as its leader, assigns: the group settles. Returns
+/// the member and generation, or `None` if the engine refused.
+pub(crate) fn settle_alone(log: &Log, id: &str) -> Option<(String, i32)> {
+    let request = JoinRequest {
+        member_id: None,
+        group_instance_id: None,
+        client_id: "settle".into(),
+        client_host: "/127.0.0.1".into(),
+        require_known_member_id: false,
+        protocol_type: "consumer".into(),
+        protocols: vec![("range".into(), Bytes::from_static(b"orders"))],
+        session_timeout_ms: 60_000,
+        rebalance_timeout_ms: 60_000,
+    };
+    let coordinator = log.coordinator();
+    let JoinStatus::Joined(joined) = coordinator.join(id, request, log.clock().now_ms()).ok()?
+    else {
+        return None;
+    };
+    let assignment = vec![(joined.member_id.clone(), Bytes::from_static(b"all"))];
+    coordinator
+        .sync_and_wait(
+            id,
+            &joined.member_id,
+            joined.generation,
+            Some(assignment),
+            log.clock(),
+            Duration::from_secs(1),
+        )
+        .ok()?;
+    Some((joined.member_id, joined.generation))
 }

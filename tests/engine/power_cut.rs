@@ -1,6 +1,6 @@
-//! The engine's own files (topic metadata, partition directories, the offset store, producer
-//! snapshots and the producer id block) through a power cut at every storage operation of
-//! create, produce, commit and delete: the engine always reopens, each topic is either whole or
+//! The engine's own files (topic metadata, partition directories, the offset store, the group
+//! log, producer snapshots and the producer id block) through a power cut at every storage
+//! operation of create, produce, commit, a group's settle and delete: the engine always reopens, each topic is either whole or
 //! absent, what was acknowledged is there, a retry of an acknowledged batch is recognised, and
 //! no producer id is handed out twice.
 
@@ -18,6 +18,8 @@ struct Acked {
     orders_created: bool,
     produced: Vec<(u32, i64)>,
     committed: Option<i64>,
+    /// The member and generation of group `g` once its sync returned (settled durably).
+    settled: Option<(String, i32)>,
     audit_deleted: bool,
 }
 
@@ -71,6 +73,10 @@ fn workload(fs: &SimFs) -> Acked {
         return acked;
     }
     acked.committed = Some(2);
+    match super::settle_alone(&log, "g") {
+        Some(settled) => acked.settled = Some(settled),
+        None => return acked,
+    }
     if log.delete_topic("audit").is_ok() {
         acked.audit_deleted = true;
     }
@@ -115,6 +121,14 @@ fn the_engine_reopens_whole_after_a_power_cut_anywhere() {
                     described.partitions.len() as u32,
                     described.config.partitions,
                     "cut {cut}: {topic} is partial"
+                );
+            }
+            if let Some((member, generation)) = &acked.settled {
+                let group = log.describe_group("g").unwrap();
+                assert!(
+                    group.generation >= *generation
+                        && group.members.iter().any(|(m, _)| m.member_id == *member),
+                    "cut {cut} {mode:?}: the settled group was lost: {group:?}"
                 );
             }
             if acked.audit_deleted {

@@ -11,7 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::client::AsyncClient;
 use crate::error::{Error, Result};
-use logd_kafka::acl::{AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType};
+use logd_protocol::acl::{AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType};
 
 /// The version sent: flexible versions add nothing these calls use.
 const VERSION: i16 = 1;

@@ -13,8 +13,8 @@ use crate::client_security::ClientSecurity;
 use crate::error::Result;
 use crate::group_client::GroupInfo;
 use crate::user_client::UserCredentials;
-use logd_kafka::acl::{AclBinding, AclFilter};
-use logd_kafka::auth::scram::ScramMechanism;
+use logd_protocol::acl::{AclBinding, AclFilter};
+use logd_protocol::scram::ScramMechanism;
 
 /// A blocking connection to one broker.
 #[derive(Debug)]
@@ -83,7 +83,7 @@ impl Client {
     pub fn partition_ranges(
         &mut self,
         topic: &str,
-    ) -> Result<Option<Vec<logd_kafka::partition_ranges::PartitionRanges>>> {
+    ) -> Result<Option<Vec<logd_protocol::partition_ranges::PartitionRanges>>> {
         self.runtime.block_on(self.inner.partition_ranges(topic))
     }
 

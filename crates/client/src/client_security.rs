@@ -12,8 +12,8 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 use crate::error::{Error, Result};
-use logd_kafka::SecurityProtocol;
-use logd_kafka::auth::SaslMechanism;
+use logd_protocol::SaslMechanism;
+use logd_protocol::SecurityProtocol;
 
 /// A SASL login.
 #[derive(Clone, PartialEq, Eq)]

@@ -15,9 +15,9 @@ use tokio::net::TcpStream;
 
 use crate::client_security::{ClientSecurity, SaslLogin, server_name};
 use crate::error::{Error, Result};
-use logd_kafka::auth::SaslMechanism;
-use logd_kafka::auth::scram::ScramClient;
-use logd_kafka::codes;
+use logd_protocol::SaslMechanism;
+use logd_protocol::codes;
+use logd_protocol::scram::ScramClient;
 
 /// What a client talks through: a TCP stream, or TLS over one.
 trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
@@ -95,7 +95,7 @@ impl Connection {
                 offered.join(", ")
             )));
         }
-        let refused = |e: logd_kafka::auth::scram::Refused| Error::Login(e.to_string());
+        let refused = |e: logd_protocol::scram::Refused| Error::Login(e.to_string());
         match login.mechanism {
             SaslMechanism::Plain => {
                 let token = format!("\0{}\0{}", login.username, login.password);

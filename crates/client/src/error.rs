@@ -50,7 +50,7 @@ pub enum Error {
     #[error("encoding a batch: {0}")]
     Batch(#[from] logd_storage::Error),
     /// The broker answered with an error code.
-    #[error("{what} {}", crate::client::code_name(*.code))]
+    #[error("{what} {}", logd_protocol::code_name(*.code))]
     Kafka {
         /// What was asked, e.g. `topic orders`.
         what: String,
@@ -65,5 +65,25 @@ pub(crate) fn malformed<E: std::fmt::Display>(api_key: i16, version: i16) -> imp
         api_key,
         version,
         reason: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use logd_protocol::codes;
+
+    use super::Error;
+
+    #[test]
+    fn errors_are_named_as_kafka_names_them_with_what_they_mean() {
+        let error = Error::Kafka {
+            what: "orders-1".into(),
+            code: codes::NOT_LEADER_OR_FOLLOWER,
+        };
+        assert_eq!(
+            error.to_string(),
+            "orders-1 failed with NOT_LEADER_OR_FOLLOWER (Kafka error 6): the broker asked does \
+             not lead that partition (leadership moved); try again"
+        );
     }
 }

@@ -16,7 +16,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::client::AsyncClient;
 use crate::error::{Error, Result};
 use crate::routing::Route;
-use logd::group::decode_assignment;
+use logd_protocol::consumer_protocol::decode_assignment;
 
 const LIST_GROUPS: i16 = 2;
 const DESCRIBE_GROUPS: i16 = 4;

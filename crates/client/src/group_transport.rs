@@ -17,8 +17,8 @@
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use logd_kafka::SecurityProtocol;
-use logd_kafka::auth::SaslMechanism;
+use logd_protocol::SaslMechanism;
+use logd_protocol::SecurityProtocol;
 use logd_retry::{Error, Message, Ownership, Result, Transport};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};

@@ -22,12 +22,13 @@ mod user_client;
 mod writer;
 
 pub use blocking::Client;
-pub use client::{ActiveProducer, AsyncClient, PartitionOffsets, code_name};
+pub use client::{ActiveProducer, AsyncClient, PartitionOffsets};
 pub use client_security::{ClientSecurity, ClientTls, PROPERTY_KEYS, SaslLogin};
 pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
 #[cfg(feature = "rdkafka")]
 pub use group_transport::GroupRemote;
+pub use logd_protocol::code_name;
 pub use retry_transport::Remote;
 pub use topic_client::TopicConfigEntry;
 pub use user_client::UserCredentials;

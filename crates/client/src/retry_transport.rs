@@ -10,7 +10,7 @@ use logd_retry::{Error, Message, Result, Transport, decode_messages};
 
 use crate::blocking::Client;
 use crate::error::Error as ClientError;
-use logd_kafka::codes;
+use logd_protocol::codes;
 
 /// Largest a fetched batch may decompress to.
 const MAX_DECOMPRESSED: usize = 64 << 20;

@@ -20,7 +20,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use crate::client::AsyncClient;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
-use logd_kafka::codes;
+use logd_protocol::codes;
 
 const FIND_COORDINATOR: i16 = 2;
 

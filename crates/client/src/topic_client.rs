@@ -15,7 +15,7 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use logd_kafka::partition_ranges::{self, PartitionRanges, PartitionRangesRequest};
+use logd_protocol::partition_ranges::{self, PartitionRanges, PartitionRangesRequest};
 
 use crate::client::AsyncClient;
 use crate::error::{Error, Result};

@@ -15,7 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::client::AsyncClient;
 use crate::error::{Error, Result};
-use logd_kafka::auth::scram::{ScramMechanism, random_bytes};
+use logd_protocol::scram::{ScramMechanism, random_bytes};
 
 /// One user's mechanisms and their iterations.
 pub type UserCredentials = (String, Vec<(ScramMechanism, i32)>);

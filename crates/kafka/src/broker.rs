@@ -17,9 +17,9 @@ use crate::codes;
 use crate::error::{Error, Result};
 use crate::listener::ListenerConfig;
 use crate::observer::{BrokerObserver, NoObserver};
-use crate::partition_ranges::{self, PartitionRangesRequest};
 use crate::server::ConnectionStats;
 use crate::versions;
+use logd_protocol::partition_ranges::{self, PartitionRangesRequest};
 
 /// How the broker presents itself and bounds what clients send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,7 +190,12 @@ impl Broker {
                     (partition_ranges::API_KEY, partition_ranges::VERSION),
                     correlation_id,
                     partition_ranges::RESPONSE_HEADER_VERSION,
-                    |out| response.encode(out),
+                    |out| {
+                        response.encode(out).map_err(malformed(
+                            partition_ranges::API_KEY,
+                            partition_ranges::VERSION,
+                        ))
+                    },
                 )
                 .map(|b| Some(Frame::Whole(b)))
             }
@@ -322,7 +327,8 @@ pub fn decode_request(mut frame: Bytes) -> Result<Decoded> {
             .map_err(malformed(api_key, version))?;
         return Ok(Decoded::PartitionRanges {
             correlation_id,
-            request: PartitionRangesRequest::decode(&mut frame)?,
+            request: PartitionRangesRequest::decode(&mut frame)
+                .map_err(malformed(api_key, version))?,
         });
     }
     let Ok(key) = ApiKey::try_from(api_key) else {

@@ -15,6 +15,7 @@ use crate::acl::{Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
+use crate::engine_codes;
 use crate::handlers::LEADER_EPOCH;
 
 /// The first version naming topics by id.
@@ -144,7 +145,7 @@ impl Broker {
                     Access::Read(name) => self
                         .log
                         .partition(name, u32::try_from(requested.partition).unwrap_or(u32::MAX))
-                        .map_err(|e| codes::for_engine_error(&e)),
+                        .map_err(|e| engine_codes::for_engine_error(&e)),
                 };
                 match partition {
                     Err(code) => {
@@ -169,7 +170,7 @@ impl Broker {
                                     data.records = Some(bytes);
                                 }
                                 Err(e) => {
-                                    data.error_code = codes::for_engine_error(&e.into());
+                                    data.error_code = engine_codes::for_engine_error(&e.into());
                                     failed = true;
                                 }
                             }

@@ -38,6 +38,7 @@ use crate::acl::{Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
+use crate::engine_codes;
 use logd::group::decode_subscription;
 
 /// The type of every group logd runs (KIP-848 calls the JoinGroup/SyncGroup protocol
@@ -237,7 +238,7 @@ impl Broker {
             Ok(JoinStatus::Waiting { .. }) => {
                 response.error_code = codes::REBALANCE_IN_PROGRESS;
             }
-            Err(e) => response.error_code = codes::for_group_error(e),
+            Err(e) => response.error_code = engine_codes::for_group_error(e),
         }
         // From v7 an answer without a protocol says so with null, as Kafka's.
         if version >= 7 && response.generation_id == -1 {
@@ -325,7 +326,7 @@ impl Broker {
             });
         match outcome {
             Ok(assignment) => response.assignment = assignment,
-            Err(e) => response.error_code = codes::for_group_error(e),
+            Err(e) => response.error_code = engine_codes::for_group_error(e),
         }
         response
     }
@@ -356,7 +357,7 @@ impl Broker {
                 )
             });
         if let Err(e) = outcome {
-            response.error_code = codes::for_group_error(e);
+            response.error_code = engine_codes::for_group_error(e);
         }
         response
     }
@@ -381,7 +382,7 @@ impl Broker {
         let now = self.now_ms();
         if version < 3 {
             if let Err(e) = coordinator.leave(&request.group_id, &request.member_id, now) {
-                response.error_code = codes::for_group_error(e);
+                response.error_code = engine_codes::for_group_error(e);
             }
             return response;
         }
@@ -404,7 +405,7 @@ impl Broker {
             member.member_id = identity.member_id;
             member.group_instance_id = identity.group_instance_id;
             if let Err(e) = outcome {
-                member.error_code = codes::for_group_error(e);
+                member.error_code = engine_codes::for_group_error(e);
             }
             response.members.push(member);
         }
@@ -436,7 +437,7 @@ impl Broker {
                     now,
                 )
             })
-            .map_err(codes::for_group_error)
+            .map_err(engine_codes::for_group_error)
         };
         let max_metadata = self.log.offsets().max_metadata_bytes();
         let mut results: Vec<(TopicName, Vec<PartitionVerdict>)> = Vec::new();
@@ -823,7 +824,7 @@ impl Broker {
                 Some(deleted) => match deleted {
                     Ok(true) => codes::NONE,
                     Ok(false) => codes::GROUP_ID_NOT_FOUND,
-                    Err(logd::Error::Group(e)) => codes::for_group_error(e),
+                    Err(logd::Error::Group(e)) => engine_codes::for_group_error(e),
                     Err(e) => {
                         tracing::error!(group = %id.0, error = %e, "delete group failed");
                         codes::COORDINATOR_NOT_AVAILABLE

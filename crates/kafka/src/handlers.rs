@@ -28,6 +28,7 @@ use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
+use crate::engine_codes;
 use crate::versions::SUPPORTED;
 
 /// The ApiVersions answer: every API logd serves with its version range.
@@ -45,9 +46,9 @@ pub(crate) fn api_versions() -> ApiVersionsResponse {
         .collect();
     // logd's own API, so a client can tell a logd broker from a Kafka one.
     let mut ranges = ApiVersion::default();
-    ranges.api_key = crate::partition_ranges::API_KEY;
-    ranges.min_version = crate::partition_ranges::VERSION;
-    ranges.max_version = crate::partition_ranges::VERSION;
+    ranges.api_key = logd_protocol::partition_ranges::API_KEY;
+    ranges.min_version = logd_protocol::partition_ranges::VERSION;
+    ranges.max_version = logd_protocol::partition_ranges::VERSION;
     response.api_keys.push(ranges);
     response
 }
@@ -56,7 +57,7 @@ pub(crate) fn api_versions() -> ApiVersionsResponse {
 /// refused record when one record was the reason. A keyless record on a compacted topic gets
 /// Kafka's own words.
 fn refusal(error: &logd::Error, topic: &str, partition: i32) -> (i16, Option<String>, Option<i32>) {
-    let code = codes::for_engine_error(error);
+    let code = engine_codes::for_engine_error(error);
     match error {
         logd::Error::Storage(logd_storage::Error::KeylessRecord { index, .. }) => (
             code,
@@ -338,7 +339,7 @@ impl Broker {
                 tracing::warn!(error = %e, "cannot hand out a producer id");
                 response.producer_id = ProducerId(-1);
                 response.producer_epoch = -1;
-                response.error_code = codes::for_engine_error(&e);
+                response.error_code = engine_codes::for_engine_error(&e);
             }
         }
         response
@@ -383,7 +384,7 @@ impl Broker {
                             })
                             .collect();
                     }
-                    Err(e) => partition.error_code = codes::for_engine_error(&e),
+                    Err(e) => partition.error_code = engine_codes::for_engine_error(&e),
                 }
                 topic_response.partitions.push(partition);
             }
@@ -496,7 +497,7 @@ impl Broker {
                     &topic.name.0,
                     u32::try_from(requested.partition_index).unwrap_or(u32::MAX),
                 ) {
-                    Err(e) => partition.error_code = codes::for_engine_error(&e),
+                    Err(e) => partition.error_code = engine_codes::for_engine_error(&e),
                     Ok(log) => match requested.timestamp {
                         -2 | -4 => partition.offset = log.log_start_offset().0,
                         // KIP-1005's earliest pending upload and latest tiered offset: none
@@ -508,7 +509,9 @@ impl Broker {
                                 partition.timestamp = timestamp;
                             }
                             Ok(None) => {}
-                            Err(e) => partition.error_code = codes::for_engine_error(&e.into()),
+                            Err(e) => {
+                                partition.error_code = engine_codes::for_engine_error(&e.into())
+                            }
                         },
                         -1 => partition.offset = log.high_watermark().0,
                         ts if ts < 0 => {
@@ -521,7 +524,9 @@ impl Broker {
                                     log.timestamp_of(offset).ok().flatten().unwrap_or(ts);
                             }
                             Ok(None) => {}
-                            Err(e) => partition.error_code = codes::for_engine_error(&e.into()),
+                            Err(e) => {
+                                partition.error_code = engine_codes::for_engine_error(&e.into())
+                            }
                         },
                     },
                 }

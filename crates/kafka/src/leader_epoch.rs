@@ -15,6 +15,7 @@ use crate::acl::{Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
+use crate::engine_codes;
 
 /// The one leader epoch a single node ever has.
 const LEADER_EPOCH: i32 = 0;
@@ -45,7 +46,7 @@ impl Broker {
                             &topic.topic,
                             u32::try_from(asked.partition).unwrap_or(u32::MAX),
                         )
-                        .map_err(|e| codes::for_engine_error(&e)),
+                        .map_err(|e| engine_codes::for_engine_error(&e)),
                 };
                 match log {
                     Err(code) => answer.error_code = code,

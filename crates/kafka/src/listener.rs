@@ -5,64 +5,9 @@
 
 use std::sync::Arc;
 
-use crate::auth::SaslMechanism;
+use logd_protocol::{SaslMechanism, SecurityProtocol};
+
 use crate::auth::tls::TlsServer;
-
-/// How a listener secures its connections (Kafka `listener.security.protocol.map`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SecurityProtocol {
-    /// Clear text, no authentication.
-    Plaintext,
-    /// TLS; authenticated only with client certificates.
-    Ssl,
-    /// SASL in clear text.
-    SaslPlaintext,
-    /// SASL over TLS.
-    SaslSsl,
-}
-
-impl SecurityProtocol {
-    /// Kafka's name for it (`SASL_SSL`).
-    pub fn name(self) -> &'static str {
-        match self {
-            SecurityProtocol::Plaintext => "PLAINTEXT",
-            SecurityProtocol::Ssl => "SSL",
-            SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
-            SecurityProtocol::SaslSsl => "SASL_SSL",
-        }
-    }
-
-    /// The protocol called `name` (case-insensitive).
-    pub fn from_name(name: &str) -> Option<SecurityProtocol> {
-        [
-            SecurityProtocol::Plaintext,
-            SecurityProtocol::Ssl,
-            SecurityProtocol::SaslPlaintext,
-            SecurityProtocol::SaslSsl,
-        ]
-        .into_iter()
-        .find(|p| p.name().eq_ignore_ascii_case(name))
-    }
-
-    /// Whether connections are TLS.
-    pub fn uses_tls(self) -> bool {
-        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
-    }
-
-    /// Whether clients log in with SASL.
-    pub fn uses_sasl(self) -> bool {
-        matches!(
-            self,
-            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
-        )
-    }
-}
-
-impl std::fmt::Display for SecurityProtocol {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// What a listener is, apart from its socket.
 #[derive(Debug, Clone)]

@@ -21,6 +21,7 @@ use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
+use crate::engine_codes;
 
 /// The operations a topic has, for its authorized-operations bit field.
 const TOPIC_OPERATIONS: [Operation; 8] = [
@@ -245,7 +246,7 @@ impl Broker {
                     .collect();
             }
             Ok(None) => topic.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION,
-            Err(e) => topic.error_code = codes::for_engine_error(&e),
+            Err(e) => topic.error_code = engine_codes::for_engine_error(&e),
         }
         topic
     }

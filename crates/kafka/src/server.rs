@@ -27,7 +27,9 @@ use crate::auth::tls::certificate_principal;
 use crate::auth::{Gate, Session};
 use crate::broker::{Broker, Frame};
 use crate::error::{Error, Result};
-use crate::listener::{Listener, ListenerConfig, SecurityProtocol};
+use logd_protocol::SecurityProtocol;
+
+use crate::listener::{Listener, ListenerConfig};
 use crate::login::{Movable, Rebind};
 use crate::occasional::Occasional;
 

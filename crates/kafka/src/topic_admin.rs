@@ -27,6 +27,7 @@ use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
+use crate::engine_codes;
 use crate::topic_configs::{set_topic_configs, topic_configs};
 
 /// Kafka's resource types in DescribeConfigs.
@@ -78,7 +79,7 @@ impl Broker {
                 .and_then(|config| {
                     if request.validate_only {
                         logd::validate_topic_name(&name)
-                            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))?;
+                            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))?;
                         config
                             .validate()
                             .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))?;
@@ -87,7 +88,7 @@ impl Broker {
                         self.log
                             .create_topic(&name, config)
                             .map(|created| (created.config, Some(created.id)))
-                            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))
+                            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))
                     }
                 });
             match outcome {
@@ -297,7 +298,7 @@ impl Broker {
                 Some(name) => self
                     .log
                     .delete_topic(name)
-                    .map_err(|e| codes::for_engine_error(&e)),
+                    .map_err(|e| engine_codes::for_engine_error(&e)),
             };
             if let Err(code) = outcome {
                 result.error_code = code;
@@ -374,7 +375,7 @@ impl Broker {
         let current = self
             .log
             .partition_count(name)
-            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))?;
+            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))?;
         let current = i64::from(current);
         let wanted = i64::from(count);
         if wanted < current {
@@ -410,7 +411,7 @@ impl Broker {
         }
         self.log
             .add_partitions(name, wanted as u32)
-            .map_err(|e| (codes::for_engine_error(&e), e.to_string()))
+            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))
     }
 
     pub(crate) fn describe_configs(
@@ -471,7 +472,7 @@ impl Broker {
                             })
                             .collect();
                     }
-                    Err(e) => result.error_code = codes::for_engine_error(&e),
+                    Err(e) => result.error_code = engine_codes::for_engine_error(&e),
                 },
                 // The broker has no dynamic configs to show; an empty answer is Kafka's for that.
                 RESOURCE_BROKER => {}
@@ -539,7 +540,7 @@ impl Broker {
         resource: &AlterConfigsResource,
         validate_only: bool,
     ) -> Result<(), (i16, String)> {
-        let engine = |e: logd::Error| (codes::for_engine_error(&e), e.to_string());
+        let engine = |e: logd::Error| (engine_codes::for_engine_error(&e), e.to_string());
         let name = resource.resource_name.as_str();
         let mut config = self.log.describe_topic(name).map_err(engine)?.config;
         let default = self.log.default_topic_config();

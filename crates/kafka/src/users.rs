@@ -20,9 +20,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::acl::Operation;
 use crate::auth::Peer;
-use crate::auth::scram::{MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism};
 use crate::broker::Broker;
 use crate::codes;
+use logd_protocol::scram::{MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism};
 
 fn text(s: impl Into<String>) -> Option<StrBytes> {
     Some(StrBytes::from_string(s.into()))

@@ -9,10 +9,10 @@ use bytes::{Buf, BufMut, BytesMut};
 use common::call;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use logd::{CleanupPolicy, Config, Housekeeping, Log, TopicConfig};
-use logd_kafka::partition_ranges::{
+use logd_kafka::{Broker, BrokerConfig, codes};
+use logd_protocol::partition_ranges::{
     API_KEY, PartitionRanges, PartitionRangesRequest, PartitionRangesResponse,
 };
-use logd_kafka::{Broker, BrokerConfig, codes};
 use logd_storage::batch::{BatchBuilder, Compression};
 
 fn engine(dir: &std::path::Path) -> Log {

@@ -225,7 +225,7 @@ impl Log {
         let coordinator =
             Coordinator::open(config.groups.clone(), storage.clone(), &dir, clock.now_ms())
                 .map_err(|reason| Error::GroupState {
-                    path: dir.join(crate::group::GROUPS_FILE),
+                    path: dir.join(crate::group::GROUPS_DIR),
                     reason,
                 })?;
         let shared = Arc::new(Shared {

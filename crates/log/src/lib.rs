@@ -51,8 +51,8 @@ pub use engine::{
     PartitionDescription, TopicDescription,
 };
 pub use error::{Error, Result};
-pub use headers::{HeaderVisitor, Headers};
 pub use housekeeping::Housekeeping;
+pub use logd_storage::{HeaderVisitor, Headers};
 // Every type of the lower crates that appears in this crate's public signatures, so that a
 // user of `logd` alone can name them.
 pub use logd_offsets::{

@@ -3,11 +3,11 @@
 //! is explicit). Also plans offset resets (earliest, latest, an offset, a timestamp, a shift),
 //! clamped to the partition's range, so a dry run can show them before they are applied.
 //!
-//! Storage: an append-only log of CRC'd frames, one frame per commit call (all or nothing),
-//! plus a snapshot replaced atomically once the log grows; see `docs/format.md`.
+//! Storage: a `logd_storage::StateLog`, one record per commit call (all or nothing), folded
+//! into a snapshot once the log grows; see `docs/format.md`.
 
 mod error;
-mod frame;
+mod records;
 mod reset;
 mod store;
 

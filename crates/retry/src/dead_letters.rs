@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use logd::Headers;
+use logd_storage::Headers;
 
 use crate::appender::IdempotentAppender;
 use crate::error::{Error, Result};

@@ -5,6 +5,7 @@
 #[non_exhaustive]
 pub enum Error {
     /// The embedded engine refused or failed.
+    #[cfg(feature = "embedded")]
     #[error(transparent)]
     Engine(#[from] logd::Error),
     /// The dedupe store's log failed.
@@ -47,14 +48,16 @@ impl Error {
     /// Whether the group went on without this worker (a rebalance it missed, or its session
     /// ran out): its commit was refused, and what it owns must be asked again.
     pub(crate) fn is_fenced(&self) -> bool {
-        use logd::group::GroupError as G;
-        matches!(
-            self,
-            Error::Fenced(_)
-                | Error::Engine(logd::Error::Group(
-                    G::IllegalGeneration | G::UnknownMember | G::RebalanceInProgress
-                ))
-        )
+        match self {
+            Error::Fenced(_) => true,
+            #[cfg(feature = "embedded")]
+            Error::Engine(logd::Error::Group(
+                logd::group::GroupError::IllegalGeneration
+                | logd::group::GroupError::UnknownMember
+                | logd::group::GroupError::RebalanceInProgress,
+            )) => true,
+            _ => false,
+        }
     }
 }
 

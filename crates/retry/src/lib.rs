@@ -3,8 +3,9 @@
 //! without blocking fresh records; a permanent failure, or one past the attempt limit, goes to a
 //! dead-letter topic with its error and origin in headers; a durable dedupe store makes
 //! redelivered messages harmless. The same [`RetryWorker`] runs over the embedded engine
-//! ([`Embedded`]) and over a remote logd or Kafka broker (`logd-kafka` implements
-//! [`Transport`] for its client).
+//! (`Embedded`, the default `embedded` feature) and over a remote logd or Kafka broker
+//! (`logd-client` implements [`Transport`]; it turns the feature off, so a remote worker
+//! compiles no engine).
 //!
 //! ```
 //! use logd::{Config, Log, TopicConfig};
@@ -28,6 +29,8 @@
 mod appender;
 mod dead_letters;
 mod dedupe;
+#[cfg(feature = "embedded")]
+mod embedded;
 mod error;
 mod journal;
 pub mod message;
@@ -41,10 +44,12 @@ pub use dead_letters::{
     ReplayReport, replays_topic,
 };
 pub use dedupe::{DedupeConfig, DedupeStore, Processed};
+#[cfg(feature = "embedded")]
+pub use embedded::Embedded;
 pub use error::{Error, Result};
-pub use logd::Headers;
+pub use logd_storage::Headers;
 pub use message::{Message, OutRecord};
 pub use policy::{Jitter, RetryPolicy};
-pub use transport::{Embedded, Ownership, Stamp, Transport, decode_messages, encode_record};
+pub use transport::{Ownership, Stamp, Transport, decode_messages, encode_record};
 pub use worker::DEFAULT_RETRY_INFIX;
 pub use worker::{CommitOrder, Failure, Ordering, Outcome, Poll, RetryConfig, RetryWorker, Stats};

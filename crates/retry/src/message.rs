@@ -11,7 +11,7 @@
 //! `logd dlq replay` raises so a record that dies again is visibly a repeat.
 
 use bytes::Bytes;
-use logd::Headers;
+use logd_storage::Headers;
 
 /// Attempts so far (handler calls), on a retry record.
 pub const ATTEMPT: &str = "logd.retry.attempt";
@@ -133,8 +133,8 @@ impl OutRecord {
     }
 }
 
-impl logd::Headers for Message {
-    fn each_header(&self, f: &mut logd::HeaderVisitor<'_>) {
+impl Headers for Message {
+    fn each_header(&self, f: &mut logd_storage::HeaderVisitor<'_>) {
         for (name, value) in &self.headers {
             f(name.as_bytes(), value.as_deref());
         }

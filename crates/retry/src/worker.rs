@@ -30,7 +30,7 @@ use crate::journal::{Hop, HopJournal};
 use crate::message::*;
 use crate::policy::RetryPolicy;
 use crate::transport::{Ownership, Transport};
-use logd::Headers;
+use logd_storage::Headers;
 
 /// Within one poll, how long the worker goes before it asks again what it owns: well inside
 /// a group session (45 s by default), and not a look per partition.

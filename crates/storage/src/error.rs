@@ -26,16 +26,17 @@ pub enum Error {
         /// The operating system's error.
         source: io::Error,
     },
-    /// An earlier write or fsync failed; the log refuses writes until it is reopened.
-    #[error("partition log {dir} is poisoned by an earlier write or fsync failure; reopen it")]
+    /// An earlier write or fsync failed; the log (a partition's or a state log) refuses
+    /// writes until it is reopened.
+    #[error("log in {dir} is poisoned by an earlier write or fsync failure; reopen it")]
     Poisoned {
-        /// The partition directory.
+        /// The log's directory.
         dir: PathBuf,
     },
-    /// Another process (or another `PartitionLog` in this one) holds the directory lock.
-    #[error("partition directory {dir} is locked by another user")]
+    /// Another process (or another log in this one) holds the directory lock.
+    #[error("directory {dir} is locked by another user")]
     Locked {
-        /// The partition directory.
+        /// The locked directory.
         dir: PathBuf,
     },
     /// A read asked for an offset outside `[log_start, log_end]`.

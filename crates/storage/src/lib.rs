@@ -2,8 +2,9 @@
 //! policy, crash recovery and retention. Synchronous `std` only: no threads, no async, no
 //! wall-clock reads in decisions tests must repeat (callers pass `now`).
 //!
-//! The entry point is [`PartitionLog`]; [`batch`] is the pure RecordBatch v2 codec; the
-//! [`Storage`] trait lets the same log run on [`SimFs`], which models power loss.
+//! The entry point is [`PartitionLog`]; [`batch`] is the pure RecordBatch v2 codec;
+//! [`StateLog`] is the durable form of a coordinator's state (offsets, groups); the [`Storage`]
+//! trait lets all of them run on [`SimFs`], which models power loss.
 //!
 //! ```
 //! use logd_storage::batch::{BatchBuilder, Compression, Record};
@@ -40,7 +41,9 @@ mod io;
 mod log;
 mod offset;
 mod producer;
+mod record_headers;
 mod segment;
+mod state_log;
 
 pub use bytes::Bytes;
 pub use config::{FsyncPolicy, LogConfig};
@@ -53,6 +56,8 @@ pub use io::{
 pub use log::{CleanOptions, CleanReport, Dirtiness, PartitionLog, sync_logs};
 pub use offset::Offset;
 pub use producer::{BATCHES_RETAINED, BatchMetadata, ProducerInfo, advance_sequence};
+pub use record_headers::{HeaderVisitor, Headers};
+pub use state_log::{StateLog, StateLogConfig, StateMachine, Written};
 
 /// Where an append put its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

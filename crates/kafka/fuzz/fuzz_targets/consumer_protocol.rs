@@ -6,6 +6,6 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = logd::group::decode_subscription(data);
-    let _ = logd::group::decode_assignment(data);
+    let _ = logd_protocol::consumer_protocol::decode_subscription(data);
+    let _ = logd_protocol::consumer_protocol::decode_assignment(data);
 });

@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use logd_kafka::partition_ranges::{PartitionRangesRequest, PartitionRangesResponse};
+use logd_protocol::partition_ranges::{PartitionRangesRequest, PartitionRangesResponse};
 
 fuzz_target!(|data: &[u8]| {
     let _ = PartitionRangesRequest::decode(&mut Bytes::copy_from_slice(data));

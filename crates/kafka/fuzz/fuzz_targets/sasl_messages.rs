@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use logd_kafka::auth::plain::parse_plain;
-use logd_kafka::auth::scram::{
+use logd_protocol::scram::{
     ScramClient, ScramCredential, ScramMechanism, ScramServer, parse_client_final,
     parse_client_first, unescape_saslname,
 };

@@ -17,10 +17,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::model::{AclBinding, AclFilter, Operation};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
+use logd_protocol::acl::{AclBinding, AclFilter, Operation};
 
 fn text(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())

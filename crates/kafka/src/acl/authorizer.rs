@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::model::{
+use super::store;
+use crate::error::Result;
+use logd_protocol::acl::{
     AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType, WILDCARD,
     WILDCARD_PRINCIPAL,
 };
-use super::store;
-use crate::error::Result;
 
 /// How the authorizer decides beyond the ACLs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

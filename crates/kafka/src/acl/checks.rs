@@ -3,9 +3,9 @@
 //! (a client retrying a refused request does not flood the log); refusals that only filter a
 //! listing (all-topics Metadata, ListGroups) are neither, as in Kafka.
 
-use super::model::{CLUSTER_NAME, Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
+use logd_protocol::acl::{CLUSTER_NAME, Operation, ResourceType};
 
 impl Broker {
     /// Whether `peer` may do `operation` on `name` of `resource_type`; always with no

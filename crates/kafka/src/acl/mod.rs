@@ -6,11 +6,10 @@
 mod apis;
 mod authorizer;
 mod checks;
-mod model;
 mod store;
 
 pub use authorizer::{Authorizer, AuthorizerConfig};
-pub use model::{
+pub use logd_protocol::acl::{
     AclBinding, AclFilter, CLUSTER_NAME, InvalidAcl, Operation, PatternType, Permission,
     ResourceType, WILDCARD, WILDCARD_PRINCIPAL,
 };

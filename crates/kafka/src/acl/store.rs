@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::AclBinding;
 use crate::error::{Error, Result};
+use logd_protocol::acl::AclBinding;
 
 /// The file's name in the data directory.
 pub const ACLS_FILE: &str = "acls.json";
@@ -75,7 +75,7 @@ pub(crate) fn save(dir: &Path, bindings: &BTreeSet<AclBinding>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acl::model::{Operation, PatternType, Permission, ResourceType};
+    use logd_protocol::acl::{Operation, PatternType, Permission, ResourceType};
 
     #[test]
     fn golden_file() {

@@ -14,11 +14,11 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use super::scram::{
+use crate::error::{Error, Result};
+use logd_protocol::scram::{
     DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS, Refused, ScramCredential, ScramMechanism,
     random_bytes,
 };
-use crate::error::{Error, Result};
 
 /// The store's file name in the data directory.
 pub const CREDENTIALS_FILE: &str = "credentials.json";

@@ -6,10 +6,9 @@
 pub mod credentials;
 pub mod plain;
 pub(crate) mod sasl;
-pub mod scram;
 mod session;
 pub mod tls;
 
-pub use sasl::SaslMechanism;
+pub use logd_protocol::{SaslMechanism, scram};
 pub use session::ANONYMOUS;
 pub(crate) use session::{Gate, Peer, Session};

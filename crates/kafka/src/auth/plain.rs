@@ -2,7 +2,7 @@
 //! `PlainSaslServer` does. The password is checked against the user's stored SCRAM credential
 //! by recomputing its salted key, so PLAIN needs no stored password.
 
-use super::scram::Refused;
+use logd_protocol::scram::Refused;
 
 /// A parsed PLAIN message.
 #[derive(PartialEq, Eq)]

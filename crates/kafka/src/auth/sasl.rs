@@ -14,41 +14,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::credentials::{CredentialStore, Credentials};
 use super::plain::parse_plain;
-use super::scram::{Refused, ScramMechanism, ScramServer, ServerStep};
-use crate::codes;
-
-/// A SASL mechanism logd serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SaslMechanism {
-    /// PLAIN (RFC 4616): the password in the clear, so only over TLS unless allowed.
-    Plain,
-    /// SCRAM-SHA-256 or SCRAM-SHA-512.
-    Scram(ScramMechanism),
-}
-
-impl SaslMechanism {
-    /// The mechanism's SASL name.
-    pub fn name(self) -> &'static str {
-        match self {
-            SaslMechanism::Plain => "PLAIN",
-            SaslMechanism::Scram(m) => m.name(),
-        }
-    }
-
-    /// The mechanism called `name` (case-insensitive).
-    pub fn from_name(name: &str) -> Option<SaslMechanism> {
-        if name.eq_ignore_ascii_case("PLAIN") {
-            return Some(SaslMechanism::Plain);
-        }
-        ScramMechanism::from_name(name).map(SaslMechanism::Scram)
-    }
-}
-
-impl std::fmt::Display for SaslMechanism {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use logd_protocol::SaslMechanism;
+use logd_protocol::codes;
+use logd_protocol::scram::{Refused, ScramServer, ServerStep};
 
 /// What the connection does after a SASL step.
 #[derive(Debug)]

@@ -5,16 +5,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use logd_storage::Storage;
+use logd_storage::{StateLog, Storage, Written};
 
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use super::GroupError;
-use super::persist::{GroupFile, SavedGroup};
+use super::persist::{self, GroupRecord, SettledGroups};
 use super::state::{Group, JoinRequest, JoinStatus, SyncStatus};
 use crate::clock::Clock;
 
@@ -47,14 +46,24 @@ pub struct Coordinator {
     config: GroupConfig,
     groups: Mutex<BTreeMap<String, Group>>,
     changed: Condvar,
-    /// Where settled groups are saved; `None` keeps them in memory only.
-    file: Option<GroupFile>,
-    /// Numbers snapshots in the order their states happened.
-    snapshots: AtomicU64,
+    /// Where settled groups are logged; `None` keeps them in memory only.
+    log: Option<StateLog<SettledGroups>>,
 }
 
-/// Every group's last settled state, numbered, to be written after the lock is released.
-type Snapshot = (u64, Vec<SavedGroup>);
+/// Records are written to the group log under the groups lock, so the log holds them in the
+/// order they happened; this is the last one written (or why writing failed), waited for once
+/// the lock is released.
+type Pending = logd_storage::Result<Option<Written>>;
+
+/// Logs a failure to save group state where no caller can be told.
+fn log_failure(saved: logd_storage::Result<()>) {
+    if let Err(e) = saved {
+        tracing::error!(error = %e, "saving group state failed");
+    }
+}
+
+/// Fold the group log into a snapshot once it is this big.
+const GROUP_SNAPSHOT_AFTER_BYTES: u64 = 4 << 20;
 
 /// How long a waiting member sleeps before re-checking deadlines (time may be simulated, so
 /// waiting cannot rely on wake-ups alone).
@@ -77,9 +86,8 @@ impl Coordinator {
         dir: &Path,
         now: i64,
     ) -> Result<Coordinator, String> {
-        let file = GroupFile::new(storage, dir);
-        let groups = file
-            .load()?
+        let (log, saved) = persist::open(storage, dir, GROUP_SNAPSHOT_AFTER_BYTES)?;
+        let groups = saved
             .into_iter()
             .map(|saved| {
                 let group = Group::restore(saved, now)
@@ -90,7 +98,7 @@ impl Coordinator {
         Ok(Coordinator {
             config,
             groups: Mutex::new(groups),
-            file: Some(file),
+            log: Some(log),
             ..Coordinator::default()
         })
     }
@@ -98,55 +106,71 @@ impl Coordinator {
     /// Runs `f` on group `id` (created if missing), then wakes every waiting member (and saves
     /// the groups if this one settled).
     pub fn with_group<T>(&self, id: &str, f: impl FnOnce(&mut Group) -> T) -> T {
-        let (out, snapshot) = {
+        let (out, saved) = self.with_group_saved(id, f);
+        log_failure(saved);
+        out
+    }
+
+    /// As [`Coordinator::with_group`], and whether what settled is durable.
+    fn with_group_saved<T>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut Group) -> T,
+    ) -> (T, logd_storage::Result<()>) {
+        let (out, pending) = {
             let mut groups = self.groups.lock();
             let applied = self.apply(&mut groups, id, f);
             self.changed.notify_all();
             applied
         };
-        self.save(snapshot);
-        out
+        (out, self.save(pending))
     }
 
     /// Runs `f` on group `id` (created if missing) in the locked `groups`; returns its result
-    /// and, if the group settled, the snapshot to save once the lock is released.
+    /// and, if the group settled, its record to wait for once the lock is released.
     fn apply<T>(
         &self,
         groups: &mut BTreeMap<String, Group>,
         id: &str,
         f: impl FnOnce(&mut Group) -> T,
-    ) -> (T, Option<Snapshot>) {
+    ) -> (T, Pending) {
         let group = groups
             .entry(id.to_owned())
             .or_insert_with(|| self.new_group(id));
         let before = group.settled();
         let out = f(group);
-        let settled = group.settled() != before;
-        (out, self.snapshot_if(groups, settled))
+        let pending = if group.settled() != before {
+            self.log_settled(group)
+        } else {
+            Ok(None)
+        };
+        (out, pending)
     }
 
-    /// Numbers and collects every group's saved state, if something settled and groups are
-    /// saved at all.
-    fn snapshot_if(&self, groups: &BTreeMap<String, Group>, settled: bool) -> Option<Snapshot> {
-        if !settled || self.file.is_none() {
-            return None;
+    /// Writes `group`'s settled state to the group log (under the groups lock, so records are
+    /// in the order the groups settled), if groups are logged at all.
+    fn log_settled(&self, group: &Group) -> Pending {
+        match group.last_settled() {
+            Some(saved) => self.write(GroupRecord::Settled(saved.clone())),
+            None => Ok(None),
         }
-        let seq = self.snapshots.fetch_add(1, Ordering::SeqCst) + 1;
-        let saved = groups
-            .values()
-            .filter_map(|g| g.last_settled().cloned())
-            .collect();
-        Some((seq, saved))
     }
 
-    /// Writes a snapshot (outside the groups lock: members do not wait on the disk). A failed
-    /// write leaves the previous file; groups then restart from an older generation and
-    /// their members rejoin, which is what a logd without saved groups does.
-    fn save(&self, snapshot: Option<Snapshot>) {
-        if let (Some(file), Some((seq, groups))) = (&self.file, snapshot)
-            && let Err(e) = file.save(seq, groups)
-        {
-            tracing::error!(error = %e, "saving group state failed");
+    fn write(&self, record: GroupRecord) -> Pending {
+        match &self.log {
+            Some(log) => log.write(record).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Waits for the last record written to be durable (outside the groups lock: members do
+    /// not wait on each other's fsyncs). A failed write or fsync poisons the log: groups then
+    /// restart from what was durable and their members rejoin, which is what a logd without
+    /// saved groups does.
+    fn save(&self, pending: Pending) -> logd_storage::Result<()> {
+        match (&self.log, pending?) {
+            (Some(log), Some(written)) => log.wait(written),
+            _ => Ok(()),
         }
     }
 
@@ -157,20 +181,25 @@ impl Coordinator {
     /// Expires sessions and ends overdue join phases in every group, so groups nobody calls
     /// (every member gone) still move on. Returns how many groups changed.
     pub fn tick_all(&self, now: i64) -> usize {
-        let (changed, snapshot) = {
+        let (changed, pending) = {
             let mut groups = self.groups.lock();
-            let (mut changed, mut settled) = (0, false);
+            let (mut changed, mut pending) = (0, Ok(None));
             for group in groups.values_mut() {
                 let before = group.settled();
                 changed += usize::from(group.tick(now));
-                settled |= group.settled() != before;
+                if group.settled() != before && pending.is_ok() {
+                    pending = match self.log_settled(group) {
+                        Ok(None) => pending,
+                        written => written,
+                    };
+                }
             }
             if changed > 0 {
                 self.changed.notify_all();
             }
-            (changed, self.snapshot_if(&groups, settled))
+            (changed, pending)
         };
-        self.save(snapshot);
+        log_failure(self.save(pending));
         changed
     }
 
@@ -194,16 +223,22 @@ impl Coordinator {
 
     /// Forgets an empty group; refused while it has members.
     pub fn delete_group(&self, id: &str) -> Result<(), GroupError> {
-        let snapshot = {
+        let pending = {
             let mut groups = self.groups.lock();
             if groups.get(id).is_some_and(|g| !g.members().is_empty()) {
                 return Err(GroupError::NonEmptyGroup);
             }
-            let removed = groups.remove(id).is_some();
-            self.snapshot_if(&groups, removed)
+            match groups.remove(id) {
+                Some(group) if group.last_settled().is_some() => {
+                    self.write(GroupRecord::Removed(id.to_owned()))
+                }
+                _ => Ok(None),
+            }
         };
-        self.save(snapshot);
-        Ok(())
+        self.save(pending).map_err(|e| {
+            tracing::error!(error = %e, "saving group state failed");
+            GroupError::CoordinatorNotAvailable
+        })
     }
 
     /// A join, without waiting.
@@ -248,7 +283,7 @@ impl Coordinator {
     /// `f` on it. Wakes the other waiters only if expiry changed something: waiters that woke
     /// each other on every check would spin.
     fn wait_then<T>(&self, id: &str, clock: &dyn Clock, f: impl FnOnce(&mut Group, i64) -> T) -> T {
-        let (out, snapshot) = {
+        let (out, pending) = {
             let mut groups = self.groups.lock();
             self.changed.wait_for(&mut groups, WAIT_SLICE);
             let now = clock.now_ms();
@@ -259,7 +294,7 @@ impl Coordinator {
                 f(group, now)
             })
         };
-        self.save(snapshot);
+        log_failure(self.save(pending));
         out
     }
 
@@ -276,9 +311,17 @@ impl Coordinator {
         let started = std::time::Instant::now();
         let now = clock.now_ms();
         // The first call wakes the waiters: the leader's assignment is what they wait for.
-        let mut status = self.with_ticked_group(group, now, |g| {
+        let (status, saved) = self.with_group_saved(group, |g| {
+            g.tick(now);
             g.sync(member_id, generation, assignments, now)
-        })?;
+        });
+        // As Kafka: the leader is answered once the group's new state is durable, or told the
+        // coordinator is not available (its members then rejoin).
+        if let Err(e) = saved {
+            tracing::error!(error = %e, "saving group state failed");
+            return Err(GroupError::CoordinatorNotAvailable);
+        }
+        let mut status = status?;
         loop {
             if let SyncStatus::Assigned(bytes) = status {
                 return Ok(bytes);

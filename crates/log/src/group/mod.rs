@@ -9,17 +9,16 @@
 //! share a group with Kafka clients.
 
 mod assign;
-mod consumer_protocol;
 mod coordinator;
 mod persist;
 mod state;
 
 pub use assign::Assignor;
-pub use consumer_protocol::{
+pub use coordinator::{Coordinator, GroupConfig};
+pub use logd_protocol::consumer_protocol::{
     decode_assignment, decode_subscription, encode_assignment, encode_subscription,
 };
-pub use coordinator::{Coordinator, GroupConfig};
-pub(crate) use persist::GROUPS_FILE;
+pub(crate) use persist::GROUPS_DIR;
 pub use state::{
     Group, GroupPhase, JoinRequest, JoinResponse, JoinStatus, MemberDescription, SyncStatus,
 };
@@ -49,6 +48,10 @@ pub enum GroupError {
     /// The operation needs a group with no active members (Kafka 68, NON_EMPTY_GROUP).
     #[error("the group has active members")]
     NonEmptyGroup,
+    /// The group's new state could not be saved (Kafka 15, COORDINATOR_NOT_AVAILABLE): the
+    /// members rejoin.
+    #[error("the group's state could not be saved")]
+    CoordinatorNotAvailable,
     /// A blocking join or sync gave up waiting.
     #[error("timed out waiting for the group")]
     Timeout,

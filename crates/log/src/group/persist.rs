@@ -1,23 +1,28 @@
-//! Durable group state, as Kafka keeps group metadata in `__consumer_offsets`: `groups.json`
-//! in the data directory holds every group's last settled state (generation, protocol, leader,
-//! members with their subscriptions and assignments). A restarted logd loads it, so members
-//! keep heartbeating and committing under their ids and generation instead of rejoining.
+//! Durable group state, as Kafka keeps group metadata in `__consumer_offsets`: every group's
+//! last settled state (generation, protocol, leader, members with their subscriptions and
+//! assignments) on a `logd_storage::StateLog` in `groups/` of the data directory. A settle
+//! appends one record for its group, never a rewrite of every group, so its cost does not grow
+//! with the number of groups. A restarted logd replays it, so members keep heartbeating and
+//! committing under their ids and generation instead of rejoining.
 //!
 //! A group settles when its leader's assignment arrives (Stable), when it empties, and when a
-//! static member's restart replaces its member id; the file is replaced atomically then
-//! (temp, fsync, rename, fsync directory). States between settles (a rebalance in progress)
-//! are not saved: after a restart the group resumes its last settled generation and its
-//! members rebalance again if they were rebalancing.
+//! static member's restart replaces its member id. States between settles (a rebalance in
+//! progress) are not saved: after a restart the group resumes its last settled generation and
+//! its members rebalance again if they were rebalancing. Data directories of logd before the
+//! state log kept one `groups.json` rewritten at every settle; it is read once, its groups
+//! logged durably, then removed.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
-use logd_storage::Storage;
-use parking_lot::Mutex;
+use logd_storage::{StateLog, StateLogConfig, StateMachine, Storage};
 use serde::{Deserialize, Serialize};
 
-/// The file in the data directory.
+/// The legacy file in the data directory, migrated on open.
 pub(crate) const GROUPS_FILE: &str = "groups.json";
+/// The state log's directory in the data directory.
+pub(crate) const GROUPS_DIR: &str = "groups";
 
 /// A group as saved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,67 +53,95 @@ pub(crate) struct SavedMember {
     pub assignment: Vec<u8>,
 }
 
+/// What the group log records.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum GroupRecord {
+    /// A group's state at its latest settle.
+    Settled(SavedGroup),
+    /// A group deleted.
+    Removed(String),
+}
+
+/// Every group's last settled state: what the log's records change.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct SettledGroups(BTreeMap<String, SavedGroup>);
+
+impl StateMachine for SettledGroups {
+    type Record = GroupRecord;
+
+    fn apply(&mut self, record: GroupRecord) {
+        match record {
+            GroupRecord::Settled(group) => {
+                self.0.insert(group.id.clone(), group);
+            }
+            GroupRecord::Removed(id) => {
+                self.0.remove(&id);
+            }
+        }
+    }
+}
+
+/// The legacy `groups.json`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct File {
+struct LegacyFile {
     version: u32,
     groups: Vec<SavedGroup>,
 }
 
-const VERSION: u32 = 1;
-
-/// Where group state is saved, and which snapshot was written last.
-#[derive(Debug)]
-pub(crate) struct GroupFile {
+/// Opens the group log in `dir` (the data directory), migrating a legacy `groups.json` into
+/// it: its groups are logged durably before the file is removed, so a crash in between finds
+/// both and removes the file again (a log with groups in it is never migrated into twice).
+/// The error says what is wrong.
+pub(crate) fn open(
     storage: Arc<dyn Storage>,
-    dir: PathBuf,
-    /// Sequence number of the last snapshot written: an older snapshot that lost the race to
-    /// the file is not written over a newer one.
-    written: Mutex<u64>,
+    dir: &Path,
+    snapshot_after_bytes: u64,
+) -> Result<(StateLog<SettledGroups>, Vec<SavedGroup>), String> {
+    let log: StateLog<SettledGroups> = StateLog::open(
+        storage.clone(),
+        dir.join(GROUPS_DIR),
+        StateLogConfig {
+            name: "groups",
+            snapshot_after_bytes,
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(legacy) = load_legacy(&*storage, dir)? {
+        if log.read(|g| g.0.is_empty()) {
+            for group in legacy {
+                log.append(GroupRecord::Settled(group))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        let path = dir.join(GROUPS_FILE);
+        storage.remove_file(&path).map_err(|e| e.to_string())?;
+        storage.sync_dir(dir).map_err(|e| e.to_string())?;
+    }
+    let groups = log.read(|g| g.0.values().cloned().collect());
+    Ok((log, groups))
 }
 
-impl GroupFile {
-    /// The group file in `dir`.
-    pub(crate) fn new(storage: Arc<dyn Storage>, dir: &Path) -> GroupFile {
-        GroupFile {
-            storage,
-            dir: dir.to_owned(),
-            written: Mutex::new(0),
-        }
+/// The legacy file's groups, if there is one.
+fn load_legacy(storage: &dyn Storage, dir: &Path) -> Result<Option<Vec<SavedGroup>>, String> {
+    let path = dir.join(GROUPS_FILE);
+    let file = match storage.open(&path, false) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let len = file.size().map_err(|e| e.to_string())?;
+    let mut bytes = vec![0; usize::try_from(len).map_err(|e| e.to_string())?];
+    file.read_exact_at(&mut bytes, 0)
+        .map_err(|e| e.to_string())?;
+    let parsed: LegacyFile =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    if parsed.version != 1 {
+        return Err(format!(
+            "{}: unknown version {}",
+            path.display(),
+            parsed.version
+        ));
     }
-
-    /// Reads the saved groups (none if the file does not exist).
-    pub(crate) fn load(&self) -> Result<Vec<SavedGroup>, String> {
-        let path = self.dir.join(GROUPS_FILE);
-        let file = match self.storage.open(&path, false) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e.to_string()),
-        };
-        let len = file.size().map_err(|e| e.to_string())?;
-        let mut bytes = vec![0; usize::try_from(len).map_err(|e| e.to_string())?];
-        file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| e.to_string())?;
-        let parsed: File = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
-        if parsed.version != VERSION {
-            return Err(format!("unknown version {}", parsed.version));
-        }
-        Ok(parsed.groups)
-    }
-
-    /// Writes snapshot number `seq` unless a newer one was written already.
-    pub(crate) fn save(&self, seq: u64, groups: Vec<SavedGroup>) -> logd_storage::Result<()> {
-        let mut written = self.written.lock();
-        if seq <= *written {
-            return Ok(());
-        }
-        let bytes = serde_json::to_vec(&File {
-            version: VERSION,
-            groups,
-        })
-        .expect("plain data serializes");
-        logd_storage::replace_file(&*self.storage, &self.dir, GROUPS_FILE, &bytes, true)?;
-        *written = seq;
-        Ok(())
-    }
+    Ok(Some(parsed.groups))
 }

@@ -92,7 +92,7 @@ fn bad_commits_are_refused() {
     assert!(store.list_groups().is_empty(), "nothing partial stored");
     assert!(matches!(
         OffsetStore::open(dir.path(), OffsetStoreConfig::default()),
-        Err(Error::Locked { .. })
+        Err(Error::Storage(logd_storage::Error::Locked { .. }))
     ));
 }
 
@@ -265,11 +265,11 @@ fn a_failed_fsync_poisons_and_keeps_acknowledged_commits() {
         fs.fail_nth(kind, 0, 5);
         assert!(matches!(
             store.commit("g", &[commit("t", 0, 2)], 0),
-            Err(Error::Io { .. })
+            Err(Error::Storage(logd_storage::Error::Io { .. }))
         ));
         assert!(matches!(
             store.commit("g", &[commit("t", 0, 3)], 0),
-            Err(Error::Poisoned { .. })
+            Err(Error::Storage(logd_storage::Error::Poisoned { .. }))
         ));
         let image = fs.crash_image(CrashMode::DropUnsynced, 0);
         drop(store);

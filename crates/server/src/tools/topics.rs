@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::bail;
 use clap::Subcommand;
-use logd_kafka::partition_ranges::PartitionRanges;
+use logd_protocol::partition_ranges::PartitionRanges;
 
 use super::Bootstrap;
 

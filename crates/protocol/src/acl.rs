@@ -1,7 +1,7 @@
 //! Kafka's ACL model as data: resource types, operations, permissions and pattern types with
 //! their wire codes, an ACL binding, a filter over bindings, and the checks Kafka's controller
-//! makes before storing a binding (`AclControlManager.validateNewAcl`). The decision itself is
-//! in `authorizer.rs`.
+//! makes before storing a binding (`AclControlManager.validateNewAcl`). The broker decides with
+//! it (`logd-kafka`'s authorizer); the client sends and reads it (`logd acls`).
 
 use serde::{Deserialize, Serialize};
 
