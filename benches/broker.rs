@@ -12,7 +12,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, black_box, criterion_group};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestHeader, TopicName};
 use kafka_protocol::protocol::{Encodable, StrBytes};
-use logd::{Config, Fsync, Log, TopicConfig};
+use logd::{Config, FsyncPolicy, Log, TopicConfig};
 use logd_kafka::acl::{
     AclBinding, Authorizer, AuthorizerConfig, Operation, PatternType, Permission, ResourceType,
 };
@@ -114,7 +114,7 @@ fn broker(dir: &std::path::Path, authorize: bool) -> Broker {
     let log = Log::open(dir, Config::default()).expect("open");
     let topic = TopicConfig {
         partitions: 1,
-        fsync: Fsync::Never,
+        fsync: FsyncPolicy::Never,
         retention_ms: None,
         retention_bytes: Some(256 << 20),
         segment_bytes: 64 << 20,

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, black_box, criterion_group};
 use logd::group::{JoinRequest, JoinStatus};
 use logd::{
-    AutoOffsetReset, Config, Consumer, ConsumerConfig, Fsync, Log, Producer, ProducerConfig,
+    AutoOffsetReset, Config, Consumer, ConsumerConfig, FsyncPolicy, Log, Producer, ProducerConfig,
     ProducerRecord, TopicConfig, TopicPartition,
 };
 use logd_storage::batch::{BatchBuilder, BatchIter, Compression};
-use logd_storage::{FsyncPolicy, LogConfig, Offset, PartitionLog};
+use logd_storage::{LogConfig, Offset, PartitionLog};
 
 const RECORDS: usize = 200_000;
 const VALUE: [u8; 100] = [b'v'; 100];
@@ -22,7 +22,7 @@ const VALUE: [u8; 100] = [b'v'; 100];
 fn never_topic() -> TopicConfig {
     TopicConfig {
         partitions: 1,
-        fsync: Fsync::Never,
+        fsync: FsyncPolicy::Never,
         retention_ms: None,
         ..TopicConfig::default()
     }

@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         let name = format!("table{round}");
         let mut table = TopicConfig {
             segment_bytes: 1 << 20,
-            fsync: logd::Fsync::Never,
+            fsync: logd::FsyncPolicy::Never,
             retention_ms: None,
             ..TopicConfig::default()
         };

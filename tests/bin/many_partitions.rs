@@ -19,7 +19,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use logd::{Config, Fsync, Log, TopicConfig};
+use logd::{Config, FsyncPolicy, Log, TopicConfig};
 use logd_storage::Offset;
 use logd_storage::batch::{BatchBuilder, Compression, Record};
 
@@ -90,7 +90,7 @@ fn run(args: &[String]) -> Result<Found, String> {
     };
     let topic = TopicConfig {
         partitions,
-        fsync: Fsync::Never,
+        fsync: FsyncPolicy::Never,
         ..TopicConfig::default()
     };
     let names: Vec<String> = (0..topics).map(|t| format!("tenant-{t}")).collect();
@@ -184,8 +184,8 @@ fn produce(args: &[String], many: u32) -> Result<Found, String> {
     let log = Log::open(dir, config).map_err(|e| format!("open: {e}"))?;
     // `interval` (1 s) unless the seventh argument says `never`.
     let fsync = match args.get(7).map(String::as_str) {
-        Some("never") => Fsync::Never,
-        _ => Fsync::IntervalMs(1000),
+        Some("never") => FsyncPolicy::Never,
+        _ => FsyncPolicy::Interval(FsyncPolicy::DEFAULT_INTERVAL),
     };
     for (name, partitions) in [("one", 1), ("many", many)] {
         let topic = TopicConfig {

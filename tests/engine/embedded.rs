@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use logd::{
-    Config, Consumer, ConsumerConfig, Error, Fsync, Housekeeping, Log, ManualClock, SystemClock,
-    TopicConfig, TopicPartition,
+    Config, Consumer, ConsumerConfig, Error, FsyncPolicy, Housekeeping, Log, ManualClock,
+    SystemClock, TopicConfig, TopicPartition,
 };
 use logd_storage::batch::{BatchBuilder, Compression};
 use logd_storage::{CrashMode, FaultKind, LogConfig, PartitionLog, SimFs};
@@ -39,7 +39,7 @@ fn interval_engine(housekeeping: Housekeeping) -> (SimFs, Log) {
     log.create_topic(
         "t",
         TopicConfig {
-            fsync: Fsync::IntervalMs(100),
+            fsync: FsyncPolicy::Interval(Duration::from_millis(100)),
             ..TopicConfig::default()
         },
     )

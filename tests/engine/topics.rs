@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use logd::{Error, Fsync, Producer, ProducerConfig, ProducerRecord, TopicConfig};
+use logd::{Error, FsyncPolicy, Producer, ProducerConfig, ProducerRecord, TopicConfig};
 
 use super::open;
 
@@ -14,7 +14,7 @@ fn topics_and_their_config_survive_a_reopen() {
     let config = TopicConfig {
         partitions: 3,
         retention_ms: Some(60_000),
-        fsync: Fsync::IntervalMs(200),
+        fsync: FsyncPolicy::Interval(Duration::from_millis(200)),
         ..TopicConfig::default()
     };
     let id = {
@@ -320,7 +320,7 @@ fn altered_configs_apply_at_once_and_survive_a_reopen() {
                 ..altered.clone()
             },
             TopicConfig {
-                fsync: Fsync::Never,
+                fsync: FsyncPolicy::Never,
                 ..altered.clone()
             },
             TopicConfig {

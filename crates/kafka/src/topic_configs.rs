@@ -5,7 +5,9 @@
 //! tiered storage or file handling are kept and reported as given but change nothing. Unknown
 //! names are INVALID_CONFIG.
 
-use logd::{CleanupPolicy, CompressionType, Fsync, TimestampType, TopicConfig};
+use std::time::Duration;
+
+use logd::{CleanupPolicy, CompressionType, FsyncPolicy, TimestampType, TopicConfig};
 
 use crate::codes;
 
@@ -153,24 +155,27 @@ const INERT: &[(&str, i8, &str, Accepts)] = &[
 
 /// `flush.messages` and `flush.ms` as logd's fsync policy reads them: every append synced is
 /// a flush per message; an interval is `flush.ms`; never is neither.
-fn flush_pair(fsync: Fsync) -> (i64, i64) {
+fn flush_pair(fsync: FsyncPolicy) -> (i64, i64) {
     match fsync {
-        Fsync::Always => (1, UNBOUNDED),
-        Fsync::IntervalMs(ms) => (UNBOUNDED, ms as i64),
-        Fsync::Never => (UNBOUNDED, UNBOUNDED),
+        FsyncPolicy::Always => (1, UNBOUNDED),
+        FsyncPolicy::Interval(_) => (
+            UNBOUNDED,
+            fsync.interval_ms().map_or(UNBOUNDED, |ms| ms as i64),
+        ),
+        FsyncPolicy::Never => (UNBOUNDED, UNBOUNDED),
     }
 }
 
 /// The fsync policy that keeps Kafka's promise for `flush.messages` and `flush.ms`: any bound
 /// on messages syncs every append (logd has no count-based sync, and every append is the
 /// stricter promise), a bound on time is an interval, neither is never.
-fn fsync_for(messages: i64, ms: i64) -> Fsync {
+fn fsync_for(messages: i64, ms: i64) -> FsyncPolicy {
     if messages < UNBOUNDED || ms == 0 {
-        Fsync::Always
+        FsyncPolicy::Always
     } else if ms < UNBOUNDED {
-        Fsync::IntervalMs(ms as u64)
+        FsyncPolicy::Interval(Duration::from_millis(ms as u64))
     } else {
-        Fsync::Never
+        FsyncPolicy::Never
     }
 }
 
@@ -503,15 +508,15 @@ mod tests {
         ] {
             let mut config = TopicConfig::default();
             set(&mut config, &pairs).unwrap();
-            assert_eq!(config.fsync, Fsync::IntervalMs(1000));
+            assert_eq!(config.fsync, FsyncPolicy::Interval(Duration::from_secs(1)));
         }
         let mut config = TopicConfig {
-            fsync: Fsync::Never,
+            fsync: FsyncPolicy::Never,
             ..TopicConfig::default()
         };
         set(&mut config, &[("flush.messages", "1")]).unwrap();
-        assert_eq!(config.fsync, Fsync::Always);
+        assert_eq!(config.fsync, FsyncPolicy::Always);
         set(&mut config, &[("flush.messages", "9223372036854775807")]).unwrap();
-        assert_eq!(config.fsync, Fsync::Never);
+        assert_eq!(config.fsync, FsyncPolicy::Never);
     }
 }

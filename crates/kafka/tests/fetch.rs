@@ -97,7 +97,7 @@ fn a_fetch_never_returns_records_past_the_high_watermark_it_states() {
     log.create_topic(
         "t",
         TopicConfig {
-            fsync: logd::Fsync::Never,
+            fsync: logd::FsyncPolicy::Never,
             ..TopicConfig::default()
         },
     )

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use logd::{
-    AutoOffsetReset, Config, Consumer, ConsumerConfig, Fsync, Log, Producer, ProducerConfig,
+    AutoOffsetReset, Config, Consumer, ConsumerConfig, FsyncPolicy, Log, Producer, ProducerConfig,
     ProducerRecord, TopicConfig, TopicPartition,
 };
 
@@ -17,9 +17,9 @@ fn main() -> logd::Result<()> {
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
     let fsync = match args.next().as_deref() {
-        Some("interval") => Fsync::IntervalMs(1000),
-        Some("never") => Fsync::Never,
-        _ => Fsync::Always,
+        Some("interval") => FsyncPolicy::Interval(FsyncPolicy::DEFAULT_INTERVAL),
+        Some("never") => FsyncPolicy::Never,
+        _ => FsyncPolicy::Always,
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let log = Log::open(dir.path(), Config::default())?;

@@ -726,7 +726,7 @@ impl Log {
     }
 
     /// Makes every appended record durable now in the partitions of topics with
-    /// `Fsync::IntervalMs`: housekeeping calls this so their data does not wait for the next
+    /// `FsyncPolicy::Interval`: housekeeping calls this so their data does not wait for the next
     /// append to find the last fsync old. `Always` topics are durable already; `Never` ones are left
     /// to checkpoints and the kernel, as their policy says.
     ///
@@ -738,7 +738,12 @@ impl Log {
         let topics: Vec<Arc<Topic>> = self.shared.topics.read().values().cloned().collect();
         let logs: Vec<Arc<PartitionLog>> = topics
             .iter()
-            .filter(|t| matches!(t.config.read().fsync, crate::topic::Fsync::IntervalMs(_)))
+            .filter(|t| {
+                matches!(
+                    t.config.read().fsync,
+                    logd_storage::FsyncPolicy::Interval(_)
+                )
+            })
             .flat_map(|t| t.partitions.read().clone())
             .collect();
         logd_storage::sync_logs(&*self.shared.storage, &self.shared.dir, &logs)?;
@@ -760,7 +765,7 @@ impl Log {
             .read()
             .values()
             .filter_map(|t| match t.config.read().fsync {
-                crate::topic::Fsync::IntervalMs(ms) => Some(Duration::from_millis(ms) / 2),
+                logd_storage::FsyncPolicy::Interval(every) => Some(every / 2),
                 _ => None,
             })
             .min()

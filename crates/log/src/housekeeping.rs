@@ -1,5 +1,5 @@
 //! The engine's own timer: the work a running log needs without anyone calling it. Interval
-//! fsyncs (so `Fsync::IntervalMs` loses at most its interval), retention, group members whose
+//! fsyncs (so `FsyncPolicy::Interval` loses at most its interval), retention, group members whose
 //! session ran out, and idle idempotent producers; and beside it the cleaner
 //! (`cleaner.rs`), on a thread of its own so a long cleaning never delays an interval fsync.
 //! One housekeeping thread per engine, started by

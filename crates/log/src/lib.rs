@@ -68,6 +68,6 @@ pub use logd_storage::{
 pub use priority::lower_thread_priority;
 pub use producer::{Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
 pub use topic::{
-    CleanupPolicy, CompressionType, Fsync, TIMESTAMP_AFTER_MAX_MS, TimestampType, TopicConfig,
+    CleanupPolicy, CompressionType, TIMESTAMP_AFTER_MAX_MS, TimestampType, TopicConfig,
     validate_topic_name,
 };

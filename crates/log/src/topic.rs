@@ -18,19 +18,38 @@ use crate::error::{Error, Result};
 /// File holding a topic's id and configuration.
 const METADATA: &str = "topic.json";
 
-/// When a topic's appends are fsynced (see `logd_storage::FsyncPolicy` for what each survives).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Fsync {
-    /// Every append is durable when acknowledged (group commit).
-    #[default]
-    Always,
-    /// At most this many ms of acknowledged appends can be lost to a power cut: the engine's
-    /// housekeeping thread flushes the topic at least this often (with
-    /// `Housekeeping::enabled` off, the embedder must call `Log::flush_interval_topics`).
-    IntervalMs(u64),
-    /// Durability is left to checkpoints, rolls and the kernel.
-    Never,
+/// `topic.json`'s spelling of the fsync policy, as logd always wrote it: `"always"`, `"never"`
+/// or `{"interval-ms": N}`.
+mod fsync_json {
+    use std::time::Duration;
+
+    use logd_storage::FsyncPolicy;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    enum Json {
+        Always,
+        IntervalMs(u64),
+        Never,
+    }
+
+    pub(super) fn serialize<S: Serializer>(fsync: &FsyncPolicy, s: S) -> Result<S::Ok, S::Error> {
+        match fsync {
+            FsyncPolicy::Always => Json::Always,
+            FsyncPolicy::Never => Json::Never,
+            FsyncPolicy::Interval(_) => Json::IntervalMs(fsync.interval_ms().unwrap_or(0)),
+        }
+        .serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FsyncPolicy, D::Error> {
+        Ok(match Json::deserialize(d)? {
+            Json::Always => FsyncPolicy::Always,
+            Json::Never => FsyncPolicy::Never,
+            Json::IntervalMs(ms) => FsyncPolicy::Interval(Duration::from_millis(ms)),
+        })
+    }
 }
 
 /// What becomes of a topic's old records (Kafka `cleanup.policy`).
@@ -196,8 +215,11 @@ pub struct TopicConfig {
     pub segment_bytes: u64,
     /// Roll a segment after this much record time (ms).
     pub segment_ms: Option<i64>,
-    /// Fsync policy.
-    pub fsync: Fsync,
+    /// When appends are fsynced (see [`FsyncPolicy`] for what each survives); with
+    /// `Interval`, the engine's housekeeping thread flushes the topic at least that often (with
+    /// `Housekeeping::enabled` off, the embedder must call `Log::flush_interval_topics`).
+    #[serde(with = "fsync_json")]
+    pub fsync: FsyncPolicy,
     /// Largest batch accepted.
     pub max_batch_bytes: usize,
     /// Delete old segments, compact by key, or both (Kafka `cleanup.policy`). A compacted
@@ -243,7 +265,7 @@ impl Default for TopicConfig {
             retention_bytes: storage.retention_bytes,
             segment_bytes: storage.segment_bytes,
             segment_ms: storage.segment_ms,
-            fsync: Fsync::Always,
+            fsync: FsyncPolicy::Always,
             max_batch_bytes: storage.max_batch_bytes,
             cleanup_policy: CleanupPolicy::Delete,
             min_cleanable_dirty_ratio: 0.5,
@@ -283,11 +305,7 @@ impl TopicConfig {
             log_append_time: self.timestamp_type == TimestampType::LogAppendTime,
             timestamp_before_max_ms: self.timestamp_before_max_ms,
             timestamp_after_max_ms: self.timestamp_after_max_ms,
-            fsync: match self.fsync {
-                Fsync::Always => FsyncPolicy::Always,
-                Fsync::IntervalMs(ms) => FsyncPolicy::Interval(Duration::from_millis(ms)),
-                Fsync::Never => FsyncPolicy::Never,
-            },
+            fsync: self.fsync,
             ..LogConfig::default()
         }
     }
@@ -299,8 +317,13 @@ impl TopicConfig {
                 "partitions must be between 1 and 10000",
             ));
         }
-        if matches!(self.fsync, Fsync::IntervalMs(0)) {
-            return Err(Error::InvalidConfig("fsync interval must be positive"));
+        // topic.json keeps whole milliseconds.
+        if let FsyncPolicy::Interval(every) = self.fsync
+            && (every < Duration::from_millis(1) || every.subsec_nanos() % 1_000_000 != 0)
+        {
+            return Err(Error::InvalidConfig(
+                "fsync interval must be a positive number of milliseconds",
+            ));
         }
         if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
             return Err(Error::InvalidConfig(
@@ -576,11 +599,27 @@ mod tests {
     fn config_json_round_trips_and_rejects_unknown_keys() {
         let config = TopicConfig {
             partitions: 6,
-            fsync: Fsync::IntervalMs(250),
+            fsync: FsyncPolicy::Interval(Duration::from_millis(250)),
             ..TopicConfig::default()
         };
         let json = serde_json::to_string(&config).unwrap();
+        // topic.json spells the policy as logd always did (docs/format.md).
+        assert!(json.contains(r#""fsync":{"interval-ms":250}"#), "{json}");
         assert_eq!(serde_json::from_str::<TopicConfig>(&json).unwrap(), config);
+        for (text, fsync) in [
+            (r#"{"fsync":"always"}"#, FsyncPolicy::Always),
+            (r#"{"fsync":"never"}"#, FsyncPolicy::Never),
+        ] {
+            assert_eq!(
+                serde_json::from_str::<TopicConfig>(text).unwrap().fsync,
+                fsync
+            );
+        }
+        let sub_millisecond = TopicConfig {
+            fsync: FsyncPolicy::Interval(Duration::from_micros(1500)),
+            ..TopicConfig::default()
+        };
+        assert!(sub_millisecond.validate().is_err());
         assert!(serde_json::from_str::<TopicConfig>(r#"{"partitons": 3}"#).is_err());
         assert_eq!(
             parse_id("00ff00ff00ff00ff00ff00ff00ff00ff").unwrap()[1],

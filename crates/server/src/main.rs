@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use logd::group::GroupConfig;
-use logd::{Config, Fsync, Log, SystemClock, TopicConfig};
+use logd::{Config, FsyncPolicy, Log, SystemClock, TopicConfig};
 use logd_kafka::acl::{Authorizer, AuthorizerConfig};
 use logd_kafka::auth::credentials::CredentialStore;
 use logd_kafka::auth::tls::TlsServer;
@@ -139,9 +139,12 @@ struct ServeArgs {
     /// Partitions of topics created without a count (and of auto-created topics).
     #[arg(long, env = "LOGD_DEFAULT_PARTITIONS", default_value_t = 1)]
     default_partitions: u32,
-    /// When appends reach the disk before they are acknowledged.
-    #[arg(long, env = "LOGD_FSYNC", value_enum, default_value_t = FsyncArg::Always)]
-    fsync: FsyncArg,
+    /// When appends reach the disk, for topics created without a choice: `always` (fdatasync
+    /// before every acknowledgement, group commit), `interval:<ms>` (at least every that many
+    /// milliseconds; `interval` is every second), or `never` (left to the kernel and
+    /// checkpoints).
+    #[arg(long, env = "LOGD_FSYNC", default_value_t = FsyncPolicy::Always)]
+    fsync: FsyncPolicy,
     /// Create topics on first produce or metadata request (Kafka `auto.create.topics.enable`).
     #[arg(long, env = "LOGD_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
     auto_create_topics: bool,
@@ -263,16 +266,6 @@ enum AuthorizerArg {
     None,
     /// Kafka's ACLs, managed with `logd acls` or Kafka's admin clients.
     Acl,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum FsyncArg {
-    /// fdatasync before every acknowledgement (group commit).
-    Always,
-    /// fdatasync at most every second.
-    Interval,
-    /// leave it to the kernel and checkpoints.
-    Never,
 }
 
 fn main() -> ExitCode {
@@ -463,11 +456,7 @@ fn parse_with_config_file() -> anyhow::Result<Cli> {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let fsync = match args.fsync {
-        FsyncArg::Always => Fsync::Always,
-        FsyncArg::Interval => Fsync::IntervalMs(1000),
-        FsyncArg::Never => Fsync::Never,
-    };
+    let fsync = args.fsync;
     let soft_limit = match fd_limit::raise() {
         Ok((soft, hard)) => {
             tracing::info!(soft, hard, "open-file limit");

@@ -27,6 +27,55 @@ pub enum FsyncPolicy {
     Never,
 }
 
+impl FsyncPolicy {
+    /// The interval of `interval` when none is given: a second, as logd's CLI always had.
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+
+    /// The interval in whole milliseconds, for `Interval`.
+    pub fn interval_ms(self) -> Option<u64> {
+        match self {
+            FsyncPolicy::Interval(every) => {
+                Some(u64::try_from(every.as_millis()).unwrap_or(u64::MAX))
+            }
+            FsyncPolicy::Always | FsyncPolicy::Never => None,
+        }
+    }
+}
+
+/// `always`, `never`, or `interval:<ms>`: how the CLI, the console and the logs spell it.
+impl std::fmt::Display for FsyncPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FsyncPolicy::Always => f.write_str("always"),
+            FsyncPolicy::Never => f.write_str("never"),
+            FsyncPolicy::Interval(every) => write!(f, "interval:{}", every.as_millis()),
+        }
+    }
+}
+
+/// Reads `always`, `never`, `interval` (a second) or `interval:<ms>` (at least 1 ms), in any
+/// case.
+impl std::str::FromStr for FsyncPolicy {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<FsyncPolicy> {
+        let invalid = Error::InvalidConfig {
+            reason: "fsync is always, never, interval or interval:<milliseconds, at least 1>",
+        };
+        let lower = text.trim().to_ascii_lowercase();
+        match lower.split_once(':') {
+            None if lower == "always" => Ok(FsyncPolicy::Always),
+            None if lower == "never" => Ok(FsyncPolicy::Never),
+            None if lower == "interval" => Ok(FsyncPolicy::Interval(Self::DEFAULT_INTERVAL)),
+            Some(("interval", ms)) => match ms.trim().parse::<u64>() {
+                Ok(ms) if ms >= 1 => Ok(FsyncPolicy::Interval(Duration::from_millis(ms))),
+                _ => Err(invalid),
+            },
+            _ => Err(invalid),
+        }
+    }
+}
+
 /// How a partition log stores, indexes, syncs and expires data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogConfig {
@@ -113,5 +162,39 @@ impl LogConfig {
             return Ok(());
         };
         Err(Error::InvalidConfig { reason })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fsync_policies_read_as_they_are_written() {
+        for policy in [
+            FsyncPolicy::Always,
+            FsyncPolicy::Never,
+            FsyncPolicy::Interval(Duration::from_millis(250)),
+        ] {
+            assert_eq!(policy.to_string().parse::<FsyncPolicy>().unwrap(), policy);
+        }
+        assert_eq!(
+            "Interval".parse::<FsyncPolicy>().unwrap(),
+            FsyncPolicy::Interval(FsyncPolicy::DEFAULT_INTERVAL)
+        );
+        assert_eq!(
+            FsyncPolicy::Interval(Duration::from_millis(250)).to_string(),
+            "interval:250"
+        );
+        for bad in [
+            "",
+            "sometimes",
+            "interval:0",
+            "interval:-5",
+            "interval:ms",
+            "always:1",
+        ] {
+            assert!(bad.parse::<FsyncPolicy>().is_err(), "{bad:?}");
+        }
     }
 }

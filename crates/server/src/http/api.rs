@@ -67,19 +67,11 @@ async fn broker(State(state): State<Shared>, Extension(caller): Extension<Caller
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "data_dir": dir.display().to_string(),
-        "fsync": fsync_name(state.log.default_topic_config().fsync),
+        "fsync": state.log.default_topic_config().fsync.to_string(),
         "disk_total_bytes": total,
         "disk_free_bytes": free,
     }))
     .into_response()
-}
-
-fn fsync_name(fsync: logd::Fsync) -> String {
-    match fsync {
-        logd::Fsync::Always => "always".into(),
-        logd::Fsync::Never => "never".into(),
-        logd::Fsync::IntervalMs(every) => format!("interval ({every} ms)"),
-    }
 }
 
 /// Every topic: partitions, bytes on disk and records stored.

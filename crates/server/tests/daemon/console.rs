@@ -20,6 +20,35 @@ fn json(addr: &str, path: &str) -> (String, Value) {
 }
 
 #[test]
+fn the_fsync_policy_is_one_setting_from_the_command_line_to_the_console() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        dir.path(),
+        &["--http-listen", "127.0.0.1:0", "--fsync", "interval:250"],
+    );
+    let http = daemon.metrics.clone().unwrap();
+    let (_, broker) = json(&http, "/api/v1/broker");
+    assert_eq!(broker["fsync"], "interval:250");
+    // A topic created without a choice gets it, as Kafka's flush.ms.
+    let mut client = logd_client::Client::connect(&daemon.addr).unwrap();
+    client.create_topic("flushed", 1, &[]).unwrap();
+    let topic = dir.path().join("topics/flushed/topic.json");
+    let stored: Value = serde_json::from_slice(&std::fs::read(&topic).unwrap()).unwrap();
+    assert_eq!(
+        stored["config"]["fsync"],
+        serde_json::json!({"interval-ms": 250})
+    );
+    drop(daemon);
+    for bad in ["interval:0", "sometimes"] {
+        let (ok, _, stderr) = super::logd(&["serve", "--fsync", bad], "");
+        assert!(
+            !ok && stderr.contains("fsync is always, never, interval"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
 fn the_api_shows_topics_partitions_groups_and_lag_as_the_engine_has_them() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &["--http-listen", "127.0.0.1:0"]);
