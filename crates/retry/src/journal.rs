@@ -23,8 +23,9 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use logd_storage::RealFs;
+use logd_storage::Storage;
 
 use crate::error::{Error, Result};
 
@@ -51,16 +52,16 @@ pub(crate) struct Hop {
 /// The journal of one worker's state directory.
 #[derive(Debug)]
 pub(crate) struct HopJournal {
+    storage: Arc<dyn Storage>,
     dir: PathBuf,
 }
 
 impl HopJournal {
     /// Opens (creating) the journal in `dir`; returns the hop it holds, if any.
-    pub(crate) fn open(dir: &Path) -> Result<(HopJournal, Option<Hop>)> {
-        let storage = RealFs;
-        logd_storage::create_dir_durable(&storage, dir).map_err(|e| io_error(dir, e))?;
+    pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path) -> Result<(HopJournal, Option<Hop>)> {
+        logd_storage::create_dir_durable(&*storage, dir).map_err(|e| io_error(dir, e))?;
         let path = dir.join(FILE_NAME);
-        let hop = match std::fs::read(&path) {
+        let hop = match logd_storage::read_file(&*storage, &path) {
             Ok(bytes) => Some(decode(&bytes).map_err(|reason| Error::HopJournal {
                 path: path.clone(),
                 reason: format!(
@@ -72,6 +73,7 @@ impl HopJournal {
         };
         Ok((
             HopJournal {
+                storage,
                 dir: dir.to_owned(),
             },
             hop,
@@ -80,12 +82,11 @@ impl HopJournal {
 
     /// Makes `hop` the journal's durable content.
     pub(crate) fn record(&self, hop: &Hop) -> Result<()> {
-        logd_storage::replace_file(&RealFs, &self.dir, FILE_NAME, &encode(hop), true).map_err(|e| {
-            Error::HopJournal {
+        logd_storage::replace_file(&*self.storage, &self.dir, FILE_NAME, &encode(hop), true)
+            .map_err(|e| Error::HopJournal {
                 path: self.dir.join(FILE_NAME),
                 reason: e.to_string(),
-            }
-        })
+            })
     }
 }
 
@@ -154,6 +155,7 @@ fn decode(bytes: &[u8]) -> std::result::Result<Hop, &'static str> {
 
 #[cfg(test)]
 mod tests {
+    use logd_storage::{CrashMode, RealFs, SimFs};
     use proptest::prelude::*;
 
     use super::*;
@@ -172,7 +174,7 @@ mod tests {
     #[test]
     fn the_journal_holds_the_last_hop_across_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
-        let (journal, none) = HopJournal::open(dir.path()).unwrap();
+        let (journal, none) = HopJournal::open(Arc::new(RealFs), dir.path()).unwrap();
         assert!(none.is_none());
         journal.record(&hop()).unwrap();
         let later = Hop {
@@ -180,7 +182,59 @@ mod tests {
             ..hop()
         };
         journal.record(&later).unwrap();
-        assert_eq!(HopJournal::open(dir.path()).unwrap().1, Some(later));
+        assert_eq!(
+            HopJournal::open(Arc::new(RealFs), dir.path()).unwrap().1,
+            Some(later)
+        );
+    }
+
+    /// Records hops 0, 1, 2... until done or the power is cut; returns the last acknowledged
+    /// hop's offset and how many were attempted.
+    fn journal_workload(fs: &SimFs) -> (Option<i64>, i64) {
+        let (mut acked, mut attempted) = (None, 0);
+        let Ok((journal, _)) = HopJournal::open(Arc::new(fs.clone()), Path::new("/state")) else {
+            return (acked, attempted);
+        };
+        for offset in 0..4 {
+            attempted = offset;
+            match journal.record(&Hop {
+                source_offset: offset,
+                ..hop()
+            }) {
+                Ok(()) => acked = Some(offset),
+                Err(_) => break,
+            }
+        }
+        (acked, attempted)
+    }
+
+    #[test]
+    fn a_power_cut_at_any_operation_keeps_the_acknowledged_hop() {
+        let total = {
+            let fs = SimFs::new();
+            journal_workload(&fs);
+            fs.ops()
+        };
+        for cut in 0..=total {
+            let fs = SimFs::new();
+            fs.cut_power_after(cut);
+            let (acked, attempted) = journal_workload(&fs);
+            for mode in [
+                CrashMode::DropUnsynced,
+                CrashMode::KeepSomeUnsynced,
+                CrashMode::TearTail,
+            ] {
+                let image = fs.crash_image(mode, cut);
+                let (_, recovered) = HopJournal::open(Arc::new(image), Path::new("/state"))
+                    .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: {e}"));
+                let recovered = recovered.map(|h| h.source_offset);
+                // The acknowledged hop, or the one in flight after it: never older, never none.
+                assert!(
+                    recovered == acked || recovered == Some(attempted),
+                    "cut {cut} {mode:?}: recovered {recovered:?}, acknowledged {acked:?}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -195,7 +249,9 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(FILE_NAME), &good[..good.len() - 1]).unwrap();
-        let err = HopJournal::open(dir.path()).unwrap_err().to_string();
+        let err = HopJournal::open(Arc::new(RealFs), dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("hop-in-flight") && err.contains("delete it"),
             "{err}"

@@ -17,11 +17,12 @@
 //! their original order once it is resolved.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use logd_storage::SplitMix64;
 use logd_storage::batch::BatchHeader;
+use logd_storage::{RealFs, SplitMix64, Storage};
 
 use crate::appender::IdempotentAppender;
 use crate::dedupe::DedupeStore;
@@ -263,9 +264,19 @@ impl<T: Transport> RetryWorker<T> {
     /// its group (where the transport has membership) and starts each partition it owns from
     /// the group's commits.
     pub fn new(
+        transport: T,
+        config: RetryConfig,
+        dedupe: Option<DedupeStore>,
+    ) -> Result<RetryWorker<T>> {
+        RetryWorker::with_state_storage(transport, config, dedupe, Arc::new(RealFs))
+    }
+
+    /// [`RetryWorker::new`] with its hop journal ([`RetryConfig::state_dir`]) on `storage`.
+    pub fn with_state_storage(
         mut transport: T,
         config: RetryConfig,
         dedupe: Option<DedupeStore>,
+        storage: Arc<dyn Storage>,
     ) -> Result<RetryWorker<T>> {
         if config.tiers.is_empty() || !config.tiers.is_sorted() {
             return Err(Error::Config(
@@ -299,7 +310,7 @@ impl<T: Transport> RetryWorker<T> {
             config,
         };
         if let Some(dir) = worker.config.state_dir.clone() {
-            let (journal, in_flight) = HopJournal::open(&dir)?;
+            let (journal, in_flight) = HopJournal::open(storage, &dir)?;
             worker.unsettled = in_flight;
             worker.journal = Some(journal);
         }

@@ -505,20 +505,23 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ..Config::default()
     };
     let metrics = Arc::new(Metrics::new());
-    let storage = MeteredFs::new(Arc::new(RealFs), metrics.fsync_histogram());
+    let storage: Arc<dyn logd_storage::Storage> =
+        Arc::new(MeteredFs::new(Arc::new(RealFs), metrics.fsync_histogram()));
     let log = Log::open_with(
-        Arc::new(storage),
+        storage.clone(),
         Arc::new(SystemClock),
         &args.data_dir,
         config,
     )
     .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
     metrics.attach(log.clone());
-    let credentials = CredentialStore::open(&args.data_dir).context("cannot read the users")?;
+    let credentials = CredentialStore::open_with(storage.clone(), &args.data_dir)
+        .context("cannot read the users")?;
     let authorizer = match args.authorizer {
         AuthorizerArg::None => None,
         AuthorizerArg::Acl => {
-            let authorizer = Authorizer::open(
+            let authorizer = Authorizer::open_with(
+                storage.clone(),
                 &args.data_dir,
                 AuthorizerConfig {
                     super_users: args.super_users.clone(),

@@ -51,7 +51,7 @@ pub use crc::crc32c;
 pub use error::{Error, Result};
 pub use io::{
     CachedFs, CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile,
-    create_dir_durable, disk_space, lock_holder, replace_file,
+    create_dir_durable, disk_space, lock_holder, read_file, replace_file,
 };
 pub use log::{CleanOptions, CleanReport, Dirtiness, PartitionLog, sync_logs};
 pub use offset::Offset;

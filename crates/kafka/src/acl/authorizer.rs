@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use logd_storage::{RealFs, Storage};
 use parking_lot::{Mutex, RwLock};
 
 use super::store;
@@ -34,6 +35,7 @@ pub struct AuthorizerConfig {
 /// change from its next request.
 #[derive(Debug)]
 pub struct Authorizer {
+    storage: Arc<dyn Storage>,
     dir: PathBuf,
     config: AuthorizerConfig,
     current: RwLock<Arc<AclIndex>>,
@@ -45,8 +47,18 @@ impl Authorizer {
     /// The authorizer over the ACLs stored in `dir` (none if the file does not exist); a
     /// damaged file is an error, so a broker never starts with ACLs it could not read.
     pub fn open(dir: &Path, config: AuthorizerConfig) -> Result<Authorizer> {
-        let bindings = store::load(dir)?;
+        Authorizer::open_with(Arc::new(RealFs), dir, config)
+    }
+
+    /// [`Authorizer::open`] on `storage` (the daemon's measured file system, or `SimFs`).
+    pub fn open_with(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        config: AuthorizerConfig,
+    ) -> Result<Authorizer> {
+        let bindings = store::load(&*storage, dir)?;
         Ok(Authorizer {
+            storage,
             dir: dir.to_owned(),
             config,
             current: RwLock::new(Arc::new(AclIndex::new(bindings))),
@@ -178,7 +190,7 @@ impl Authorizer {
         if !edit(&mut bindings) {
             return Ok(false);
         }
-        store::save(&self.dir, &bindings)?;
+        store::save(&*self.storage, &self.dir, &bindings)?;
         *self.current.write() = Arc::new(AclIndex::new(bindings));
         Ok(true)
     }
@@ -297,6 +309,7 @@ impl AclIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use logd_storage::{CrashMode, SimFs};
 
     fn acl(
         resource_type: ResourceType,
@@ -453,5 +466,113 @@ mod tests {
         let again = Authorizer::open(dir.path(), AuthorizerConfig::default()).unwrap();
         assert!(again.is_empty());
         assert!(!again.authorize("User:alice", "h", Read, Topic, "orders"));
+    }
+
+    /// Creates and deletes ACLs until done or the power is cut; returns the acknowledged
+    /// bindings and every set that was attempted.
+    fn acl_workload(fs: &SimFs) -> (Vec<AclBinding>, Vec<Vec<AclBinding>>) {
+        let mut acked = Vec::new();
+        let mut attempts = vec![acked.clone()];
+        let open = || {
+            Authorizer::open_with(
+                Arc::new(fs.clone()),
+                Path::new("/d"),
+                AuthorizerConfig::default(),
+            )
+        };
+        // The data directory exists durably before anything is stored in it (the engine
+        // makes it so).
+        if logd_storage::create_dir_durable(fs, Path::new("/d")).is_err() {
+            return (acked, attempts);
+        }
+        let Ok(mut a) = open() else {
+            return (acked, attempts);
+        };
+        for step in 0..6 {
+            let binding = acl(
+                Topic,
+                &format!("t{step}"),
+                Literal,
+                "User:alice",
+                Read,
+                Allow,
+            );
+            let result = if step == 4 {
+                // Reopen, then delete the first.
+                match open() {
+                    Ok(again) => a = again,
+                    Err(_) => return (acked, attempts),
+                }
+                let filter = AclFilter {
+                    resource_name: Some("t0".into()),
+                    ..AclFilter::all()
+                };
+                attempts.push(
+                    acked
+                        .iter()
+                        .filter(|b| b.resource_name != "t0")
+                        .cloned()
+                        .collect(),
+                );
+                a.delete(&[filter]).map(|_| ())
+            } else {
+                let mut next = acked.clone();
+                next.push(binding.clone());
+                attempts.push(next);
+                a.create(&[binding])
+            };
+            match result {
+                Ok(()) => acked = a.describe(&AclFilter::all()),
+                Err(_) => return (acked, attempts),
+            }
+        }
+        (acked, attempts)
+    }
+
+    #[test]
+    fn a_power_cut_at_any_operation_keeps_every_acknowledged_acl_change() {
+        let total = {
+            let fs = SimFs::new();
+            acl_workload(&fs);
+            fs.ops()
+        };
+        let mut states = 0;
+        for cut in 0..=total {
+            let fs = SimFs::new();
+            fs.cut_power_after(cut);
+            let (acked, attempts) = acl_workload(&fs);
+            for mode in [
+                CrashMode::DropUnsynced,
+                CrashMode::KeepSomeUnsynced,
+                CrashMode::TearTail,
+            ] {
+                states += 1;
+                let image = fs.crash_image(mode, cut);
+                let _ = image.create_dir_all(Path::new("/d"));
+                let a = Authorizer::open_with(
+                    Arc::new(image),
+                    Path::new("/d"),
+                    AuthorizerConfig::default(),
+                )
+                .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: reopen failed: {e}"));
+                let mut recovered = a.describe(&AclFilter::all());
+                recovered.sort();
+                let sorted = |v: &Vec<AclBinding>| {
+                    let mut v = v.clone();
+                    v.sort();
+                    v
+                };
+                let acked_at = attempts
+                    .iter()
+                    .rposition(|s| sorted(s) == sorted(&acked))
+                    .unwrap();
+                let position = attempts.iter().rposition(|s| sorted(s) == recovered);
+                assert!(
+                    matches!(position, Some(p) if p >= acked_at),
+                    "cut {cut} {mode:?}: recovered {recovered:?}, acknowledged {acked:?}"
+                );
+            }
+        }
+        assert!(states > 100, "{states} crash states");
     }
 }

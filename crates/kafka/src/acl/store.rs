@@ -6,6 +6,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use logd_storage::Storage;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -23,9 +25,9 @@ struct FileContents {
 }
 
 /// The bindings stored in `dir` (none when there is no file yet).
-pub(crate) fn load(dir: &Path) -> Result<BTreeSet<AclBinding>> {
+pub(crate) fn load(storage: &dyn Storage, dir: &Path) -> Result<BTreeSet<AclBinding>> {
     let path = dir.join(ACLS_FILE);
-    match std::fs::read(&path) {
+    match logd_storage::read_file(storage, &path) {
         Ok(bytes) => decode(&bytes).map_err(|reason| Error::Acls { path, reason }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeSet::new()),
         Err(e) => Err(Error::Acls {
@@ -57,18 +59,20 @@ pub fn decode(bytes: &[u8]) -> Result<BTreeSet<AclBinding>, String> {
 }
 
 /// Replaces the file with `bindings`.
-pub(crate) fn save(dir: &Path, bindings: &BTreeSet<AclBinding>) -> Result<()> {
+pub(crate) fn save(
+    storage: &dyn Storage,
+    dir: &Path,
+    bindings: &BTreeSet<AclBinding>,
+) -> Result<()> {
     let contents = FileContents {
         format: FORMAT,
         acls: bindings.iter().cloned().collect(),
     };
     let mut bytes = serde_json::to_vec_pretty(&contents).expect("bindings serialize");
     bytes.push(b'\n');
-    logd_storage::replace_file(&logd_storage::RealFs, dir, ACLS_FILE, &bytes, true).map_err(|e| {
-        Error::Acls {
-            path: dir.join(ACLS_FILE),
-            reason: e.to_string(),
-        }
+    logd_storage::replace_file(storage, dir, ACLS_FILE, &bytes, true).map_err(|e| Error::Acls {
+        path: dir.join(ACLS_FILE),
+        reason: e.to_string(),
     })
 }
 
@@ -76,6 +80,7 @@ pub(crate) fn save(dir: &Path, bindings: &BTreeSet<AclBinding>) -> Result<()> {
 mod tests {
     use super::*;
     use logd_protocol::acl::{Operation, PatternType, Permission, ResourceType};
+    use logd_storage::RealFs;
 
     #[test]
     fn golden_file() {
@@ -105,12 +110,15 @@ mod tests {
             permission: Permission::Allow,
         };
         let dir = tempfile::tempdir().unwrap();
-        save(dir.path(), &BTreeSet::from([binding.clone()])).unwrap();
+        save(&RealFs, dir.path(), &BTreeSet::from([binding.clone()])).unwrap();
         assert_eq!(
             std::fs::read_to_string(dir.path().join(ACLS_FILE)).unwrap(),
             std::str::from_utf8(golden).unwrap()
         );
-        assert_eq!(load(dir.path()).unwrap(), BTreeSet::from([binding]));
+        assert_eq!(
+            load(&RealFs, dir.path()).unwrap(),
+            BTreeSet::from([binding])
+        );
     }
 
     #[test]
@@ -131,7 +139,7 @@ mod tests {
         ] {
             let dir = tempfile::tempdir().unwrap();
             std::fs::write(dir.path().join(ACLS_FILE), bytes).unwrap();
-            let err = load(dir.path()).unwrap_err().to_string();
+            let err = load(&RealFs, dir.path()).unwrap_err().to_string();
             assert!(err.contains("acls.json") && err.contains(expected), "{err}");
         }
     }

@@ -1,13 +1,16 @@
-//! [`CredentialStore`]: users' SCRAM credentials in `credentials.json` in the data directory.
-//! Every change is a read-modify-write under a file lock (`credentials.lock`), so the broker and
-//! an offline `logd users` never lose each other's changes, and lands atomically (temp file,
-//! fsync, rename, directory fsync). The broker notices a changed file at the next login, so a
-//! user created offline can log in without a restart. The format is in `docs/format.md`.
+//! [`CredentialStore`]: users' SCRAM credentials in `credentials.json` in the data directory,
+//! read and written through the injected `Storage` (so the power-cut suite reaches it). Every
+//! change is a read-modify-write under a file lock (`credentials.lock`, a lock between
+//! processes, not durable state), so the broker and an offline `logd users` never lose each
+//! other's changes, and lands atomically (temp file, fsync, rename, directory fsync). The broker
+//! notices a changed file at the next login, so a user created offline can log in without a
+//! restart. The format is in `docs/format.md`.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use logd_storage::{RealFs, Storage};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -138,18 +141,14 @@ impl Credentials {
     }
 }
 
-/// Identifies one version of the file: a rename gives a new inode, so any replacement shows.
-type Stamp = Option<(u64, i64, i64, u64)>;
-
-fn stamp(path: &Path) -> Stamp {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).ok()?;
-    Some((meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.len()))
-}
+/// One version of the file: its bytes (`None`: no file, or unreadable). The file is small and
+/// read at each login anyway, so comparing bytes is cheap and misses no replacement.
+type Stamp = Option<Vec<u8>>;
 
 /// The credentials of one data directory.
 #[derive(Debug)]
 pub struct CredentialStore {
+    storage: Arc<dyn Storage>,
     dir: PathBuf,
     loaded: Mutex<(Stamp, Arc<Credentials>)>,
     /// Keys the salt shown for unknown users: stable for a name within a run.
@@ -160,20 +159,29 @@ impl CredentialStore {
     /// The store in data directory `dir` (empty when it has no credentials file yet); a
     /// damaged file is an error naming it.
     pub fn open(dir: &Path) -> Result<CredentialStore> {
-        let store = CredentialStore::unloaded(dir);
-        let path = store.path();
-        let stamp = stamp(&path);
-        let credentials = store.read()?;
-        *store.loaded.lock() = (stamp, Arc::new(credentials));
+        CredentialStore::open_with(Arc::new(RealFs), dir)
+    }
+
+    /// [`CredentialStore::open`] on `storage`.
+    pub fn open_with(storage: Arc<dyn Storage>, dir: &Path) -> Result<CredentialStore> {
+        let store = CredentialStore::unloaded_with(storage, dir);
+        let bytes = store.read_bytes()?;
+        let credentials = store.decode(bytes.as_deref())?;
+        *store.loaded.lock() = (bytes, Arc::new(credentials));
         Ok(store)
     }
 
     /// The store in data directory `dir`, read at the first [`CredentialStore::current`].
     pub fn unloaded(dir: &Path) -> CredentialStore {
+        CredentialStore::unloaded_with(Arc::new(RealFs), dir)
+    }
+
+    fn unloaded_with(storage: Arc<dyn Storage>, dir: &Path) -> CredentialStore {
         CredentialStore {
+            storage,
             dir: dir.to_owned(),
-            // No file version has this stamp, so the first look reads the file.
-            loaded: Mutex::new((Some((u64::MAX, 0, 0, 0)), Arc::default())),
+            // No file holds these bytes (they are not JSON), so the first look reads the file.
+            loaded: Mutex::new((Some(vec![0xff]), Arc::default())),
             unknown_user_key: random_bytes(32),
         }
     }
@@ -183,11 +191,12 @@ impl CredentialStore {
         self.dir.join(CREDENTIALS_FILE)
     }
 
-    fn read(&self) -> Result<Credentials> {
+    /// The file's bytes (`None` when there is no file).
+    fn read_bytes(&self) -> Result<Option<Vec<u8>>> {
         let path = self.path();
-        match std::fs::read(&path) {
-            Ok(bytes) => Credentials::decode(&bytes, &path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Credentials::default()),
+        match logd_storage::read_file(&*self.storage, &path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::Credentials {
                 reason: e.to_string(),
                 path,
@@ -195,18 +204,31 @@ impl CredentialStore {
         }
     }
 
+    fn decode(&self, bytes: Option<&[u8]>) -> Result<Credentials> {
+        match bytes {
+            Some(bytes) => Credentials::decode(bytes, &self.path()),
+            None => Ok(Credentials::default()),
+        }
+    }
+
+    fn read(&self) -> Result<Credentials> {
+        self.decode(self.read_bytes()?.as_deref())
+    }
+
     /// The current credentials, re-read if the file changed since the last look. A file that
     /// became unreadable keeps the last good version in force (and says so in the log).
     pub fn current(&self) -> Arc<Credentials> {
-        let path = self.path();
-        let now = stamp(&path);
+        let now = self.read_bytes();
         let mut loaded = self.loaded.lock();
-        if loaded.0 != now {
-            match self.read() {
-                Ok(credentials) => *loaded = (now, Arc::new(credentials)),
+        let changed = match &now {
+            Ok(bytes) => loaded.0 != *bytes,
+            Err(_) => true,
+        };
+        if changed {
+            match now.and_then(|bytes| Ok((self.decode(bytes.as_deref())?, bytes))) {
+                Ok((credentials, bytes)) => *loaded = (bytes, Arc::new(credentials)),
                 Err(e) => {
                     tracing::error!(error = %e, "credentials file unreadable; keeping the last good one");
-                    loaded.0 = now;
                 }
             }
         }
@@ -304,33 +326,25 @@ impl CredentialStore {
     /// Applies `change` to the file's current contents under the lock and writes the result
     /// when `change` says it changed something.
     fn modify(&self, change: impl FnOnce(&mut Credentials) -> bool) -> Result<bool> {
-        let io = |e: std::io::Error| Error::Credentials {
-            path: self.dir.join(LOCK_FILE),
-            reason: e.to_string(),
-        };
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join(LOCK_FILE))
-            .map_err(io)?;
-        lock.lock().map_err(io)?;
+        let lock_path = self.dir.join(LOCK_FILE);
+        let _lock = self
+            .storage
+            .lock_file(&lock_path)
+            .map_err(|e| Error::Credentials {
+                path: lock_path.clone(),
+                reason: e.to_string(),
+            })?;
         let mut credentials = self.read()?;
         if !change(&mut credentials) {
             return Ok(false);
         }
-        logd_storage::replace_file(
-            &logd_storage::RealFs,
-            &self.dir,
-            CREDENTIALS_FILE,
-            &credentials.encode(),
-            true,
-        )
-        .map_err(|e| Error::Credentials {
-            path: self.path(),
-            reason: e.to_string(),
-        })?;
-        *self.loaded.lock() = (stamp(&self.path()), Arc::new(credentials));
+        let bytes = credentials.encode();
+        logd_storage::replace_file(&*self.storage, &self.dir, CREDENTIALS_FILE, &bytes, true)
+            .map_err(|e| Error::Credentials {
+                path: self.path(),
+                reason: e.to_string(),
+            })?;
+        *self.loaded.lock() = (Some(bytes), Arc::new(credentials));
         Ok(true)
     }
 }
@@ -346,6 +360,8 @@ fn check_name(user: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use logd_storage::{CrashMode, SimFs};
+
     use super::*;
 
     fn credential(password: &[u8]) -> ScramCredential {
@@ -451,5 +467,86 @@ mod tests {
         let store = CredentialStore::open(dir.path()).unwrap();
         assert_eq!(store.unknown_user_salt("x"), store.unknown_user_salt("x"));
         assert_ne!(store.unknown_user_salt("x"), store.unknown_user_salt("y"));
+    }
+
+    /// Users listed by the store, each with its mechanisms.
+    fn users(store: &CredentialStore) -> Vec<(String, Vec<(ScramMechanism, u32)>)> {
+        store.current().list()
+    }
+
+    /// Adds alice, then bob, then removes alice, until done or the power is cut; returns the
+    /// acknowledged users and every list that was attempted.
+    #[allow(clippy::type_complexity, reason = "a test's own bookkeeping")]
+    fn credentials_workload(
+        fs: &SimFs,
+    ) -> (
+        Vec<(String, Vec<(ScramMechanism, u32)>)>,
+        Vec<Vec<(String, Vec<(ScramMechanism, u32)>)>>,
+    ) {
+        let mut acked = Vec::new();
+        let mut attempts = vec![acked.clone()];
+        let dir = Path::new("/d");
+        if logd_storage::create_dir_durable(fs, dir).is_err() {
+            return (acked, attempts);
+        }
+        let Ok(store) = CredentialStore::open_with(Arc::new(fs.clone()), dir) else {
+            return (acked, attempts);
+        };
+        let alice = (
+            "alice".to_owned(),
+            vec![(ScramMechanism::Sha256, MIN_ITERATIONS)],
+        );
+        let bob = (
+            "bob".to_owned(),
+            vec![(ScramMechanism::Sha256, MIN_ITERATIONS)],
+        );
+        for (next, step) in [
+            (vec![alice.clone()], 0),
+            (vec![alice, bob.clone()], 1),
+            (vec![bob], 2),
+        ] {
+            attempts.push(next);
+            let result = match step {
+                0 => store.upsert("alice", ScramMechanism::Sha256, credential(b"a")),
+                1 => store.upsert("bob", ScramMechanism::Sha256, credential(b"b")),
+                _ => store.delete("alice", None).map(|_| ()),
+            };
+            match result {
+                Ok(()) => acked = users(&store),
+                Err(_) => break,
+            }
+        }
+        (acked, attempts)
+    }
+
+    #[test]
+    fn a_power_cut_at_any_operation_keeps_every_acknowledged_user_change() {
+        let total = {
+            let fs = SimFs::new();
+            credentials_workload(&fs);
+            fs.ops()
+        };
+        for cut in 0..=total {
+            let fs = SimFs::new();
+            fs.cut_power_after(cut);
+            let (acked, attempts) = credentials_workload(&fs);
+            for mode in [
+                CrashMode::DropUnsynced,
+                CrashMode::KeepSomeUnsynced,
+                CrashMode::TearTail,
+            ] {
+                let image = fs.crash_image(mode, cut);
+                let _ = image.create_dir_all(Path::new("/d"));
+                let store = CredentialStore::open_with(Arc::new(image), Path::new("/d"))
+                    .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: reopen failed: {e}"));
+                let recovered = users(&store);
+                let acked_at = attempts.iter().rposition(|a| *a == acked).unwrap();
+                let position = attempts.iter().rposition(|a| *a == recovered);
+                assert!(
+                    matches!(position, Some(p) if p >= acked_at),
+                    "cut {cut} {mode:?}: recovered {recovered:?}, acknowledged {acked:?}"
+                );
+            }
+        }
     }
 }

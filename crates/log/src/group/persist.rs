@@ -125,15 +125,11 @@ pub(crate) fn open(
 /// The legacy file's groups, if there is one.
 fn load_legacy(storage: &dyn Storage, dir: &Path) -> Result<Option<Vec<SavedGroup>>, String> {
     let path = dir.join(GROUPS_FILE);
-    let file = match storage.open(&path, false) {
-        Ok(file) => file,
+    let bytes = match logd_storage::read_file(storage, &path) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
-    let len = file.size().map_err(|e| e.to_string())?;
-    let mut bytes = vec![0; usize::try_from(len).map_err(|e| e.to_string())?];
-    file.read_exact_at(&mut bytes, 0)
-        .map_err(|e| e.to_string())?;
     let parsed: LegacyFile =
         serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     if parsed.version != 1 {

@@ -67,6 +67,10 @@ impl Storage for MeteredFs {
         self.inner.remove_dir_all(path)
     }
 
+    fn lock_file(&self, path: &Path) -> io::Result<DirLock> {
+        self.inner.lock_file(path)
+    }
+
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock> {
         self.inner.lock_dir(path)
     }

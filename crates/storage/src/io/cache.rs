@@ -255,6 +255,10 @@ impl Storage for CachedFs {
         self.shared.inner.remove_dir_all(path)
     }
 
+    fn lock_file(&self, path: &Path) -> io::Result<DirLock> {
+        self.shared.inner.lock_file(path)
+    }
+
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock> {
         if !self.shared.locked.lock().insert(path.to_owned()) {
             return Err(io::ErrorKind::WouldBlock.into());

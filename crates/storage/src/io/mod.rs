@@ -49,6 +49,10 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// half a second first, since a child being spawned briefly shares this process's open
     /// files and with them a lock just released.
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock>;
+    /// Takes an exclusive lock on the file at `path` (created if missing), waiting while
+    /// another process or thread holds it: coordination between writers of one small file
+    /// (the credentials), not durable state.
+    fn lock_file(&self, path: &Path) -> io::Result<DirLock>;
 }
 
 /// An open file.
@@ -71,6 +75,16 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     /// A read-only view of bytes `[0, len)`, memory-mapped on a real file system. The caller
     /// must not shrink the file below `len` while the view is alive.
     fn map(&self, len: u64) -> io::Result<Bytes>;
+}
+
+/// The whole content of the small file at `path` (a `NotFound` error when there is none).
+pub fn read_file(storage: &dyn Storage, path: &Path) -> io::Result<Vec<u8>> {
+    let file = storage.open(path, false)?;
+    let len = usize::try_from(file.size()?)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large"))?;
+    let mut bytes = vec![0; len];
+    file.read_exact_at(&mut bytes, 0)?;
+    Ok(bytes)
 }
 
 /// Replaces `dir/name` with `bytes` atomically and durably: write `dir/name.tmp`, fsync it,

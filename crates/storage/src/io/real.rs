@@ -91,6 +91,17 @@ impl Storage for RealFs {
         fs::remove_dir_all(path)
     }
 
+    fn lock_file(&self, path: &Path) -> io::Result<DirLock> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+        file.lock()?;
+        Ok(DirLock(Box::new(file)))
+    }
+
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock> {
         let file = OpenOptions::new()
             .read(true)

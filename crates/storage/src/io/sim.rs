@@ -445,6 +445,19 @@ impl Storage for SimFs {
         Ok(())
     }
 
+    fn lock_file(&self, path: &Path) -> io::Result<DirLock> {
+        // Waits as a real lock does; the simulated file system's users are threads of one
+        // process.
+        loop {
+            match self.lock_dir(path) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                other => return other,
+            }
+        }
+    }
+
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock> {
         let mut state = self.state.lock();
         if !state.locks.insert(path.to_owned()) {

@@ -84,6 +84,10 @@ impl Storage for Instrumented {
     fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.remove_dir_all(path)
     }
+    fn lock_file(&self, path: &Path) -> io::Result<DirLock> {
+        self.inner.lock_file(path)
+    }
+
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock> {
         self.inner.lock_dir(path)
     }

@@ -129,6 +129,10 @@ impl Storage for NoSyncFs {
     fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
         self.0.remove_dir_all(path)
     }
+    fn lock_file(&self, path: &Path) -> io::Result<DirLock> {
+        self.0.lock_file(path)
+    }
+
     fn lock_dir(&self, path: &Path) -> io::Result<DirLock> {
         self.0.lock_dir(path)
     }
