@@ -16,6 +16,7 @@ mod group_client;
 #[cfg(feature = "rdkafka")]
 mod group_transport;
 mod retry_transport;
+mod routed;
 mod routing;
 mod topic_client;
 mod user_client;

@@ -1,9 +1,10 @@
-//! Where [`AsyncClient`]'s requests go on a cluster of several brokers, as Kafka's clients
+//! Where `AsyncClient`'s requests go on a cluster of several brokers, as Kafka's clients
 //! route them: a partition's produce, fetch and offsets to its leader (from Metadata), a group's
 //! calls to its coordinator (from FindCoordinator), topic administration to the controller,
 //! anything else to the broker the client bootstrapped from. Answers that say a route went
 //! stale (leadership or the coordinator moved, a broker went away) make the client forget
 //! the route, ask again and retry, for at most [`RETRY_FOR`]; then the error is the caller's.
+//! This file holds the routes and the rules; `routed.rs` sends by them.
 //!
 //! A cluster of one broker (logd) needs none of this: every route is the bootstrap
 //! connection, which also keeps working when the broker advertises an address the client
@@ -12,17 +13,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::{
-    ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, MetadataResponse,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-
-use crate::client::AsyncClient;
-use crate::connection::Connection;
-use crate::error::{Error, Result};
+use kafka_protocol::messages::MetadataResponse;
 use logd_protocol::codes;
 
-const FIND_COORDINATOR: i16 = 2;
+/// The FindCoordinator version the client sends.
+pub(crate) const FIND_COORDINATOR: i16 = 2;
 
 /// How long a call keeps retrying a route that went stale before it reports the error.
 const RETRY_FOR: Duration = Duration::from_secs(15);
@@ -49,12 +44,12 @@ pub(crate) enum Route<'a> {
 #[derive(Debug, Default)]
 pub(crate) struct Routes {
     /// Every broker's address, by id, from the last Metadata.
-    brokers: BTreeMap<i32, String>,
-    controller: Option<i32>,
-    leaders: HashMap<(String, i32), i32>,
-    coordinators: HashMap<String, i32>,
+    pub(crate) brokers: BTreeMap<i32, String>,
+    pub(crate) controller: Option<i32>,
+    pub(crate) leaders: HashMap<(String, i32), i32>,
+    pub(crate) coordinators: HashMap<String, i32>,
     /// Whether a Metadata answer was seen at all.
-    known: bool,
+    pub(crate) known: bool,
 }
 
 impl Routes {
@@ -81,7 +76,7 @@ impl Routes {
     }
 
     /// One broker (or none known yet): every request goes to the bootstrap connection.
-    fn single_broker(&self) -> bool {
+    pub(crate) fn single_broker(&self) -> bool {
         self.brokers.len() <= 1
     }
 
@@ -100,7 +95,7 @@ impl Routes {
     }
 
     /// Forgets every route through broker `id` (its connection failed).
-    fn forget_broker(&mut self, id: i32) {
+    pub(crate) fn forget_broker(&mut self, id: i32) {
         self.leaders.retain(|_, leader| *leader != id);
         self.coordinators
             .retain(|_, coordinator| *coordinator != id);
@@ -147,186 +142,5 @@ impl Retry {
         tokio::time::sleep(self.backoff).await;
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
         true
-    }
-}
-
-impl AsyncClient {
-    /// Sends `request` where `route` says, retrying while the answer's code (from `code_of`)
-    /// or a failed connection says the route went stale; returns the last answer, whose codes
-    /// are the caller's to read.
-    pub(crate) async fn routed<Req: Encodable, Resp: Decodable>(
-        &mut self,
-        route: Route<'_>,
-        key: ApiKey,
-        version: i16,
-        request: &Req,
-        code_of: impl Fn(&Resp) -> i16,
-    ) -> Result<Resp> {
-        let mut retry = Retry::new();
-        loop {
-            match self.call_to(route, key, version, request).await {
-                Ok(response) => {
-                    if is_stale_route(code_of(&response)) && retry.again().await {
-                        self.routes.forget(route);
-                        continue;
-                    }
-                    return Ok(response);
-                }
-                Err(e) if is_retriable(&e, route) && retry.again().await => {
-                    self.routes.forget(route);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Sends `request` once where `route` says. A failed connection to a broker other than
-    /// the bootstrap one is dropped, with every route through it.
-    pub(crate) async fn call_to<Req: Encodable, Resp: Decodable>(
-        &mut self,
-        route: Route<'_>,
-        key: ApiKey,
-        version: i16,
-        request: &Req,
-    ) -> Result<Resp> {
-        let target = self.target(route).await?;
-        let connection = self.connection(target).await?;
-        let answer = connection.call(key, version, request).await;
-        if let (Err(Error::Io(_)), Some(id)) = (&answer, target) {
-            self.brokers.remove(&id);
-            self.routes.forget_broker(id);
-        }
-        answer
-    }
-
-    /// Every broker of the cluster (`[None]`, the bootstrap one, when there is one broker).
-    pub(crate) async fn every_broker(&mut self) -> Result<Vec<Option<i32>>> {
-        self.refresh(&[]).await?;
-        if self.routes.single_broker() {
-            return Ok(vec![None]);
-        }
-        Ok(self.routes.brokers.keys().map(|&id| Some(id)).collect())
-    }
-
-    /// The broker `route` leads to, asking the cluster if need be; `None` for the bootstrap
-    /// connection.
-    pub(crate) async fn target(&mut self, route: Route<'_>) -> Result<Option<i32>> {
-        if matches!(route, Route::Any) {
-            return Ok(None);
-        }
-        if !self.routes.known {
-            self.refresh(&[]).await?;
-        }
-        if self.routes.single_broker() {
-            return Ok(None);
-        }
-        Ok(Some(match route {
-            Route::Any => return Ok(None),
-            Route::Broker(id) => id,
-            Route::Controller => match self.routes.controller {
-                Some(id) => id,
-                None => {
-                    self.refresh(&[]).await?;
-                    // A cluster without a controller (an election) takes any broker.
-                    match self.routes.controller {
-                        Some(id) => id,
-                        None => return Ok(None),
-                    }
-                }
-            },
-            Route::Leader(topic, partition) => self.leader(topic, partition).await?,
-            Route::Coordinator(group) => self.coordinator(group).await?,
-        }))
-    }
-
-    async fn leader(&mut self, topic: &str, partition: i32) -> Result<i32> {
-        let key = (topic.to_owned(), partition);
-        if let Some(&id) = self.routes.leaders.get(&key) {
-            return Ok(id);
-        }
-        let metadata = self.refresh(&[topic]).await?;
-        let found = metadata
-            .topics
-            .iter()
-            .find(|t| t.name.as_deref().is_some_and(|n| n.as_str() == topic));
-        if let Some(t) = found
-            && t.error_code != 0
-        {
-            return Err(Error::Kafka {
-                what: format!("topic {topic}"),
-                code: t.error_code,
-            });
-        }
-        let partition_known =
-            found.is_some_and(|t| t.partitions.iter().any(|p| p.partition_index == partition));
-        match self.routes.leaders.get(&key) {
-            Some(&id) => Ok(id),
-            None => Err(Error::Kafka {
-                what: format!("{topic}-{partition}"),
-                code: if partition_known {
-                    codes::LEADER_NOT_AVAILABLE
-                } else {
-                    codes::UNKNOWN_TOPIC_OR_PARTITION
-                },
-            }),
-        }
-    }
-
-    /// The coordinator of `group` (FindCoordinator v2, asked of the bootstrap broker).
-    async fn coordinator(&mut self, group: &str) -> Result<i32> {
-        if let Some(&id) = self.routes.coordinators.get(group) {
-            return Ok(id);
-        }
-        let mut request = FindCoordinatorRequest::default();
-        request.key = StrBytes::from_string(group.to_owned());
-        request.key_type = 0;
-        let response: FindCoordinatorResponse = self
-            .bootstrap
-            .call(ApiKey::FindCoordinator, FIND_COORDINATOR, &request)
-            .await?;
-        if response.error_code != 0 {
-            return Err(Error::Kafka {
-                what: format!("the coordinator of group {group}"),
-                code: response.error_code,
-            });
-        }
-        let id = response.node_id.0;
-        self.routes
-            .brokers
-            .entry(id)
-            .or_insert_with(|| format!("{}:{}", response.host.as_str(), response.port));
-        self.routes.coordinators.insert(group.to_owned(), id);
-        Ok(id)
-    }
-
-    /// The connection to broker `target` (the bootstrap one for `None`), connecting first if
-    /// need be.
-    async fn connection(&mut self, target: Option<i32>) -> Result<&mut Connection> {
-        let Some(id) = target else {
-            return Ok(&mut self.bootstrap);
-        };
-        let connection = match self.brokers.remove(&id) {
-            Some(open) => open,
-            None => {
-                let Some(address) = self.routes.brokers.get(&id) else {
-                    return Err(Error::Kafka {
-                        what: format!("broker {id}, which the cluster's metadata does not list"),
-                        code: codes::LEADER_NOT_AVAILABLE,
-                    });
-                };
-                Connection::connect(address, &self.security).await?
-            }
-        };
-        Ok(self.brokers.entry(id).or_insert(connection))
-    }
-}
-
-/// Whether a failed call is worth another try on a fresh route: a broker that went away, or
-/// an answer naming a broker the metadata does not list.
-fn is_retriable(error: &Error, route: Route<'_>) -> bool {
-    match error {
-        Error::Kafka { code, .. } => is_stale_route(*code),
-        Error::Io(_) => !matches!(route, Route::Any),
-        _ => false,
     }
 }

@@ -4,8 +4,6 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::batch::Compression;
-
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -150,18 +148,18 @@ pub enum Error {
         codec: u8,
     },
     /// A payload did not compress or decompress.
-    #[error("{codec:?} codec failed: {source}")]
+    #[error("{codec} codec failed: {source}")]
     Codec {
-        /// The codec.
-        codec: Compression,
+        /// The codec's name (`Gzip`), as `batch::Compression` names it.
+        codec: &'static str,
         /// The decoder's error.
         source: io::Error,
     },
     /// A compressed payload expands past the configured limit (a decompression bomb).
-    #[error("{codec:?} payload decompresses to more than {limit} bytes")]
+    #[error("{codec} payload decompresses to more than {limit} bytes")]
     DecompressedTooLarge {
-        /// The codec.
-        codec: Compression,
+        /// The codec's name (`Gzip`), as `batch::Compression` names it.
+        codec: &'static str,
         /// The limit in bytes.
         limit: usize,
     },

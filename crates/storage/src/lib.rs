@@ -53,7 +53,9 @@ pub use io::{
     CachedFs, CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile,
     create_dir_durable, disk_space, lock_holder, read_file, replace_file,
 };
-pub use log::{CleanOptions, CleanReport, Dirtiness, PartitionLog, sync_logs};
+pub use log::PartitionLog;
+pub use log::clean::{CleanOptions, CleanReport, Dirtiness};
+pub use log::sync_many::sync_logs;
 pub use offset::Offset;
 pub use producer::{BATCHES_RETAINED, BatchMetadata, ProducerInfo, advance_sequence};
 pub use record_headers::{HeaderVisitor, Headers};

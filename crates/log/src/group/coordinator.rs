@@ -12,7 +12,7 @@ use logd_storage::{StateLog, Storage, Written};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
-use super::GroupError;
+use super::error::GroupError;
 use super::persist::{self, GroupRecord, SettledGroups};
 use super::state::{Group, JoinRequest, JoinStatus, SyncStatus};
 use crate::clock::Clock;

@@ -11,7 +11,7 @@ use std::hash::BuildHasher;
 
 use bytes::Bytes;
 
-use super::GroupError;
+use super::error::GroupError;
 use super::persist::{SavedGroup, SavedMember};
 
 /// The state of a group.

@@ -1,7 +1,9 @@
 //! Encodes records into one RecordBatch v2, as a Kafka producer does.
 
+use super::compression::Compression;
+use super::header::*;
 use super::varint::{varint_len, varlong_len, write_varint, write_varlong};
-use super::*;
+use crate::error::Result;
 
 /// Collects records and encodes them into one batch. The records are written straight after
 /// room left for the batch header, so an uncompressed batch is finished in place: building it

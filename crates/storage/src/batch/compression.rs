@@ -26,6 +26,17 @@ const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
 const XERIAL_HEADER_LEN: usize = 16;
 
 impl Compression {
+    /// The codec's name in errors (`Gzip`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Compression::None => "None",
+            Compression::Gzip => "Gzip",
+            Compression::Snappy => "Snappy",
+            Compression::Lz4 => "Lz4",
+            Compression::Zstd => "Zstd",
+        }
+    }
+
     /// The codec with attribute id `id`.
     pub fn from_id(id: u8) -> Result<Compression> {
         Ok(match id {
@@ -41,7 +52,7 @@ impl Compression {
     /// Compresses `input`.
     pub fn compress(self, input: &[u8]) -> Result<Vec<u8>> {
         let fail = |source| Error::Codec {
-            codec: self,
+            codec: self.label(),
             source,
         };
         match self {
@@ -70,7 +81,10 @@ impl Compression {
         match self {
             Compression::None => {
                 if input.len() > limit {
-                    return Err(Error::DecompressedTooLarge { codec: self, limit });
+                    return Err(Error::DecompressedTooLarge {
+                        codec: self.label(),
+                        limit,
+                    });
                 }
                 Ok(input.to_vec())
             }
@@ -80,7 +94,7 @@ impl Compression {
             Compression::Zstd => {
                 let decoder =
                     zstd::stream::read::Decoder::new(input).map_err(|source| Error::Codec {
-                        codec: self,
+                        codec: self.label(),
                         source,
                     })?;
                 self.read_capped(decoder, limit)
@@ -95,11 +109,14 @@ impl Compression {
             .take(cap)
             .read_to_end(&mut out)
             .map_err(|source| Error::Codec {
-                codec: self,
+                codec: self.label(),
                 source,
             })?;
         if out.len() > limit {
-            return Err(Error::DecompressedTooLarge { codec: self, limit });
+            return Err(Error::DecompressedTooLarge {
+                codec: self.label(),
+                limit,
+            });
         }
         Ok(out)
     }
@@ -129,7 +146,7 @@ impl Compression {
         let claimed = snap::raw::decompress_len(block).map_err(|e| self.corrupt_io(e))?;
         if claimed > room {
             return Err(Error::DecompressedTooLarge {
-                codec: self,
+                codec: self.label(),
                 limit: room,
             });
         }
@@ -144,14 +161,14 @@ impl Compression {
 
     fn corrupt(self, what: &'static str) -> Error {
         Error::Codec {
-            codec: self,
+            codec: self.label(),
             source: io::Error::new(io::ErrorKind::InvalidData, what),
         }
     }
 
     fn corrupt_io(self, e: snap::Error) -> Error {
         Error::Codec {
-            codec: self,
+            codec: self.label(),
             source: io::Error::new(io::ErrorKind::InvalidData, e),
         }
     }

@@ -4,8 +4,10 @@
 //! sequence and the transactional bit stay; only the payload's codec changes. Control batches
 //! are never recompressed (Kafka leaves them too).
 
+use super::compression::Compression;
+use super::header::*;
 use super::retain::rewrite;
-use super::*;
+use crate::error::Result;
 
 /// `batches` with every batch not already in `codec` rewritten in it, or `None` when every
 /// batch already is (the input is then stored as sent). Each batch is validated before it is
@@ -55,6 +57,8 @@ mod tests {
 
     use super::super::tests::arb_compression as codec;
     use super::*;
+    use crate::Error;
+    use crate::batch::BatchBuilder;
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]

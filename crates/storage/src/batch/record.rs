@@ -18,8 +18,9 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 
+use super::compression::Compression;
+use super::header::BatchRef;
 use super::varint::{read_length, read_unsigned, read_varint, read_varlong};
-use super::{BatchRef, Compression};
 use crate::error::{Error, Result};
 
 /// The records of one batch, decompressed if needed.
@@ -316,7 +317,7 @@ impl Record {
         max_decompressed: usize,
         mut f: impl FnMut(Record) -> bool,
     ) -> Result<()> {
-        for item in super::BatchIter::new(batches, 0) {
+        for item in super::header::BatchIter::new(batches, 0) {
             let (position, batch) = item?;
             batch.verify_crc(position)?;
             let records = batch.records(max_decompressed)?;

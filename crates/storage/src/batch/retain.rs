@@ -5,7 +5,10 @@
 //! sequence stay, so the idempotent producer state read back from the log is unchanged.
 
 use super::builder::encode_record;
-use super::*;
+use super::compression::Compression;
+use super::header::*;
+use super::record::RecordRef;
+use crate::error::Result;
 
 /// `batch` with only the records `keep` accepts, or with none (a batch of no records still
 /// holds its offsets and its producer's place). With `delete_horizon`, the rewritten batch

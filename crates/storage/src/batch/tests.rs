@@ -2,6 +2,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::*;
+use crate::error::Error;
 
 const KAFKA_PYTHON_NONE: &[u8] = include_bytes!("testdata/kafka-python-none.bin");
 const KAFKA_PYTHON_COMPRESSED: [(&str, Compression, &[u8]); 4] = [

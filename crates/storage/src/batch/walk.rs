@@ -8,7 +8,8 @@
 //! record, lets memory stream in while the CPU walks, so the next CRC check finds its batch in
 //! cache (`docs/benchmarks.md`, `storage/read`).
 
-use super::{BatchIter, RecordRef};
+use super::header::BatchIter;
+use super::record::RecordRef;
 use crate::error::{Error, Result};
 
 /// Cache lines of the next batch requested per record walked: a 1000-record batch of 100-byte

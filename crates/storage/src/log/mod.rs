@@ -7,11 +7,11 @@
 //! (group commit); `data` only pairs with the condvar that wakes readers waiting for records.
 
 mod append;
-mod clean;
+pub(crate) mod clean;
 mod read;
 mod recover;
 mod state;
-mod sync_many;
+pub(crate) mod sync_many;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,9 +25,6 @@ use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{Error, Result};
 use crate::io::{DirLock, RealFs, Storage};
 use crate::{Offset, ProducerInfo, RecoveryReport, RetentionReport};
-
-pub use self::clean::{CleanOptions, CleanReport, Dirtiness};
-pub use self::sync_many::sync_logs;
 
 /// One partition's log in one directory. Share it between threads with `Arc`.
 #[derive(Debug)]

@@ -1,0 +1,194 @@
+//! [`AsyncClient`]'s routed sends: a request goes where its [`Route`] says (the bootstrap
+//! broker, a partition's leader, a group's coordinator, the controller), learning routes from
+//! Metadata and FindCoordinator, and is sent again on a fresh route while the answer or a lost
+//! connection says the route went stale (see `routing.rs` for the rules).
+
+use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest, FindCoordinatorResponse};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use logd_protocol::codes;
+
+use crate::client::AsyncClient;
+use crate::connection::Connection;
+use crate::error::{Error, Result};
+use crate::routing::{FIND_COORDINATOR, Retry, Route, is_stale_route};
+
+impl AsyncClient {
+    /// Sends `request` where `route` says, retrying while the answer's code (from `code_of`)
+    /// or a failed connection says the route went stale; returns the last answer, whose codes
+    /// are the caller's to read.
+    pub(crate) async fn routed<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        route: Route<'_>,
+        key: ApiKey,
+        version: i16,
+        request: &Req,
+        code_of: impl Fn(&Resp) -> i16,
+    ) -> Result<Resp> {
+        let mut retry = Retry::new();
+        loop {
+            match self.call_to(route, key, version, request).await {
+                Ok(response) => {
+                    if is_stale_route(code_of(&response)) && retry.again().await {
+                        self.routes.forget(route);
+                        continue;
+                    }
+                    return Ok(response);
+                }
+                Err(e) if is_retriable(&e, route) && retry.again().await => {
+                    self.routes.forget(route);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Sends `request` once where `route` says. A failed connection to a broker other than
+    /// the bootstrap one is dropped, with every route through it.
+    pub(crate) async fn call_to<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        route: Route<'_>,
+        key: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Result<Resp> {
+        let target = self.target(route).await?;
+        let connection = self.connection(target).await?;
+        let answer = connection.call(key, version, request).await;
+        if let (Err(Error::Io(_)), Some(id)) = (&answer, target) {
+            self.brokers.remove(&id);
+            self.routes.forget_broker(id);
+        }
+        answer
+    }
+
+    /// Every broker of the cluster (`[None]`, the bootstrap one, when there is one broker).
+    pub(crate) async fn every_broker(&mut self) -> Result<Vec<Option<i32>>> {
+        self.refresh(&[]).await?;
+        if self.routes.single_broker() {
+            return Ok(vec![None]);
+        }
+        Ok(self.routes.brokers.keys().map(|&id| Some(id)).collect())
+    }
+
+    /// The broker `route` leads to, asking the cluster if need be; `None` for the bootstrap
+    /// connection.
+    pub(crate) async fn target(&mut self, route: Route<'_>) -> Result<Option<i32>> {
+        if matches!(route, Route::Any) {
+            return Ok(None);
+        }
+        if !self.routes.known {
+            self.refresh(&[]).await?;
+        }
+        if self.routes.single_broker() {
+            return Ok(None);
+        }
+        Ok(Some(match route {
+            Route::Any => return Ok(None),
+            Route::Broker(id) => id,
+            Route::Controller => match self.routes.controller {
+                Some(id) => id,
+                None => {
+                    self.refresh(&[]).await?;
+                    // A cluster without a controller (an election) takes any broker.
+                    match self.routes.controller {
+                        Some(id) => id,
+                        None => return Ok(None),
+                    }
+                }
+            },
+            Route::Leader(topic, partition) => self.leader(topic, partition).await?,
+            Route::Coordinator(group) => self.coordinator(group).await?,
+        }))
+    }
+
+    async fn leader(&mut self, topic: &str, partition: i32) -> Result<i32> {
+        let key = (topic.to_owned(), partition);
+        if let Some(&id) = self.routes.leaders.get(&key) {
+            return Ok(id);
+        }
+        let metadata = self.refresh(&[topic]).await?;
+        let found = metadata
+            .topics
+            .iter()
+            .find(|t| t.name.as_deref().is_some_and(|n| n.as_str() == topic));
+        if let Some(t) = found
+            && t.error_code != 0
+        {
+            return Err(Error::Kafka {
+                what: format!("topic {topic}"),
+                code: t.error_code,
+            });
+        }
+        let partition_known =
+            found.is_some_and(|t| t.partitions.iter().any(|p| p.partition_index == partition));
+        match self.routes.leaders.get(&key) {
+            Some(&id) => Ok(id),
+            None => Err(Error::Kafka {
+                what: format!("{topic}-{partition}"),
+                code: if partition_known {
+                    codes::LEADER_NOT_AVAILABLE
+                } else {
+                    codes::UNKNOWN_TOPIC_OR_PARTITION
+                },
+            }),
+        }
+    }
+
+    /// The coordinator of `group` (FindCoordinator v2, asked of the bootstrap broker).
+    async fn coordinator(&mut self, group: &str) -> Result<i32> {
+        if let Some(&id) = self.routes.coordinators.get(group) {
+            return Ok(id);
+        }
+        let mut request = FindCoordinatorRequest::default();
+        request.key = StrBytes::from_string(group.to_owned());
+        request.key_type = 0;
+        let response: FindCoordinatorResponse = self
+            .bootstrap
+            .call(ApiKey::FindCoordinator, FIND_COORDINATOR, &request)
+            .await?;
+        if response.error_code != 0 {
+            return Err(Error::Kafka {
+                what: format!("the coordinator of group {group}"),
+                code: response.error_code,
+            });
+        }
+        let id = response.node_id.0;
+        self.routes
+            .brokers
+            .entry(id)
+            .or_insert_with(|| format!("{}:{}", response.host.as_str(), response.port));
+        self.routes.coordinators.insert(group.to_owned(), id);
+        Ok(id)
+    }
+
+    /// The connection to broker `target` (the bootstrap one for `None`), connecting first if
+    /// need be.
+    async fn connection(&mut self, target: Option<i32>) -> Result<&mut Connection> {
+        let Some(id) = target else {
+            return Ok(&mut self.bootstrap);
+        };
+        let connection = match self.brokers.remove(&id) {
+            Some(open) => open,
+            None => {
+                let Some(address) = self.routes.brokers.get(&id) else {
+                    return Err(Error::Kafka {
+                        what: format!("broker {id}, which the cluster's metadata does not list"),
+                        code: codes::LEADER_NOT_AVAILABLE,
+                    });
+                };
+                Connection::connect(address, &self.security).await?
+            }
+        };
+        Ok(self.brokers.entry(id).or_insert(connection))
+    }
+}
+
+/// Whether a failed call is worth another try on a fresh route: a broker that went away, or
+/// an answer naming a broker the metadata does not list.
+fn is_retriable(error: &Error, route: Route<'_>) -> bool {
+    match error {
+        Error::Kafka { code, .. } => is_stale_route(*code),
+        Error::Io(_) => !matches!(route, Route::Any),
+        _ => false,
+    }
+}
