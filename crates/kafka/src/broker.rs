@@ -296,7 +296,7 @@ pub enum Decoded {
         /// To echo in the answer.
         correlation_id: i32,
     },
-    /// logd's own DescribePartitionRanges (see [`crate::partition_ranges`]).
+    /// logd's own DescribePartitionRanges (see [`logd_protocol::partition_ranges`]).
     PartitionRanges {
         /// To echo in the answer.
         correlation_id: i32,

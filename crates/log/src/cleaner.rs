@@ -12,15 +12,15 @@
 //! after a backoff that doubles up to ten minutes (Kafka leaves it uncleanable until a
 //! restart); the other partitions go on.
 
-use std::collections::HashMap;
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
 use logd_storage::CleanOptions;
 use parking_lot::{Condvar, Mutex};
 
+use crate::cleaner_state::{CleanerStats, PartitionCleaning};
+use crate::config::Housekeeping;
 use crate::engine::{Log, Shared};
-use crate::housekeeping::Housekeeping;
 
 /// The first wait after a failed cleaning; it doubles with each failure in a row.
 const FIRST_BACKOFF_MS: i64 = 15_000;
@@ -28,21 +28,6 @@ const FIRST_BACKOFF_MS: i64 = 15_000;
 const MIN_THROTTLE_SLEEP: Duration = Duration::from_millis(20);
 /// The longest wait between retries of a failing partition.
 const MAX_BACKOFF_MS: i64 = 10 * 60 * 1000;
-
-/// What the cleaner remembers of one partition.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct PartitionCleaning {
-    /// Failed cleanings in a row.
-    failures: u32,
-    /// Not before this time (ms), after a failure.
-    retry_at: i64,
-    /// The uncleaned share of its cleanable bytes at the last round.
-    dirty_ratio: f64,
-    /// When its last pass ended well (ms).
-    last_cleaned_ms: Option<i64>,
-    /// Bytes its passes freed since the engine opened.
-    bytes_reclaimed: u64,
-}
 
 /// One compacted partition as the cleaner last saw it, for metrics.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,28 +68,6 @@ pub struct CleanerRanges {
     pub active_start: i64,
     /// The offset the next record will get.
     pub log_end: i64,
-}
-
-/// The cleaner's memory of every compacted partition, by topic and partition, and its totals.
-#[derive(Debug, Default)]
-pub(crate) struct CleanerState {
-    partitions: Mutex<HashMap<(String, u32), PartitionCleaning>>,
-    totals: Mutex<CleanerStats>,
-}
-
-/// What the cleaner did since the engine opened, for metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CleanerStats {
-    /// Passes that ended well.
-    pub passes: u64,
-    /// Records they dropped.
-    pub records_removed: u64,
-    /// Bytes the rewritten segments shrank by.
-    pub bytes_freed: u64,
-    /// Passes that failed.
-    pub failures: u64,
-    /// Partitions waiting out a backoff after a failure now.
-    pub uncleanable_partitions: u64,
 }
 
 /// A compacted partition and what decides whether, and how soon, to clean it.
@@ -416,11 +379,6 @@ pub(crate) fn run(shared: &Weak<Shared>, config: &Housekeeping, stop: &(Mutex<bo
 /// The cleaner thread's niceness: compaction is background work, and a producer or reader
 /// that wakes should not wait out its time slice (measured in `docs/benchmarks.md`).
 const CLEANER_NICENESS: libc::c_int = 19;
-
-/// Kafka's `log.cleaner.backoff.ms`: how long the cleaner sleeps between rounds.
-pub(crate) const DEFAULT_BACKOFF: Duration = Duration::from_secs(15);
-/// Kafka's `log.cleaner.dedupe.buffer.size`: the key map's budget.
-pub(crate) const DEFAULT_BUFFER_BYTES: usize = 128 << 20;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! [`Log`]: the embeddable engine. Owns the data directory: topics with their partition logs,
 //! the offset store and the group coordinator; hands out producers and consumers. Every append
-//! goes through [`Log::append`], which wakes waiting consumers.
+//! goes through [`Log::append`], which wakes waiting consumers. Opening it is `open.rs`; its
+//! threads (`housekeeping.rs`, `cleaner.rs`) hold it weakly through [`Shared`].
 //!
 //! Layout: `.lock`, `topics/<name>/…` (see `topic.rs`), `offsets/` (`logd-offsets`).
 
@@ -9,61 +10,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use logd_offsets::{
-    OffsetCommit, OffsetStore, OffsetStoreConfig, PartitionRange, PlannedReset, ResetTarget,
-};
+use logd_offsets::{OffsetCommit, OffsetStore, PartitionRange, PlannedReset, ResetTarget};
 use logd_storage::batch::BatchHeader;
-use logd_storage::{AppendInfo, DirLock, Offset, PartitionLog, ProducerInfo, RealFs, Storage};
+use logd_storage::{AppendInfo, DirLock, Offset, PartitionLog, ProducerInfo, Storage};
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::group::{
-    Coordinator, GroupConfig, GroupError, GroupPhase, MemberDescription, decode_assignment,
-};
-use crate::housekeeping::{Housekeeper, Housekeeping};
+use crate::group::{Coordinator, GroupError, GroupPhase, MemberDescription, decode_assignment};
+use crate::housekeeper::Housekeeper;
 use crate::producer_ids::ProducerIds;
 use crate::topic::{Topic, TopicConfig};
-
-/// Kafka's default `producer.id.expiration.ms`: one day.
-pub const PRODUCER_ID_EXPIRATION_MS: i64 = 24 * 60 * 60 * 1000;
-
-/// Engine-wide configuration.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    /// Configuration for topics created without one, including auto-created topics.
-    pub default_topic: TopicConfig,
-    /// Create a topic on first produce to it (Kafka's `auto.create.topics.enable`).
-    pub auto_create_topics: bool,
-    /// Consumer-group limits.
-    pub groups: GroupConfig,
-    /// Offset store compaction and limits.
-    pub offsets: OffsetStoreConfig,
-    /// An idempotent producer's state in a partition is forgotten once its last batch there is
-    /// this old (Kafka's `producer.id.expiration.ms`, default one day); its next batch is then
-    /// accepted at any sequence. Applied by [`Log::expire_producers`], which housekeeping runs.
-    pub producer_id_expiration_ms: i64,
-    /// The engine's own timer: interval fsyncs, retention, expiry (on by default).
-    pub housekeeping: Housekeeping,
-    /// Keep at most this many files open (least recently used closed first, written ones
-    /// synced before they close; see `logd_storage::CachedFs`), so partitions are limited by
-    /// disk and memory rather than descriptors; `None` keeps every file open.
-    pub max_open_files: Option<usize>,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            default_topic: TopicConfig::default(),
-            auto_create_topics: false,
-            groups: GroupConfig::default(),
-            offsets: OffsetStoreConfig::default(),
-            producer_id_expiration_ms: PRODUCER_ID_EXPIRATION_MS,
-            housekeeping: Housekeeping::default(),
-            max_open_files: None,
-        }
-    }
-}
 
 /// A partition as `describe_topic` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,7 +93,7 @@ pub struct GroupDescription {
 pub struct Log {
     /// Declared before `shared`, so dropped first: see [`Owner`]. `None` on the handles the
     /// engine's own threads hold for a round.
-    _owner: Option<Arc<Owner>>,
+    pub(crate) _owner: Option<Arc<Owner>>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -144,7 +102,7 @@ pub struct Log {
 /// reference closed the engine (and unlocked its directory) on its own thread a moment after
 /// the embedder's drop returned, and an immediate reopen was refused as `Locked`.
 #[derive(Debug)]
-struct Owner(std::sync::Weak<Shared>);
+pub(crate) struct Owner(pub(crate) std::sync::Weak<Shared>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
@@ -161,101 +119,20 @@ pub(crate) struct Shared {
     pub storage: Arc<dyn Storage>,
     pub config: Config,
     pub clock: Arc<dyn Clock>,
-    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    pub(crate) topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     pub offsets: OffsetStore,
     pub coordinator: Coordinator,
-    producer_ids: ProducerIds,
-    appends: Mutex<u64>,
-    appended: Condvar,
+    pub(crate) producer_ids: ProducerIds,
+    pub(crate) appends: Mutex<u64>,
+    pub(crate) appended: Condvar,
     /// The cleaner's memory of each compacted partition.
-    pub cleaning: crate::cleaner::CleanerState,
+    pub cleaning: crate::cleaner_state::CleanerState,
     /// Declared before the lock: dropping it stops (and joins) the housekeeping thread first.
-    housekeeper: Mutex<Option<Housekeeper>>,
-    _lock: DirLock,
+    pub(crate) housekeeper: Mutex<Option<Housekeeper>>,
+    pub(crate) _lock: DirLock,
 }
 
 impl Log {
-    /// Opens (creating if needed) the engine's data directory on the real file system.
-    pub fn open(dir: impl AsRef<Path>, config: Config) -> Result<Log> {
-        Log::open_with(Arc::new(RealFs), Arc::new(SystemClock), dir, config)
-    }
-
-    /// Opens the engine on `storage` with `clock`.
-    pub fn open_with(
-        storage: Arc<dyn Storage>,
-        clock: Arc<dyn Clock>,
-        dir: impl AsRef<Path>,
-        config: Config,
-    ) -> Result<Log> {
-        let dir = dir.as_ref().to_owned();
-        let io = |e: std::io::Error| Error::TopicMetadata {
-            path: dir.clone(),
-            reason: e.to_string(),
-        };
-        logd_storage::create_dir_durable(&*storage, &dir.join("topics")).map_err(io)?;
-        let lock = storage.lock_dir(&dir).map_err(|e| match e.kind() {
-            std::io::ErrorKind::WouldBlock => Error::Locked {
-                dir: dir.clone(),
-                holder: logd_storage::lock_holder(&dir),
-            },
-            _ => io(e),
-        })?;
-        // Behind the data directory's own lock (taken above on the real file system), the
-        // partitions' files may share a bounded set of descriptors.
-        let storage: Arc<dyn Storage> = match config.max_open_files {
-            Some(max) => Arc::new(logd_storage::CachedFs::new(storage, max)),
-            None => storage,
-        };
-        let topics_dir = dir.join("topics");
-        let mut topics = BTreeMap::new();
-        for name in storage.list_dir(&topics_dir).map_err(io)? {
-            match Topic::open(&storage, topics_dir.join(&name))? {
-                Some(topic) => {
-                    topics.insert(name, Arc::new(topic));
-                }
-                // A create or delete that a crash interrupted: finish deleting it.
-                None => storage
-                    .remove_dir_all(&topics_dir.join(&name))
-                    .map_err(io)?,
-            }
-        }
-        let offsets =
-            OffsetStore::open_with(storage.clone(), dir.join("offsets"), config.offsets.clone())?;
-        let producer_ids = ProducerIds::open(storage.clone(), &dir)?;
-        let coordinator =
-            Coordinator::open(config.groups.clone(), storage.clone(), &dir, clock.now_ms())
-                .map_err(|reason| Error::GroupState {
-                    path: dir.join(crate::group::GROUPS_DIR),
-                    reason,
-                })?;
-        let shared = Arc::new(Shared {
-            coordinator,
-            dir,
-            storage,
-            config,
-            clock,
-            topics: RwLock::new(topics),
-            offsets,
-            producer_ids,
-            appends: Mutex::new(0),
-            appended: Condvar::new(),
-            cleaning: Default::default(),
-            housekeeper: Mutex::new(None),
-            _lock: lock,
-        });
-        let housekeeping = &shared.config.housekeeping;
-        if housekeeping.enabled {
-            *shared.housekeeper.lock() = Some(Housekeeper::start(
-                Arc::downgrade(&shared),
-                housekeeping.clone(),
-            ));
-        }
-        Ok(Log {
-            _owner: Some(Arc::new(Owner(Arc::downgrade(&shared)))),
-            shared,
-        })
-    }
-
     /// A handle for one round of the engine's own threads: its drop never closes the engine.
     pub(crate) fn for_round(shared: Arc<Shared>) -> Log {
         Log {

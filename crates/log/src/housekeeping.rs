@@ -7,99 +7,36 @@
 //! last handle of the `Log` is dropped. It holds the engine only weakly, so it never keeps it
 //! alive.
 
-use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
+use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
-
+use crate::config::Housekeeping;
 use crate::engine::{Log, Shared};
-
-/// What the engine's housekeeping thread does, and whether it runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Housekeeping {
-    /// Run housekeeping on a thread of the engine's own (the default). Turned off, the
-    /// embedder keeps the engine's promises itself: [`Log::flush_interval_topics`] at least
-    /// every `IntervalMs` of its topics, [`Log::expire_members`] about every second,
-    /// [`Log::apply_retention`] and [`Log::expire_producers`] as often as it likes.
-    pub enabled: bool,
-    /// How often retention and producer expiry run (default 60 s; Kafka's
-    /// `log.retention.check.interval.ms` is 5 minutes).
-    pub retention_check: Duration,
-    /// How long the cleaner (compaction, on a thread of its own) sleeps between rounds
-    /// (Kafka `log.cleaner.backoff.ms`, 15 s).
-    pub cleaner_backoff: Duration,
-    /// The cleaner's key map budget: a partition with more keys is cleaned in several passes
-    /// (Kafka `log.cleaner.dedupe.buffer.size`, 128 MiB).
-    pub cleaner_buffer_bytes: usize,
-    /// The cleaner's read and write rate limit, bytes per second, so a cleaning leaves the
-    /// disk to produce and fetch (Kafka `log.cleaner.io.max.bytes.per.second`); `None` for
-    /// none.
-    pub cleaner_io_max_bytes_per_sec: Option<u64>,
-}
-
-impl Default for Housekeeping {
-    fn default() -> Housekeeping {
-        Housekeeping {
-            enabled: true,
-            retention_check: Duration::from_secs(60),
-            cleaner_backoff: crate::cleaner::DEFAULT_BACKOFF,
-            cleaner_buffer_bytes: crate::cleaner::DEFAULT_BUFFER_BYTES,
-            cleaner_io_max_bytes_per_sec: None,
-        }
-    }
-}
+use crate::housekeeper::{Housekeeper, Stop};
 
 /// Longest pause between two rounds of the per-second work.
 const TICK_MAX: Duration = Duration::from_secs(1);
 /// Shortest pause, however small a topic's fsync interval.
 const TICK_MIN: Duration = Duration::from_millis(10);
 
-/// The running threads (housekeeping and the cleaner) and the means to stop them.
-#[derive(Debug)]
-pub(crate) struct Housekeeper {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    threads: Vec<JoinHandle<()>>,
+/// Starts housekeeping and the cleaner over the engine `shared` points to.
+pub(crate) fn start(shared: Weak<Shared>, config: Housekeeping) -> Housekeeper {
+    let (shared_for_cleaner, config_for_cleaner) = (shared.clone(), config.clone());
+    Housekeeper::spawn(vec![
+        (
+            "logd-housekeeping",
+            Box::new(move |stop: &Stop| run(&shared, &config, stop)),
+        ),
+        (
+            "logd-cleaner",
+            Box::new(move |stop: &Stop| {
+                crate::cleaner::run(&shared_for_cleaner, &config_for_cleaner, stop)
+            }),
+        ),
+    ])
 }
 
-impl Housekeeper {
-    /// Starts housekeeping and the cleaner over the engine `shared` points to.
-    pub(crate) fn start(shared: Weak<Shared>, config: Housekeeping) -> Housekeeper {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let (stopping, for_cleaner) = (stop.clone(), stop.clone());
-        let (shared_for_cleaner, config_for_cleaner) = (shared.clone(), config.clone());
-        let housekeeping = std::thread::Builder::new()
-            .name("logd-housekeeping".into())
-            .spawn(move || run(&shared, &config, &stopping))
-            .expect("spawn the engine's housekeeping thread");
-        let cleaner = std::thread::Builder::new()
-            .name("logd-cleaner".into())
-            .spawn(move || {
-                crate::cleaner::run(&shared_for_cleaner, &config_for_cleaner, &for_cleaner)
-            })
-            .expect("spawn the engine's cleaner thread");
-        Housekeeper {
-            stop,
-            threads: vec![housekeeping, cleaner],
-        }
-    }
-}
-
-impl Drop for Housekeeper {
-    fn drop(&mut self) {
-        *self.stop.0.lock() = true;
-        self.stop.1.notify_all();
-        for thread in self.threads.drain(..) {
-            // A thread cannot join itself: were the engine dropped on one of these threads,
-            // that thread ends on its own once its round returns.
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
-            }
-        }
-    }
-}
-
-fn run(shared: &Weak<Shared>, config: &Housekeeping, stop: &(Mutex<bool>, Condvar)) {
+fn run(shared: &Weak<Shared>, config: &Housekeeping, stop: &Stop) {
     let mut last_retention = Instant::now();
     loop {
         let tick = {

@@ -28,30 +28,34 @@
 //! ```
 
 mod cleaner;
+mod cleaner_state;
 mod clock;
+mod config;
 mod consumer;
 mod engine;
 mod error;
 pub mod group;
 mod headers;
+mod housekeeper;
 mod housekeeping;
+mod open;
 mod priority;
 mod producer;
 mod producer_ids;
 mod topic;
 
-pub use cleaner::{CleanerRanges, CleanerStats, CleaningRound, PartitionCleanerState};
+pub use cleaner::{CleanerRanges, CleaningRound, PartitionCleanerState};
+pub use cleaner_state::CleanerStats;
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::{Config, Housekeeping, PRODUCER_ID_EXPIRATION_MS};
 pub use consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics,
     RebalanceListener, TopicPartition,
 };
 pub use engine::{
-    Config, GroupDescription, GroupPartitionLag, Log, PRODUCER_ID_EXPIRATION_MS,
-    PartitionDescription, TopicDescription,
+    GroupDescription, GroupPartitionLag, Log, PartitionDescription, TopicDescription,
 };
 pub use error::{Error, Result};
-pub use housekeeping::Housekeeping;
 pub use logd_storage::{HeaderVisitor, Headers};
 // Every type of the lower crates that appears in this crate's public signatures, so that a
 // user of `logd` alone can name them.
