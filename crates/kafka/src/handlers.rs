@@ -1,7 +1,6 @@
 //! One handler per API: a decoded request in, a response out, engine calls in between. Fields
 //! a response version does not carry are left at their defaults (the encoder refuses them).
 
-use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
@@ -15,13 +14,13 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{
-    ApiVersionsResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
-    ListOffsetsResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, RequestKind,
-    ResponseKind, TopicName,
-};
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
+use kafka_protocol::messages::{
+    InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse,
+    ProduceRequest, ProduceResponse, ProducerId, RequestHeader, RequestKind, ResponseKind,
+    TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
@@ -29,29 +28,6 @@ use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
 use crate::engine_codes;
-use crate::versions::SUPPORTED;
-
-/// The ApiVersions answer: every API logd serves with its version range.
-pub(crate) fn api_versions() -> ApiVersionsResponse {
-    let mut response = ApiVersionsResponse::default();
-    response.api_keys = SUPPORTED
-        .iter()
-        .map(|(key, min, max)| {
-            let mut v = ApiVersion::default();
-            v.api_key = *key as i16;
-            v.min_version = *min;
-            v.max_version = *max;
-            v
-        })
-        .collect();
-    // logd's own API, so a client can tell a logd broker from a Kafka one.
-    let mut ranges = ApiVersion::default();
-    ranges.api_key = logd_protocol::partition_ranges::API_KEY;
-    ranges.min_version = logd_protocol::partition_ranges::VERSION;
-    ranges.max_version = logd_protocol::partition_ranges::VERSION;
-    response.api_keys.push(ranges);
-    response
-}
 
 /// A refused append as a produce answer gives it: the code, the message, and the index of the
 /// refused record when one record was the reason. A keyless record on a compacted topic gets
@@ -94,7 +70,7 @@ impl Broker {
                         "client connected"
                     );
                 }
-                ResponseKind::ApiVersions(api_versions())
+                ResponseKind::ApiVersions(crate::versions::api_versions())
             }
             RequestKind::Metadata(request) => {
                 ResponseKind::Metadata(self.metadata(request, version, peer))

@@ -7,6 +7,8 @@ pub mod acl;
 pub mod auth;
 mod broker;
 mod budget;
+mod codec;
+mod connection_stats;
 mod engine_codes;
 mod error;
 mod fetch;
@@ -27,12 +29,14 @@ mod topic_configs;
 mod users;
 mod versions;
 
-pub use broker::{Broker, BrokerConfig, Decoded, decode_request};
+pub use broker::{Broker, BrokerConfig};
 pub use budget::{RequestBudget, Reservation};
+pub use codec::{Decoded, decode_request};
 pub use error::{Error, Result};
 pub use listener::{Listener, ListenerConfig};
 // What both sides share, under the names the broker's users know them by.
+pub use connection_stats::ConnectionStats;
 pub use logd_protocol::{SaslMechanism, SecurityProtocol, codes};
 pub use observer::{BrokerObserver, NoObserver};
-pub use server::{ConnectionLimits, ConnectionStats, serve};
+pub use server::{ConnectionLimits, serve};
 pub use versions::SUPPORTED;

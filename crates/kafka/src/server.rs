@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -25,7 +25,8 @@ use tokio::net::TcpStream;
 use crate::auth::sasl::SaslOutcome;
 use crate::auth::tls::certificate_principal;
 use crate::auth::{Gate, Session};
-use crate::broker::{Broker, Frame};
+use crate::broker::Broker;
+use crate::codec::Frame;
 use crate::error::{Error, Result};
 use logd_protocol::SecurityProtocol;
 
@@ -64,21 +65,6 @@ impl Default for ConnectionLimits {
             max_connections_per_ip: usize::MAX,
         }
     }
-}
-
-/// What the open connections are doing now, for monitoring: each is in one state.
-#[derive(Debug, Default)]
-pub struct ConnectionStats {
-    /// Waiting for a request to begin.
-    pub idle: AtomicUsize,
-    /// Waiting for room in the request budget, or reading a request's body.
-    pub reading: AtomicUsize,
-    /// Having a request handled (long-polls and parked group joins included).
-    pub handling: AtomicUsize,
-    /// Writing a response.
-    pub writing: AtomicUsize,
-    /// Bytes of responses being written to clients now.
-    pub sending_bytes: AtomicU64,
 }
 
 /// The state a connection is in; leaving it (by drop) counts it out.

@@ -8,7 +8,8 @@
 //! InitProducerId at v5 (v6 is KIP-939's two-phase commit). OffsetCommit and OffsetFetch stop
 //! at v9: their v10 (topic ids, Kafka 4.1) is not in `kafka-protocol` 0.18.
 
-use kafka_protocol::messages::ApiKey;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
 /// (API, min version, max version) that logd serves.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
@@ -53,4 +54,26 @@ pub(crate) fn range(key: ApiKey) -> Option<(i16, i16)> {
         .iter()
         .find(|(k, _, _)| *k == key)
         .map(|(_, min, max)| (*min, *max))
+}
+
+/// The ApiVersions answer: every API logd serves with its version range.
+pub(crate) fn api_versions() -> ApiVersionsResponse {
+    let mut response = ApiVersionsResponse::default();
+    response.api_keys = SUPPORTED
+        .iter()
+        .map(|(key, min, max)| {
+            let mut v = ApiVersion::default();
+            v.api_key = *key as i16;
+            v.min_version = *min;
+            v.max_version = *max;
+            v
+        })
+        .collect();
+    // logd's own API, so a client can tell a logd broker from a Kafka one.
+    let mut ranges = ApiVersion::default();
+    ranges.api_key = logd_protocol::partition_ranges::API_KEY;
+    ranges.min_version = logd_protocol::partition_ranges::VERSION;
+    ranges.max_version = logd_protocol::partition_ranges::VERSION;
+    response.api_keys.push(ranges);
+    response
 }

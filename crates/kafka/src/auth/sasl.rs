@@ -128,7 +128,7 @@ impl Authenticator {
         store: &CredentialStore,
     ) -> SaslOutcome {
         let respond = |response: SaslAuthenticateResponse| {
-            crate::broker::encode(
+            crate::codec::encode(
                 ApiKey::SaslAuthenticate,
                 version,
                 correlation_id,
@@ -255,7 +255,7 @@ fn encode_handshake(
     version: i16,
     correlation_id: i32,
 ) -> BytesMut {
-    crate::broker::encode(
+    crate::codec::encode(
         ApiKey::SaslHandshake,
         version,
         correlation_id,

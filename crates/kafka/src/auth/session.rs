@@ -10,7 +10,7 @@ use kafka_protocol::messages::{ApiKey, RequestKind};
 
 use super::credentials::CredentialStore;
 use super::sasl::{Authenticator, SaslOutcome};
-use crate::broker::{Decoded, decode_request};
+use crate::codec::{Decoded, decode_request};
 use crate::error::Result;
 use crate::listener::ListenerConfig;
 
