@@ -9,6 +9,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
 use crate::acl::Authorizer;
+use crate::admin::{Admin, Caller, Guard};
 use crate::auth::Peer;
 use crate::auth::credentials::CredentialStore;
 use crate::budget::RequestBudget;
@@ -70,8 +71,9 @@ pub struct Broker {
     pub(crate) budget: Arc<RequestBudget>,
     pub(crate) stats: Arc<ConnectionStats>,
     pub(crate) credentials: Arc<CredentialStore>,
-    /// The ACLs every request is checked against; `None`: everything is allowed.
-    pub(crate) authorizer: Option<Arc<Authorizer>>,
+    /// The admin operations both front doors share, and the ACL checks every request goes
+    /// through.
+    pub(crate) admin: Admin,
     /// Who `handle_frame`'s callers are: the advertised address, no authentication.
     default_listener: Arc<ListenerConfig>,
 }
@@ -88,23 +90,39 @@ impl Broker {
                 config.advertised_host.clone(),
                 config.advertised_port,
             )),
+            admin: Admin::new(log.clone(), Guard::default(), config.node_id),
             log,
             config,
             observer: Arc::new(NoObserver),
-            authorizer: None,
         }
     }
 
     /// The same broker, checking every request against `authorizer`'s ACLs (Kafka's
     /// `authorizer.class.name`); without one every request is allowed.
-    pub fn with_authorizer(mut self, authorizer: Arc<Authorizer>) -> Broker {
-        self.authorizer = Some(authorizer);
-        self
+    pub fn with_authorizer(self, authorizer: Arc<Authorizer>) -> Broker {
+        let observer = self.observer.clone();
+        self.with_guard(Guard::new(Some(authorizer), observer))
     }
 
     /// The authorizer, when authorization is on.
     pub fn authorizer(&self) -> Option<&Arc<Authorizer>> {
-        self.authorizer.as_ref()
+        self.guard().authorizer()
+    }
+
+    /// The admin operations, checked as this broker checks them: the console's changes go
+    /// through them, so both front doors decide, count and log refusals alike.
+    pub fn admin(&self) -> &Admin {
+        &self.admin
+    }
+
+    /// The ACL checks every request goes through.
+    pub(crate) fn guard(&self) -> &Guard {
+        self.admin.guard()
+    }
+
+    fn with_guard(mut self, guard: Guard) -> Broker {
+        self.admin = Admin::new(self.log.clone(), guard, self.config.node_id);
+        self
     }
 
     /// The same broker, logging users in against `credentials`.
@@ -120,8 +138,9 @@ impl Broker {
 
     /// The same broker, reporting its traffic to `observer`.
     pub fn with_observer(mut self, observer: Arc<dyn BrokerObserver>) -> Broker {
-        self.observer = observer;
-        self
+        self.observer = observer.clone();
+        let authorizer = self.authorizer().cloned();
+        self.with_guard(Guard::new(authorizer, observer))
     }
 
     /// The engine.
@@ -144,10 +163,8 @@ impl Broker {
     /// prefix included (`serve` writes a fetch's record bytes without joining them).
     pub fn handle_frame(&self, frame: Bytes, client_host: &str) -> Result<Option<BytesMut>> {
         let peer = Peer {
-            host: client_host.to_owned(),
+            caller: Caller::new(crate::auth::ANONYMOUS, client_host),
             listener: self.default_listener.clone(),
-            principal: crate::auth::ANONYMOUS.into(),
-            denials: Default::default(),
         };
         Ok(self.respond(frame, &peer)?.map(|response| match response {
             Frame::Whole(bytes) => bytes,

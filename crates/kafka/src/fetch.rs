@@ -83,7 +83,12 @@ impl Broker {
                 } else {
                     t.topic.0.to_string()
                 };
-                match self.allowed(peer, Operation::Read, ResourceType::Topic, &name) {
+                match self.guard().allowed(
+                    &peer.caller,
+                    Operation::Read,
+                    ResourceType::Topic,
+                    &name,
+                ) {
                     true => Access::Read(name),
                     false => Access::Refused,
                 }

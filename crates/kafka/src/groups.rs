@@ -35,6 +35,7 @@ use logd::group::{GroupError, GroupPhase, JoinRequest, JoinStatus};
 use logd_offsets::OffsetCommit;
 
 use crate::acl::{Operation, ResourceType};
+use crate::admin::Refused;
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
@@ -135,7 +136,10 @@ impl Broker {
             ),
             _ => (ResourceType::Group, codes::GROUP_AUTHORIZATION_FAILED),
         };
-        if !self.allowed(peer, Operation::Describe, resource_type, key) {
+        if !self
+            .guard()
+            .allowed(&peer.caller, Operation::Describe, resource_type, key)
+        {
             found.error_code = refused;
             found.error_message = Some(str_bytes("Authorization failed."));
             found.node_id = BrokerId(-1);
@@ -161,8 +165,8 @@ impl Broker {
         response.generation_id = -1;
         response.protocol_name = Some(StrBytes::default());
         response.member_id = request.member_id.clone();
-        if !self.allowed(
-            peer,
+        if !self.guard().allowed(
+            &peer.caller,
             Operation::Read,
             ResourceType::Group,
             &request.group_id,
@@ -272,8 +276,8 @@ impl Broker {
         peer: &Peer,
     ) -> SyncGroupResponse {
         let mut response = SyncGroupResponse::default();
-        if !self.allowed(
-            peer,
+        if !self.guard().allowed(
+            &peer.caller,
             Operation::Read,
             ResourceType::Group,
             &request.group_id,
@@ -333,8 +337,8 @@ impl Broker {
 
     pub(crate) fn heartbeat(&self, request: HeartbeatRequest, peer: &Peer) -> HeartbeatResponse {
         let mut response = HeartbeatResponse::default();
-        if !self.allowed(
-            peer,
+        if !self.guard().allowed(
+            &peer.caller,
             Operation::Read,
             ResourceType::Group,
             &request.group_id,
@@ -369,8 +373,8 @@ impl Broker {
         peer: &Peer,
     ) -> LeaveGroupResponse {
         let mut response = LeaveGroupResponse::default();
-        if !self.allowed(
-            peer,
+        if !self.guard().allowed(
+            &peer.caller,
             Operation::Read,
             ResourceType::Group,
             &request.group_id,
@@ -419,26 +423,30 @@ impl Broker {
     ) -> OffsetCommitResponse {
         let group = request.group_id.to_string();
         let now = self.now_ms();
-        let allowed = if !self.allowed(peer, Operation::Read, ResourceType::Group, &group) {
-            Err(codes::GROUP_AUTHORIZATION_FAILED)
-        } else if group.is_empty() {
-            Err(codes::INVALID_GROUP_ID)
-        } else {
-            self.check_instance(
-                &group,
-                &request.member_id,
-                request.group_instance_id.as_ref(),
-            )
-            .and_then(|()| {
-                self.log.coordinator().validate_commit(
+        let allowed =
+            if !self
+                .guard()
+                .allowed(&peer.caller, Operation::Read, ResourceType::Group, &group)
+            {
+                Err(codes::GROUP_AUTHORIZATION_FAILED)
+            } else if group.is_empty() {
+                Err(codes::INVALID_GROUP_ID)
+            } else {
+                self.check_instance(
                     &group,
                     &request.member_id,
-                    request.generation_id_or_member_epoch,
-                    now,
+                    request.group_instance_id.as_ref(),
                 )
-            })
-            .map_err(engine_codes::for_group_error)
-        };
+                .and_then(|()| {
+                    self.log.coordinator().validate_commit(
+                        &group,
+                        &request.member_id,
+                        request.generation_id_or_member_epoch,
+                        now,
+                    )
+                })
+                .map_err(engine_codes::for_group_error)
+            };
         let max_metadata = self.log.offsets().max_metadata_bytes();
         let mut results: Vec<(TopicName, Vec<PartitionVerdict>)> = Vec::new();
         let mut commits = Vec::new();
@@ -446,7 +454,12 @@ impl Broker {
             let partitions = self.log.partition_count(&topic.name).ok();
             // Kafka checks the group first, then READ on each topic.
             let topic_allowed = allowed.is_err()
-                || self.allowed(peer, Operation::Read, ResourceType::Topic, &topic.name);
+                || self.guard().allowed(
+                    &peer.caller,
+                    Operation::Read,
+                    ResourceType::Topic,
+                    &topic.name,
+                );
             let mut topic_results = Vec::new();
             for p in topic.partitions {
                 let metadata = p
@@ -610,7 +623,12 @@ impl Broker {
         topics: Option<Vec<(String, Vec<i32>)>>,
         peer: &Peer,
     ) -> Result<Vec<(String, Vec<CommittedPartition>)>, i16> {
-        if !self.allowed(peer, Operation::Describe, ResourceType::Group, group) {
+        if !self.guard().allowed(
+            &peer.caller,
+            Operation::Describe,
+            ResourceType::Group,
+            group,
+        ) {
             return Err(codes::GROUP_AUTHORIZATION_FAILED);
         }
         let offsets = self.log.offsets();
@@ -623,7 +641,12 @@ impl Broker {
                     .group_offsets(group)
                     .into_iter()
                     .filter(|(topic, _, _)| {
-                        self.allowed_quietly(peer, Operation::Describe, ResourceType::Topic, topic)
+                        self.guard().allows(
+                            &peer.caller,
+                            Operation::Describe,
+                            ResourceType::Topic,
+                            topic,
+                        )
                     });
                 for (topic, partition, _) in visible {
                     match all.last_mut() {
@@ -637,7 +660,12 @@ impl Broker {
         Ok(wanted
             .into_iter()
             .map(|(name, indexes)| {
-                let allowed = self.allowed(peer, Operation::Describe, ResourceType::Topic, &name);
+                let allowed = self.guard().allowed(
+                    &peer.caller,
+                    Operation::Describe,
+                    ResourceType::Topic,
+                    &name,
+                );
                 let partitions = indexes
                     .into_iter()
                     .map(|index| {
@@ -680,8 +708,8 @@ impl Broker {
         let wanted = |filter: &[StrBytes], value: &str| {
             filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
         };
-        let all = self.allowed_quietly(
-            peer,
+        let all = self.guard().allows(
+            &peer.caller,
             Operation::Describe,
             ResourceType::Cluster,
             crate::acl::CLUSTER_NAME,
@@ -691,7 +719,12 @@ impl Broker {
             .list_groups()
             .into_iter()
             .filter(|id| {
-                all || self.allowed_quietly(peer, Operation::Describe, ResourceType::Group, id)
+                all || self.guard().allows(
+                    &peer.caller,
+                    Operation::Describe,
+                    ResourceType::Group,
+                    id,
+                )
             })
             .map(|id| (self.group_state(&id), id))
             .filter(|(state, _)| {
@@ -734,7 +767,10 @@ impl Broker {
         let mut response = DescribeGroupsResponse::default();
         for id in request.groups {
             let mut described = DescribedGroup::default();
-            if !self.allowed(peer, Operation::Describe, ResourceType::Group, &id) {
+            if !self
+                .guard()
+                .allowed(&peer.caller, Operation::Describe, ResourceType::Group, &id)
+            {
                 described.error_code = codes::GROUP_AUTHORIZATION_FAILED;
                 if version >= 3 {
                     described.authorized_operations = i32::MIN;
@@ -806,7 +842,10 @@ impl Broker {
     fn group_operations(&self, peer: &Peer, id: &str) -> i32 {
         [Operation::Read, Operation::Describe, Operation::Delete]
             .into_iter()
-            .filter(|op| self.allowed_quietly(peer, *op, ResourceType::Group, id))
+            .filter(|op| {
+                self.guard()
+                    .allows(&peer.caller, *op, ResourceType::Group, id)
+            })
             .fold(0, |bits, op| bits | (1 << op.code()))
     }
 
@@ -818,18 +857,15 @@ impl Broker {
         let mut response = DeleteGroupsResponse::default();
         for id in request.groups_names {
             let mut result = DeletableGroupResult::default();
-            let allowed = self.allowed(peer, Operation::Delete, ResourceType::Group, &id);
-            result.error_code = match allowed.then(|| self.log.delete_group(&id)) {
-                None => codes::GROUP_AUTHORIZATION_FAILED,
-                Some(deleted) => match deleted {
-                    Ok(true) => codes::NONE,
-                    Ok(false) => codes::GROUP_ID_NOT_FOUND,
-                    Err(logd::Error::Group(e)) => engine_codes::for_group_error(e),
-                    Err(e) => {
-                        tracing::error!(group = %id.0, error = %e, "delete group failed");
-                        codes::COORDINATOR_NOT_AVAILABLE
-                    }
-                },
+            result.error_code = match self.admin.delete_group(&peer.caller, &id) {
+                Ok(true) => codes::NONE,
+                Ok(false) => codes::GROUP_ID_NOT_FOUND,
+                Err(Refused::Engine(logd::Error::Group(e))) => engine_codes::for_group_error(e),
+                Err(Refused::Engine(e)) => {
+                    tracing::error!(group = %id.0, error = %e, "delete group failed");
+                    codes::COORDINATOR_NOT_AVAILABLE
+                }
+                Err(refused) => refused.code(),
             };
             result.group_id = id;
             response.results.push(result);
@@ -844,7 +880,10 @@ impl Broker {
         peer: &Peer,
     ) -> OffsetDeleteResponse {
         let group = request.group_id.to_string();
-        if !self.allowed(peer, Operation::Delete, ResourceType::Group, &group) {
+        if !self
+            .guard()
+            .allowed(&peer.caller, Operation::Delete, ResourceType::Group, &group)
+        {
             let mut response = OffsetDeleteResponse::default();
             response.error_code = codes::GROUP_AUTHORIZATION_FAILED;
             return response;
@@ -863,21 +902,25 @@ impl Broker {
         for topic in request.topics {
             let name = topic.name.to_string();
             let indexes: Vec<i32> = topic.partitions.iter().map(|p| p.partition_index).collect();
-            let code = if !self.allowed(peer, Operation::Read, ResourceType::Topic, &name) {
-                codes::TOPIC_AUTHORIZATION_FAILED
-            } else if subscribed.contains(&name) {
-                codes::GROUP_SUBSCRIBED_TO_TOPIC
-            } else {
-                let doomed: Vec<(String, i32)> =
-                    indexes.iter().map(|i| (name.clone(), *i)).collect();
-                match self.log.offsets().delete_offsets(&group, &doomed) {
-                    Ok(()) => codes::NONE,
-                    Err(e) => {
-                        tracing::error!(%group, error = %e, "offset delete failed");
-                        codes::COORDINATOR_NOT_AVAILABLE
+            let code =
+                if !self
+                    .guard()
+                    .allowed(&peer.caller, Operation::Read, ResourceType::Topic, &name)
+                {
+                    codes::TOPIC_AUTHORIZATION_FAILED
+                } else if subscribed.contains(&name) {
+                    codes::GROUP_SUBSCRIBED_TO_TOPIC
+                } else {
+                    let doomed: Vec<(String, i32)> =
+                        indexes.iter().map(|i| (name.clone(), *i)).collect();
+                    match self.log.offsets().delete_offsets(&group, &doomed) {
+                        Ok(()) => codes::NONE,
+                        Err(e) => {
+                            tracing::error!(%group, error = %e, "offset delete failed");
+                            codes::COORDINATOR_NOT_AVAILABLE
+                        }
                     }
-                }
-            };
+                };
             let mut topic_response = OffsetDeleteResponseTopic::default();
             topic_response.name = topic.name;
             topic_response.partitions = indexes

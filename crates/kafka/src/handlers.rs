@@ -183,14 +183,24 @@ impl Broker {
         let acks_valid = matches!(request.acks, -1..=1);
         // A transactional producer needs WRITE on its transactional id too.
         let transaction_refused = request.transactional_id.as_ref().is_some_and(|id| {
-            !self.allowed(peer, Operation::Write, ResourceType::TransactionalId, id)
+            !self.guard().allowed(
+                &peer.caller,
+                Operation::Write,
+                ResourceType::TransactionalId,
+                id,
+            )
         });
         let mut response = ProduceResponse::default();
         for topic in request.topic_data {
             let mut topic_response = TopicProduceResponse::default();
             let refused = if transaction_refused {
                 Some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-            } else if !self.allowed(peer, Operation::Write, ResourceType::Topic, &topic.name.0) {
+            } else if !self.guard().allowed(
+                &peer.caller,
+                Operation::Write,
+                ResourceType::Topic,
+                &topic.name.0,
+            ) {
                 Some(codes::TOPIC_AUTHORIZATION_FAILED)
             } else {
                 None
@@ -286,17 +296,22 @@ impl Broker {
     ) -> InitProducerIdResponse {
         let mut response = InitProducerIdResponse::default();
         let refused = match &request.transactional_id {
-            Some(id) => (!self.allowed(peer, Operation::Write, ResourceType::TransactionalId, id))
-                .then_some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+            Some(id) => (!self.guard().allowed(
+                &peer.caller,
+                Operation::Write,
+                ResourceType::TransactionalId,
+                id,
+            ))
+            .then_some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
             None => {
-                let allowed = self.allowed_quietly(
-                    peer,
+                let allowed = self.guard().allows(
+                    &peer.caller,
                     Operation::IdempotentWrite,
                     ResourceType::Cluster,
                     CLUSTER_NAME,
-                ) || self.allowed_on_any(peer, Operation::Write, ResourceType::Topic)
+                ) || self.guard().allows_any(&peer.caller, Operation::Write, ResourceType::Topic)
                     // Counted and logged as Kafka words it: IDEMPOTENT_WRITE on the cluster.
-                    || self.allowed_on_cluster(peer, Operation::IdempotentWrite);
+                    || self.guard().allowed_on_cluster(&peer.caller, Operation::IdempotentWrite);
                 (!allowed).then_some(codes::CLUSTER_AUTHORIZATION_FAILED)
             }
         };
@@ -331,7 +346,12 @@ impl Broker {
         let mut response = DescribeProducersResponse::default();
         for topic in request.topics {
             let mut topic_response = ProducersTopicResponse::default();
-            let allowed = self.allowed(peer, Operation::Read, ResourceType::Topic, &topic.name.0);
+            let allowed = self.guard().allowed(
+                &peer.caller,
+                Operation::Read,
+                ResourceType::Topic,
+                &topic.name.0,
+            );
             for index in topic.partition_indexes {
                 let mut partition = ProducersPartitionResponse::default();
                 partition.partition_index = index;
@@ -381,7 +401,10 @@ impl Broker {
         version: i16,
         peer: &Peer,
     ) -> DescribeLogDirsResponse {
-        if !self.allowed_on_cluster(peer, Operation::Describe) {
+        if !self
+            .guard()
+            .allowed_on_cluster(&peer.caller, Operation::Describe)
+        {
             let mut refused = DescribeLogDirsResponse::default();
             if version >= 3 {
                 refused.error_code = codes::CLUSTER_AUTHORIZATION_FAILED;
@@ -445,8 +468,8 @@ impl Broker {
         let mut response = ListOffsetsResponse::default();
         for topic in request.topics {
             let mut topic_response = ListOffsetsTopicResponse::default();
-            let allowed = self.allowed(
-                peer,
+            let allowed = self.guard().allowed(
+                &peer.caller,
                 Operation::Describe,
                 ResourceType::Topic,
                 &topic.name.0,

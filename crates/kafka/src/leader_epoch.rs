@@ -27,11 +27,19 @@ impl Broker {
         peer: &Peer,
     ) -> OffsetForLeaderEpochResponse {
         let follower = request.replica_id.0 >= 0;
-        let follower_refused = follower && !self.allowed_on_cluster(peer, Operation::ClusterAction);
+        let follower_refused = follower
+            && !self
+                .guard()
+                .allowed_on_cluster(&peer.caller, Operation::ClusterAction);
         let mut response = OffsetForLeaderEpochResponse::default();
         for topic in request.topics {
             let refused = follower_refused
-                || !self.allowed(peer, Operation::Describe, ResourceType::Topic, &topic.topic);
+                || !self.guard().allowed(
+                    &peer.caller,
+                    Operation::Describe,
+                    ResourceType::Topic,
+                    &topic.topic,
+                );
             let mut result = OffsetForLeaderTopicResult::default();
             for asked in &topic.partitions {
                 let mut answer = EpochEndOffset::default();

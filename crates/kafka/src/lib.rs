@@ -4,6 +4,7 @@
 //! API that translates into engine calls; every rule lives in the engine.
 
 pub mod acl;
+pub mod admin;
 pub mod auth;
 mod broker;
 mod budget;
@@ -39,4 +40,5 @@ pub use connection_stats::ConnectionStats;
 pub use logd_protocol::{SaslMechanism, SecurityProtocol, codes};
 pub use observer::{BrokerObserver, NoObserver};
 pub use server::{ConnectionLimits, serve};
+pub use topic_configs::{ConfigEntry, topic_configs};
 pub use versions::SUPPORTED;

@@ -63,7 +63,7 @@ impl Broker {
     ) -> i32 {
         operations
             .iter()
-            .filter(|op| self.allowed_quietly(peer, **op, resource_type, name))
+            .filter(|op| self.guard().allows(&peer.caller, **op, resource_type, name))
             .fold(0, |bits, op| bits | (1 << op.code()))
     }
 
@@ -115,7 +115,10 @@ impl Broker {
         // the named ones.
         let every_topic = || {
             let mut all = self.log.list_topics();
-            all.retain(|t| self.allowed_quietly(peer, Operation::Describe, ResourceType::Topic, t));
+            all.retain(|t| {
+                self.guard()
+                    .allows(&peer.caller, Operation::Describe, ResourceType::Topic, t)
+            });
             all.into_iter().map(Wanted::Name).collect()
         };
         let wanted: Vec<Wanted> = match request.topics {
@@ -203,7 +206,10 @@ impl Broker {
     ) -> MetadataResponseTopic {
         let mut topic = MetadataResponseTopic::default();
         topic.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
-        if !self.allowed(peer, Operation::Describe, ResourceType::Topic, name) {
+        if !self
+            .guard()
+            .allowed(&peer.caller, Operation::Describe, ResourceType::Topic, name)
+        {
             topic.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
             return topic;
         }
@@ -211,8 +217,10 @@ impl Broker {
         // Auto-creation needs CREATE on the cluster or on the topic.
         if auto_create
             && !known
-            && !self.may_create_on_cluster(peer)
-            && !self.allowed(peer, Operation::Create, ResourceType::Topic, name)
+            && !self.admin.may_create_any_topic(&peer.caller)
+            && !self
+                .guard()
+                .allowed(&peer.caller, Operation::Create, ResourceType::Topic, name)
         {
             topic.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
             return topic;

@@ -24,7 +24,12 @@ impl Broker {
             partitions: Vec::new(),
         };
         let topic = &request.topic;
-        if !self.allowed(peer, Operation::Describe, ResourceType::Topic, topic) {
+        if !self.guard().allowed(
+            &peer.caller,
+            Operation::Describe,
+            ResourceType::Topic,
+            topic,
+        ) {
             return refused(
                 codes::TOPIC_AUTHORIZATION_FAILED,
                 format!("not authorized to describe topic {topic}"),

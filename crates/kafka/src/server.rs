@@ -376,7 +376,7 @@ where
         let response = match session.gate(&body) {
             Gate::Close => {
                 tracing::info!(
-                    host = %session.peer.host,
+                    host = %session.peer.caller.host(),
                     listener = %session.peer.listener.name,
                     "request before authentication (ILLEGAL_SASL_STATE); closing"
                 );
@@ -406,9 +406,9 @@ where
                     SaslOutcome::Continue(response) => Some(Frame::Whole(response)),
                     SaslOutcome::Authenticated { response, .. } => {
                         tracing::info!(
-                            host = %session.peer.host,
+                            host = %session.peer.caller.host(),
                             listener = %session.peer.listener.name,
-                            principal = %session.peer.principal,
+                            principal = %session.peer.caller.principal(),
                             "authenticated"
                         );
                         Some(Frame::Whole(response))
@@ -499,7 +499,7 @@ where
             .observer
             .authentication_failed(&session.peer.listener.name, mechanism);
         tracing::warn!(
-            host = %session.peer.host,
+            host = %session.peer.caller.host(),
             listener = %session.peer.listener.name,
             mechanism,
             reason,
@@ -507,7 +507,7 @@ where
         );
         tokio::time::sleep(FAILED_LOGIN_DELAY).await;
     } else {
-        tracing::info!(host = %session.peer.host, listener = %session.peer.listener.name, reason, "SASL request refused; closing");
+        tracing::info!(host = %session.peer.caller.host(), listener = %session.peer.listener.name, reason, "SASL request refused; closing");
     }
     if let Some(response) = response {
         stream.write_all(&response).await?;

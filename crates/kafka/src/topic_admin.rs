@@ -23,7 +23,7 @@ use kafka_protocol::protocol::StrBytes;
 use logd::TopicConfig;
 use uuid::Uuid;
 
-use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
+use crate::acl::{Operation, ResourceType};
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::codes;
@@ -46,12 +46,6 @@ fn text(s: impl Into<String>) -> StrBytes {
 }
 
 impl Broker {
-    /// Whether `peer` may create any topic (CREATE on the cluster); asked quietly, since
-    /// CREATE on the topic may still allow it.
-    pub(crate) fn may_create_on_cluster(&self, peer: &Peer) -> bool {
-        self.allowed_quietly(peer, Operation::Create, ResourceType::Cluster, CLUSTER_NAME)
-    }
-
     pub(crate) fn create_topics(
         &self,
         request: CreateTopicsRequest,
@@ -59,45 +53,29 @@ impl Broker {
         peer: &Peer,
     ) -> CreateTopicsResponse {
         let mut response = CreateTopicsResponse::default();
-        let may_create_any = self.may_create_on_cluster(peer);
         for topic in request.topics {
             let mut result = CreatableTopicResult::default();
             result.name = topic.name.clone();
             let name = topic.name.0.to_string();
-            let authorized =
-                may_create_any || self.allowed(peer, Operation::Create, ResourceType::Topic, &name);
-            let outcome = if authorized {
-                Ok(())
-            } else {
-                Err((
-                    codes::TOPIC_AUTHORIZATION_FAILED,
-                    "Authorization failed.".to_owned(),
-                ))
-            };
-            let outcome = outcome
+            // The ACLs before the request's own errors, as Kafka: a caller who may not create
+            // the topic learns nothing of what else is wrong with it.
+            let outcome = self
+                .admin
+                .may_create_topic(&peer.caller, &name)
+                .map_err(|refused| refused.kafka())
                 .and_then(|()| self.topic_config(&topic))
                 .and_then(|config| {
-                    if request.validate_only {
-                        logd::validate_topic_name(&name)
-                            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))?;
-                        config
-                            .validate()
-                            .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))?;
-                        Ok((config, None))
-                    } else {
-                        self.log
-                            .create_topic(&name, config)
-                            .map(|created| (created.config, Some(created.id)))
-                            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))
-                    }
+                    self.admin
+                        .create_topic(&peer.caller, &name, config, request.validate_only)
+                        .map_err(|refused| refused.kafka())
                 });
             match outcome {
-                Ok((config, id)) => {
+                Ok(created) => {
                     if version >= 5 {
-                        self.describe_created(&mut result, &config, peer);
+                        self.describe_created(&mut result, &created.config, peer);
                     }
                     if version >= 7 {
-                        result.topic_id = id.map_or(Uuid::nil(), Uuid::from_bytes);
+                        result.topic_id = created.id.map_or(Uuid::nil(), Uuid::from_bytes);
                     }
                 }
                 Err((code, message)) => {
@@ -125,8 +103,8 @@ impl Broker {
     ) {
         result.num_partitions = i32::try_from(config.partitions).unwrap_or(i32::MAX);
         result.replication_factor = 1;
-        if !self.allowed_quietly(
-            peer,
+        if !self.guard().allows(
+            &peer.caller,
             Operation::DescribeConfigs,
             ResourceType::Topic,
             &result.name.0,
@@ -292,13 +270,10 @@ impl Broker {
             let name = name.or_else(|| self.topic_named_by(id));
             let outcome = match &name {
                 None => Err(codes::UNKNOWN_TOPIC_ID),
-                Some(name) if !self.allowed(peer, Operation::Delete, ResourceType::Topic, name) => {
-                    Err(codes::TOPIC_AUTHORIZATION_FAILED)
-                }
                 Some(name) => self
-                    .log
-                    .delete_topic(name)
-                    .map_err(|e| engine_codes::for_engine_error(&e)),
+                    .admin
+                    .delete_topic(&peer.caller, name)
+                    .map_err(|refused| refused.code()),
             };
             if let Err(code) = outcome {
                 result.error_code = code;
@@ -339,18 +314,21 @@ impl Broker {
             let name = topic.name.0.to_string();
             let outcome = if duplicated.contains(&name) {
                 Err((codes::INVALID_REQUEST, "Duplicate topic in request.".into()))
-            } else if !self.allowed(peer, Operation::Alter, ResourceType::Topic, &name) {
-                Err((
-                    codes::TOPIC_AUTHORIZATION_FAILED,
-                    "Authorization failed.".into(),
-                ))
             } else {
-                self.grow(
-                    &name,
-                    topic.count,
-                    topic.assignments.as_deref(),
-                    request.validate_only,
-                )
+                let assignments: Option<Vec<Vec<i32>>> = topic.assignments.as_ref().map(|a| {
+                    a.iter()
+                        .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+                        .collect()
+                });
+                self.admin
+                    .add_partitions(
+                        &peer.caller,
+                        &name,
+                        topic.count,
+                        assignments.as_deref(),
+                        request.validate_only,
+                    )
+                    .map_err(|refused| refused.kafka())
             };
             let mut result = CreatePartitionsTopicResult::default();
             result.name = topic.name;
@@ -361,57 +339,6 @@ impl Broker {
             response.results.push(result);
         }
         response
-    }
-
-    fn grow(
-        &self,
-        name: &str,
-        count: i32,
-        assignments: Option<
-            &[kafka_protocol::messages::create_partitions_request::CreatePartitionsAssignment],
-        >,
-        validate_only: bool,
-    ) -> Result<(), (i16, String)> {
-        let current = self
-            .log
-            .partition_count(name)
-            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))?;
-        let current = i64::from(current);
-        let wanted = i64::from(count);
-        if wanted < current {
-            return Err((
-                codes::INVALID_PARTITIONS,
-                format!(
-                    "Topic currently has {current} partitions, which is higher than the \
-                     requested {wanted}."
-                ),
-            ));
-        }
-        if wanted == current {
-            return Err((
-                codes::INVALID_PARTITIONS,
-                format!("Topic already has {current} partitions."),
-            ));
-        }
-        if let Some(assignments) = assignments {
-            let node = self.config.node_id;
-            let fits = assignments.len() as i64 == wanted - current
-                && assignments
-                    .iter()
-                    .all(|a| a.broker_ids.iter().map(|b| b.0).eq([node]));
-            if !fits {
-                return Err((
-                    codes::INVALID_REPLICA_ASSIGNMENT,
-                    format!("a single-node logd assigns each new partition to broker {node} alone"),
-                ));
-            }
-        }
-        if validate_only {
-            return Ok(());
-        }
-        self.log
-            .add_partitions(name, wanted as u32)
-            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))
     }
 
     pub(crate) fn describe_configs(
@@ -426,15 +353,17 @@ impl Broker {
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
             let refused = match resource.resource_type {
-                RESOURCE_TOPIC => (!self.allowed(
-                    peer,
+                RESOURCE_TOPIC => (!self.guard().allowed(
+                    &peer.caller,
                     Operation::DescribeConfigs,
                     ResourceType::Topic,
                     &resource.resource_name,
                 ))
                 .then_some(codes::TOPIC_AUTHORIZATION_FAILED),
-                RESOURCE_BROKER => (!self.allowed_on_cluster(peer, Operation::DescribeConfigs))
-                    .then_some(codes::CLUSTER_AUTHORIZATION_FAILED),
+                RESOURCE_BROKER => (!self
+                    .guard()
+                    .allowed_on_cluster(&peer.caller, Operation::DescribeConfigs))
+                .then_some(codes::CLUSTER_AUTHORIZATION_FAILED),
                 _ => None,
             };
             if let Some(code) = refused {
@@ -495,8 +424,8 @@ impl Broker {
         for resource in request.resources {
             let outcome = match resource.resource_type {
                 RESOURCE_TOPIC
-                    if !self.allowed(
-                        peer,
+                    if !self.guard().allowed(
+                        &peer.caller,
                         Operation::AlterConfigs,
                         ResourceType::Topic,
                         &resource.resource_name,
@@ -508,7 +437,11 @@ impl Broker {
                     ))
                 }
                 RESOURCE_TOPIC => self.alter_topic(&resource, request.validate_only),
-                RESOURCE_BROKER if !self.allowed_on_cluster(peer, Operation::AlterConfigs) => {
+                RESOURCE_BROKER
+                    if !self
+                        .guard()
+                        .allowed_on_cluster(&peer.caller, Operation::AlterConfigs) =>
+                {
                     Err((
                         codes::CLUSTER_AUTHORIZATION_FAILED,
                         "Authorization failed.".into(),

@@ -24,11 +24,16 @@ const UNBOUNDED: i64 = i64::MAX;
 
 /// One topic config as Kafka names it: name, value, whether it differs from the broker's
 /// default for new topics, and its type.
-pub(crate) struct ConfigEntry {
-    pub(crate) name: &'static str,
-    pub(crate) value: String,
-    pub(crate) set: bool,
-    pub(crate) kind: i8,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigEntry {
+    /// Kafka's name (`retention.ms`).
+    pub name: &'static str,
+    /// The value as Kafka writes it (`-1` for none, `9223372036854775807` for no bound).
+    pub value: String,
+    /// Whether it differs from what a topic created now with no configs would have.
+    pub set: bool,
+    /// Kafka's config type code (DescribeConfigs' `config_type`).
+    pub kind: i8,
 }
 
 /// What an inert config accepts (Kafka's validator for it).
@@ -179,8 +184,10 @@ fn fsync_for(messages: i64, ms: i64) -> FsyncPolicy {
     }
 }
 
-/// Every topic config of `config` under Kafka's names, `set` where it differs from `default`.
-pub(crate) fn topic_configs(config: &TopicConfig, default: &TopicConfig) -> Vec<ConfigEntry> {
+/// Every topic config of `config` under Kafka's names, `set` where it differs from `default`:
+/// the one mapping of `TopicConfig` to Kafka's names, for DescribeConfigs, CreateTopics' answer
+/// and the console.
+pub fn topic_configs(config: &TopicConfig, default: &TopicConfig) -> Vec<ConfigEntry> {
     let ms = |v: Option<i64>| v.map_or("-1".to_owned(), |v| v.to_string());
     let bound = |v: Option<i64>| v.unwrap_or(UNBOUNDED).to_string();
     let entry = |name, value, set, kind| ConfigEntry {

@@ -32,9 +32,13 @@ impl Broker {
     /// With an authorizer: `operation` on the cluster (super users have it). Without one, only
     /// the `super_users` (stricter than Kafka, which lets anyone in then).
     fn may_manage_users(&self, peer: &Peer, operation: Operation) -> bool {
-        match &self.authorizer {
-            Some(_) => self.allowed_on_cluster(peer, operation),
-            None => self.config.super_users.contains(&peer.principal),
+        match self.authorizer() {
+            Some(_) => self.guard().allowed_on_cluster(&peer.caller, operation),
+            None => self
+                .config
+                .super_users
+                .iter()
+                .any(|u| u == peer.caller.principal()),
         }
     }
 
@@ -170,7 +174,7 @@ impl Broker {
                     .map_err(|e| (codes::UNACCEPTABLE_CREDENTIAL, e.to_string()))
             });
             if outcome.is_ok() {
-                tracing::info!(user, by = %peer.principal, "user credentials changed");
+                tracing::info!(user, by = %peer.caller.principal(), "user credentials changed");
             }
             answer(&user, outcome);
         }

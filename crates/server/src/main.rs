@@ -631,7 +631,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let access = http::access::Access::new(
             console_login,
             broker.credentials().clone(),
-            broker.authorizer().cloned(),
+            broker.admin().clone(),
         );
         let allowed_hosts = http::hosts::AllowedHosts::new(&args.http_allowed_hosts);
         http::spawn(

@@ -33,10 +33,10 @@ impl Broker {
     /// Why an ACL request cannot be served at all: no authorizer, or `peer` lacks
     /// `operation` on the cluster.
     fn acl_refusal(&self, peer: &Peer, operation: Operation) -> Option<(i16, String)> {
-        if self.authorizer.is_none() {
+        if self.authorizer().is_none() {
             return Some((codes::SECURITY_DISABLED, NO_AUTHORIZER.into()));
         }
-        (!self.allowed_on_cluster(peer, operation)).then(|| {
+        (!self.guard().allowed_on_cluster(&peer.caller, operation)).then(|| {
             (
                 codes::CLUSTER_AUTHORIZATION_FAILED,
                 format!("{operation} on the cluster is needed to manage ACLs"),
@@ -63,7 +63,7 @@ impl Broker {
             (Some(refusal), _) => Err(refusal),
             (None, Err(invalid)) => Err((codes::INVALID_REQUEST, invalid.to_string())),
             (None, Ok(filter)) => Ok(self
-                .authorizer
+                .authorizer()
                 .as_ref()
                 .map(|a| a.describe(&filter))
                 .unwrap_or_default()),
@@ -102,11 +102,11 @@ impl Broker {
             })
             .collect();
         let valid: Vec<AclBinding> = outcomes.iter().filter_map(|o| o.clone().ok()).collect();
-        if let (Some(authorizer), false) = (&self.authorizer, valid.is_empty()) {
+        if let (Some(authorizer), false) = (self.authorizer(), valid.is_empty()) {
             match authorizer.create(&valid) {
                 Ok(()) => {
                     for binding in &valid {
-                        tracing::info!(acl = %binding, by = %peer.principal, "ACL created");
+                        tracing::info!(acl = %binding, by = %peer.caller.principal(), "ACL created");
                     }
                 }
                 Err(e) => {
@@ -156,7 +156,7 @@ impl Broker {
             })
             .collect();
         let valid: Vec<AclFilter> = filters.iter().filter_map(|f| f.clone().ok()).collect();
-        let deleted = match &self.authorizer {
+        let deleted = match self.authorizer() {
             Some(authorizer) if !valid.is_empty() => authorizer.delete(&valid).map_err(|e| {
                 tracing::error!(error = %e, "cannot store ACLs");
                 (codes::UNKNOWN_SERVER_ERROR, e.to_string())
@@ -174,7 +174,7 @@ impl Broker {
             match outcome {
                 Ok(bindings) => {
                     for binding in &bindings {
-                        tracing::info!(acl = %binding, by = %peer.principal, "ACL deleted");
+                        tracing::info!(acl = %binding, by = %peer.caller.principal(), "ACL deleted");
                     }
                     result.matching_acls = bindings.into_iter().map(matching_acl).collect();
                 }

@@ -5,7 +5,6 @@
 
 mod apis;
 mod authorizer;
-mod checks;
 mod store;
 
 pub use authorizer::{Authorizer, AuthorizerConfig};

@@ -10,6 +10,7 @@ use kafka_protocol::messages::{ApiKey, RequestKind};
 
 use super::credentials::CredentialStore;
 use super::sasl::{Authenticator, SaslOutcome};
+use crate::admin::Caller;
 use crate::codec::{Decoded, decode_request};
 use crate::error::Result;
 use crate::listener::ListenerConfig;
@@ -33,31 +34,12 @@ pub(crate) enum Gate {
 /// Who sent a request, as its handler sees it.
 #[derive(Debug, Clone)]
 pub(crate) struct Peer {
-    /// The client's address as Kafka shows it (`/127.0.0.1`).
-    pub(crate) host: String,
+    /// The principal (`User:NAME`, a certificate's subject, or Kafka's `User:ANONYMOUS`) at
+    /// the client's address as Kafka shows it (`/127.0.0.1`); its refusals are logged once
+    /// per connection.
+    pub(crate) caller: Caller,
     /// The listener the connection came in on.
     pub(crate) listener: Arc<ListenerConfig>,
-    /// `User:NAME`, a certificate's subject, or Kafka's `User:ANONYMOUS`.
-    pub(crate) principal: String,
-    /// The refusals already logged for this connection.
-    pub(crate) denials: Arc<DenialsLogged>,
-}
-
-/// What one connection was refused, so each (operation, resource) is logged once per
-/// connection rather than at every retry of a client's request.
-#[derive(Debug, Default)]
-pub(crate) struct DenialsLogged(parking_lot::Mutex<std::collections::HashSet<String>>);
-
-/// Refusals remembered per connection; past this, further new ones are not logged (a client
-/// naming endless topics cannot grow the broker's memory).
-const MAX_DENIALS_LOGGED: usize = 1024;
-
-impl DenialsLogged {
-    /// Whether the refusal described by `key` is new for this connection (and remembered).
-    pub(crate) fn first(&self, key: String) -> bool {
-        let mut seen = self.0.lock();
-        seen.len() < MAX_DENIALS_LOGGED && seen.insert(key)
-    }
 }
 
 impl Peer {
@@ -65,10 +47,11 @@ impl Peer {
     /// `/ip`, followed by the principal when the connection authenticated, since Kafka's
     /// protocol has no field of its own for it (`/10.0.0.7 (User:alice)`).
     pub(crate) fn member_host(&self) -> String {
-        if self.principal == ANONYMOUS {
-            self.host.clone()
+        let (host, principal) = (self.caller.host(), self.caller.principal());
+        if principal == ANONYMOUS {
+            host.to_owned()
         } else {
-            format!("{} ({})", self.host, self.principal)
+            format!("{host} ({principal})")
         }
     }
 }
@@ -98,10 +81,8 @@ impl Session {
         let principal = certificate_principal.unwrap_or_else(|| ANONYMOUS.into());
         Session {
             peer: Arc::new(Peer {
-                host,
+                caller: Caller::new(principal, host),
                 listener,
-                principal,
-                denials: Arc::default(),
             }),
             pending,
         }
@@ -191,9 +172,8 @@ impl Session {
     fn settle(&mut self, outcome: &SaslOutcome) {
         if let SaslOutcome::Authenticated { user, .. } = outcome {
             self.peer = Arc::new(Peer {
-                principal: format!("User:{user}"),
-                denials: Arc::default(),
-                ..Peer::clone(&self.peer)
+                caller: Caller::new(format!("User:{user}"), self.peer.caller.host()),
+                listener: self.peer.listener.clone(),
             });
             self.pending = None;
         }

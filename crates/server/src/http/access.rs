@@ -20,7 +20,8 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use logd_kafka::acl::{Authorizer, CLUSTER_NAME, Operation, ResourceType};
+use logd_kafka::acl::{CLUSTER_NAME, Operation, ResourceType};
+use logd_kafka::admin::{self, Admin, Refused};
 use logd_kafka::auth::ANONYMOUS;
 use logd_kafka::auth::credentials::CredentialStore;
 use logd_kafka::auth::scram::random_bytes;
@@ -45,7 +46,11 @@ const MAX_SESSIONS: usize = 1000;
 pub(crate) struct Access {
     /// `Some` when the console asks for a login.
     logins: Option<Logins>,
-    authorizer: Option<Arc<Authorizer>>,
+    /// The broker's admin operations and ACL checks, so the console decides, counts and logs
+    /// refusals as the Kafka side does.
+    admin: Admin,
+    /// Every caller without a login (its refusals logged once per address and resource).
+    anonymous: admin::Caller,
 }
 
 struct Logins {
@@ -55,24 +60,23 @@ struct Logins {
 }
 
 struct Session {
-    principal: String,
+    /// The principal, and the refusals logged for this session.
+    caller: admin::Caller,
     csrf: String,
     last_used: Instant,
 }
 
 impl Access {
-    /// A login against `credentials` when `login` is set; `authorizer`'s ACLs when there is one.
-    pub(crate) fn new(
-        login: bool,
-        credentials: Arc<CredentialStore>,
-        authorizer: Option<Arc<Authorizer>>,
-    ) -> Access {
+    /// A login against `credentials` when `login` is set; changes and checks through `admin`
+    /// (the broker's, with its ACLs and metrics).
+    pub(crate) fn new(login: bool, credentials: Arc<CredentialStore>, admin: Admin) -> Access {
         Access {
             logins: login.then(|| Logins {
                 credentials,
                 sessions: Mutex::default(),
             }),
-            authorizer,
+            admin,
+            anonymous: admin::Caller::new(ANONYMOUS, ""),
         }
     }
 }
@@ -80,8 +84,8 @@ impl Access {
 /// The principal and address of a request that passed [`guard`], and what it may do.
 #[derive(Clone)]
 pub(crate) struct Caller {
-    principal: String,
-    host: String,
+    /// Who, from where.
+    who: admin::Caller,
     /// The session's CSRF token, when logged in.
     csrf: Option<String>,
     access: Arc<Access>,
@@ -90,46 +94,44 @@ pub(crate) struct Caller {
 impl Caller {
     /// `User:NAME`, or `User:ANONYMOUS` without a login.
     pub(crate) fn principal(&self) -> &str {
-        &self.principal
+        self.who.principal()
     }
 
-    /// Whether the caller may do `operation` on `name` of `resource_type` (always without ACLs).
+    /// Who, from where, as the admin operations take it.
+    pub(crate) fn who(&self) -> &admin::Caller {
+        &self.who
+    }
+
+    /// The admin operations the console's changes go through.
+    pub(crate) fn admin(&self) -> &Admin {
+        &self.access.admin
+    }
+
+    /// Whether the caller may do `operation` on `name` of `resource_type` (always without
+    /// ACLs), asked quietly: for what filters a listing.
     pub(crate) fn may(
         &self,
         operation: Operation,
         resource_type: ResourceType,
         name: &str,
     ) -> bool {
-        self.access.authorizer.as_ref().is_none_or(|authorizer| {
-            authorizer.authorize(&self.principal, &self.host, operation, resource_type, name)
-        })
+        self.admin()
+            .guard()
+            .allows(&self.who, operation, resource_type, name)
     }
 
-    /// As [`Caller::may`], a refusal being 403 that names what was refused (and a log line).
+    /// As [`Caller::may`], a refusal being 403 that names what was refused, counted in
+    /// `/metrics` and logged as the Kafka side's are.
     pub(crate) fn require(
         &self,
         operation: Operation,
         resource_type: ResourceType,
         name: &str,
     ) -> Result<(), Failure> {
-        if self.may(operation, resource_type, name) {
-            return Ok(());
-        }
-        tracing::warn!(
-            principal = %self.principal,
-            host = %self.host,
-            operation = %operation,
-            resource_type = %resource_type,
-            resource = name,
-            "console request refused by the ACLs"
-        );
-        Err((
-            StatusCode::FORBIDDEN,
-            format!(
-                "{} may not {operation} {resource_type} {name}",
-                self.principal
-            ),
-        ))
+        self.admin()
+            .guard()
+            .check(&self.who, operation, resource_type, name)
+            .map_err(|refused| status_of(&refused))
     }
 
     /// As [`Caller::require`] on the cluster.
@@ -161,8 +163,7 @@ pub(crate) async fn guard(
     let host = peer.ip().to_string();
     let caller = match &access.logins {
         None => Caller {
-            principal: ANONYMOUS.into(),
-            host,
+            who: access.anonymous.at(host),
             csrf: None,
             access: access.clone(),
         },
@@ -175,11 +176,11 @@ pub(crate) async fn guard(
                     return None;
                 }
                 session.last_used = Instant::now();
-                Some((session.principal.clone(), session.csrf.clone()))
+                Some((session.caller.at(host.clone()), session.csrf.clone()))
             }) else {
                 return refuse(StatusCode::UNAUTHORIZED, "log in first");
             };
-            let (principal, csrf) = session;
+            let (who, csrf) = session;
             let changes = !matches!(*request.method(), Method::GET | Method::HEAD);
             let token = request
                 .headers()
@@ -193,8 +194,7 @@ pub(crate) async fn guard(
                 );
             }
             Caller {
-                principal,
-                host,
+                who,
                 csrf: Some(csrf),
                 access: access.clone(),
             }
@@ -209,7 +209,7 @@ pub(crate) async fn guard(
 pub(super) async fn session(axum::Extension(caller): axum::Extension<Caller>) -> Response {
     Json(json!({
         "login_required": caller.access.logins.is_some(),
-        "principal": caller.principal,
+        "principal": caller.principal(),
         "csrf_token": caller.csrf,
     }))
     .into_response()
@@ -268,7 +268,7 @@ pub(super) async fn login(
         sessions.insert(
             token.clone(),
             Session {
-                principal: principal.clone(),
+                caller: admin::Caller::new(principal.clone(), peer.ip().to_string()),
                 csrf: csrf.clone(),
                 last_used: Instant::now(),
             },
@@ -321,4 +321,15 @@ fn random_token() -> String {
 
 fn refuse(status: StatusCode, error: &str) -> Response {
     (status, Json(json!({ "error": error }))).into_response()
+}
+
+/// The HTTP status and message of a refused admin operation: 403 for the ACLs, 400 for a
+/// request Kafka refuses, and the engine's refusals by kind.
+pub(crate) fn status_of(refused: &Refused) -> Failure {
+    let status = match refused {
+        Refused::Denied { .. } => StatusCode::FORBIDDEN,
+        Refused::Engine(e) => return super::changes::engine_status(e),
+        _ => StatusCode::BAD_REQUEST,
+    };
+    (status, refused.to_string())
 }

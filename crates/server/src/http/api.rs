@@ -149,46 +149,14 @@ async fn topic(
             })
         })
         .collect();
-    // The settings this topic has that a topic created now with no configs would not.
-    let non_default: Vec<&str> = [
-        ("retention_ms", config.retention_ms != defaults.retention_ms),
-        (
-            "retention_bytes",
-            config.retention_bytes != defaults.retention_bytes,
-        ),
-        (
-            "segment_bytes",
-            config.segment_bytes != defaults.segment_bytes,
-        ),
-        ("segment_ms", config.segment_ms != defaults.segment_ms),
-        (
-            "max_batch_bytes",
-            config.max_batch_bytes != defaults.max_batch_bytes,
-        ),
-        (
-            "cleanup_policy",
-            config.cleanup_policy != defaults.cleanup_policy,
-        ),
-        (
-            "min_cleanable_dirty_ratio",
-            config.min_cleanable_dirty_ratio != defaults.min_cleanable_dirty_ratio,
-        ),
-        (
-            "min_compaction_lag_ms",
-            config.min_compaction_lag_ms != defaults.min_compaction_lag_ms,
-        ),
-        (
-            "max_compaction_lag_ms",
-            config.max_compaction_lag_ms != defaults.max_compaction_lag_ms,
-        ),
-        (
-            "delete_retention_ms",
-            config.delete_retention_ms != defaults.delete_retention_ms,
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(key, differs)| differs.then_some(key))
-    .collect();
+    // Every config under Kafka's names, as DescribeConfigs and `kafka-configs` show them, and
+    // those a topic created now with no configs would not have.
+    let configs = logd_kafka::topic_configs(config, defaults);
+    let non_default: Vec<&str> = configs.iter().filter(|c| c.set).map(|c| c.name).collect();
+    let config: serde_json::Map<String, Value> = configs
+        .iter()
+        .map(|c| (c.name.to_owned(), Value::String(c.value.clone())))
+        .collect();
     let groups: Vec<Value> = state
         .log
         .list_groups()
@@ -213,18 +181,7 @@ async fn topic(
     Json(json!({
         "name": topic.name,
         "id": hex(&topic.id),
-        "config": {
-            "retention_ms": config.retention_ms,
-            "retention_bytes": config.retention_bytes,
-            "segment_bytes": config.segment_bytes,
-            "segment_ms": config.segment_ms,
-            "max_batch_bytes": config.max_batch_bytes,
-            "cleanup_policy": config.cleanup_policy.as_str(),
-            "min_cleanable_dirty_ratio": config.min_cleanable_dirty_ratio,
-            "min_compaction_lag_ms": config.min_compaction_lag_ms,
-            "max_compaction_lag_ms": config.max_compaction_lag_ms,
-            "delete_retention_ms": config.delete_retention_ms,
-        },
+        "config": config,
         "non_default": non_default,
         "partitions": partitions,
         "groups": groups,

@@ -10,14 +10,14 @@ use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use logd::group::GroupError;
-use logd::{Log, Partitioner, ResetTarget};
+use logd::{Partitioner, ResetTarget};
 use logd_kafka::acl::{Operation, ResourceType};
 use logd_storage::batch::{BatchBuilder, Compression};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::State as Shared;
-use super::access::Caller;
+use super::access::{Caller, status_of};
 
 type Failure = (StatusCode, String);
 
@@ -30,7 +30,12 @@ fn answer(result: Result<(StatusCode, Value), Failure>) -> Response {
 
 /// The HTTP status of an engine refusal.
 fn refused(error: logd::Error) -> Failure {
-    let status = match &error {
+    engine_status(&error)
+}
+
+/// The HTTP status and message of an engine refusal.
+pub(super) fn engine_status(error: &logd::Error) -> Failure {
+    let status = match error {
         logd::Error::UnknownTopic(_) => StatusCode::NOT_FOUND,
         logd::Error::TopicExists(_) | logd::Error::Group(GroupError::NonEmptyGroup) => {
             StatusCode::CONFLICT
@@ -136,17 +141,17 @@ pub(super) async fn create_topic(
 ) -> Response {
     let log = state.log.clone();
     blocking(move || {
-        // As CreateTopics: CREATE on the cluster, or on the topic.
-        if !caller.may(Operation::Create, ResourceType::Cluster, logd_kafka::acl::CLUSTER_NAME) {
-            caller.require(Operation::Create, ResourceType::Topic, &request.name)?;
-        }
         let mut config = log.default_topic_config().clone();
         config.partitions = request.partitions.unwrap_or(1);
-        let created = log.create_topic(&request.name, config).map_err(refused)?;
-        tracing::info!(topic = %created.name, partitions = created.partitions.len(), principal = caller.principal(), "topic created from the console");
+        let created = caller
+            .admin()
+            .create_topic(caller.who(), &request.name, config, false)
+            .map_err(|r| status_of(&r))?;
+        let partitions = created.config.partitions;
+        tracing::info!(topic = %request.name, partitions, principal = caller.principal(), "topic created from the console");
         Ok((
             StatusCode::CREATED,
-            json!({ "name": created.name, "partitions": created.partitions.len() }),
+            json!({ "name": request.name, "partitions": partitions }),
         ))
     })
     .await
@@ -160,21 +165,21 @@ pub(super) struct Confirmation {
 /// `DELETE /api/v1/topics/{name}` with `{"confirm": name}`: the topic, its data and every
 /// group's offsets on it.
 pub(super) async fn delete_topic(
-    State(state): State<Shared>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Json(request): Json<Confirmation>,
 ) -> Response {
-    let log = state.log.clone();
     blocking(move || {
-        caller.require(Operation::Delete, ResourceType::Topic, &name)?;
         if request.confirm != name {
             return Err((
                 StatusCode::BAD_REQUEST,
                 format!("type the topic's name ({name}) as confirm to delete it"),
             ));
         }
-        log.delete_topic(&name).map_err(refused)?;
+        caller
+            .admin()
+            .delete_topic(caller.who(), &name)
+            .map_err(|r| status_of(&r))?;
         tracing::info!(topic = %name, principal = caller.principal(), "topic deleted from the console");
         Ok((StatusCode::OK, json!({ "deleted": name })))
     })
@@ -189,15 +194,16 @@ pub(super) struct Partitions {
 /// `POST /api/v1/topics/{name}/partitions` with `{"count": n}`: grows the topic to n
 /// partitions (never shrinks, as Kafka).
 pub(super) async fn add_partitions(
-    State(state): State<Shared>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Json(request): Json<Partitions>,
 ) -> Response {
-    let log = state.log.clone();
     blocking(move || {
-        caller.require(Operation::Alter, ResourceType::Topic, &name)?;
-        log.add_partitions(&name, request.count).map_err(refused)?;
+        let count = i32::try_from(request.count).unwrap_or(i32::MAX);
+        caller
+            .admin()
+            .add_partitions(caller.who(), &name, count, None, false)
+            .map_err(|r| status_of(&r))?;
         Ok((
             StatusCode::OK,
             json!({ "name": name, "partitions": request.count }),
@@ -222,33 +228,22 @@ pub(super) struct Reset {
 /// `POST /api/v1/groups/{group}/reset-offsets`: the plan of `logd groups reset-offsets`,
 /// applied with `execute`; refused (409) while the group has members, as Kafka refuses.
 pub(super) async fn reset_offsets(
-    State(state): State<Shared>,
     Extension(caller): Extension<Caller>,
     Path(group): Path<String>,
     Json(request): Json<Reset>,
 ) -> Response {
-    let log = state.log.clone();
     blocking(move || {
-        // As OffsetCommit, which `logd groups reset-offsets` sends: READ on the group and on
-        // each topic.
-        caller.require(Operation::Read, ResourceType::Group, &group)?;
         let target = target(&request)?;
-        let topics = match request.topics.clone() {
-            Some(topics) => topics,
-            None => committed_topics(&log, &group),
-        };
-        for topic in &topics {
-            caller.require(Operation::Read, ResourceType::Topic, topic)?;
-        }
-        if topics.is_empty() {
-            return Err((
-                StatusCode::BAD_REQUEST,
-                format!("group {group} has no committed offsets: name the topics to reset"),
-            ));
-        }
-        let plan = log
-            .reset_offsets(&group, &topics, target, request.execute)
-            .map_err(refused)?;
+        let plan = caller
+            .admin()
+            .reset_offsets(
+                caller.who(),
+                &group,
+                request.topics.clone(),
+                target,
+                request.execute,
+            )
+            .map_err(|r| status_of(&r))?;
         if request.execute {
             tracing::info!(group, partitions = plan.len(), to = %request.to, principal = caller.principal(), "offsets reset from the console");
         }
@@ -298,19 +293,6 @@ fn target(request: &Reset) -> Result<ResetTarget, Failure> {
     })
 }
 
-/// The topics `group` has committed offsets on, sorted.
-fn committed_topics(log: &Log, group: &str) -> Vec<String> {
-    let mut topics: Vec<String> = log
-        .offsets()
-        .group_offsets(group)
-        .into_iter()
-        .map(|(topic, _, _)| topic)
-        .collect();
-    topics.sort();
-    topics.dedup();
-    topics
-}
-
 /// `DELETE /api/v1/groups/{group}`: its offsets and state; refused (409) while it has members.
 pub(super) async fn delete_group(
     State(state): State<Shared>,
@@ -319,11 +301,14 @@ pub(super) async fn delete_group(
 ) -> Response {
     let log = state.log.clone();
     blocking(move || {
-        caller.require(Operation::Delete, ResourceType::Group, &group)?;
-        if !log.list_groups().contains(&group) {
+        let known = log.list_groups().contains(&group);
+        let deleted = caller
+            .admin()
+            .delete_group(caller.who(), &group)
+            .map_err(|r| status_of(&r))?;
+        if !known && !deleted {
             return Err((StatusCode::NOT_FOUND, format!("no group {group}")));
         }
-        log.delete_group(&group).map_err(refused)?;
         tracing::info!(
             group,
             principal = caller.principal(),

@@ -782,6 +782,27 @@ fn topics_and_groups_change_under_the_engines_rules() {
         r#"{"count": 2}"#,
     );
     assert_eq!(status, "HTTP/1.1 400 Bad Request", "{error}");
+    // The same rule, in the same words, as CreatePartitions over Kafka's protocol: the
+    // console's changes go through the broker's admin layer.
+    assert!(
+        error
+            .to_string()
+            .contains("Topic currently has 5 partitions"),
+        "{error}"
+    );
+    let (status, error) = send(
+        &http,
+        "POST",
+        "/api/v1/topics/made/partitions",
+        r#"{"count": 5}"#,
+    );
+    assert_eq!(status, "HTTP/1.1 400 Bad Request", "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("Topic already has 5 partitions."),
+        "{error}"
+    );
 
     // A group that read all 10 records: a planned reset changes nothing, an executed one does.
     let lines: Vec<String> = (0..10).map(|i| format!("k{i}:v")).collect();

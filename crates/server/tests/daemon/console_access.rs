@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use serde_json::{Value, json};
 
 use super::acls::Cluster;
-use super::metrics::get;
+use super::metrics::{get, scrape};
 
 /// An HTTP answer: status line, head, and body as JSON.
 struct Answer {
@@ -201,6 +201,20 @@ fn with_authentication_the_console_asks_for_a_login_and_keeps_to_the_acls() {
         alice.get(&http, "/api/v1/topics/orders/messages").status,
         "HTTP/1.1 200 OK"
     );
+    // The console's refusals are counted as the Kafka side's are (one guard decides both).
+    let denied = |op: &str, rt: &str| {
+        scrape(&http)
+            .get(&format!(
+                r#"logd_authorization_denied_total{{operation="{op}",resource_type="{rt}"}}"#
+            ))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let (described_before, read_before, cluster_before) = (
+        denied("DESCRIBE", "TOPIC"),
+        denied("READ", "TOPIC"),
+        denied("DESCRIBE", "CLUSTER"),
+    );
     for path in [
         "/api/v1/topics/secret",
         "/api/v1/topics/secret/messages",
@@ -227,6 +241,9 @@ fn with_authentication_the_console_asks_for_a_login_and_keeps_to_the_acls() {
         refused.body["error"], "User:alice may not READ TOPIC secret",
         "nothing of the record is shown"
     );
+    assert_eq!(denied("DESCRIBE", "TOPIC"), described_before + 1.0);
+    assert_eq!(denied("READ", "TOPIC"), read_before + 3.0);
+    assert_eq!(denied("DESCRIBE", "CLUSTER"), cluster_before + 1.0);
     // A group on secret: admin sees it in the list, the group view and the charts; alice in
     // none of them.
     let reset = admin.send(
