@@ -21,7 +21,7 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use logd_kafka::acl::{CLUSTER_NAME, Operation, ResourceType};
-use logd_kafka::admin::{self, Admin, Refused};
+use logd_kafka::admin::{self, Admin};
 use logd_kafka::auth::ANONYMOUS;
 use logd_kafka::auth::credentials::CredentialStore;
 use logd_kafka::auth::scram::random_bytes;
@@ -32,6 +32,7 @@ use subtle::ConstantTimeEq;
 
 use super::State as Shared;
 use super::params::Failure;
+use super::refusals::status_of;
 
 /// The session cookie's name.
 const SESSION_COOKIE: &str = "logd_session";
@@ -321,15 +322,4 @@ fn random_token() -> String {
 
 fn refuse(status: StatusCode, error: &str) -> Response {
     (status, Json(json!({ "error": error }))).into_response()
-}
-
-/// The HTTP status and message of a refused admin operation: 403 for the ACLs, 400 for a
-/// request Kafka refuses, and the engine's refusals by kind.
-pub(crate) fn status_of(refused: &Refused) -> Failure {
-    let status = match refused {
-        Refused::Denied { .. } => StatusCode::FORBIDDEN,
-        Refused::Engine(e) => return super::changes::engine_status(e),
-        _ => StatusCode::BAD_REQUEST,
-    };
-    (status, refused.to_string())
 }

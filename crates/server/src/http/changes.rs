@@ -9,7 +9,6 @@ use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use logd::group::GroupError;
 use logd::{Partitioner, ResetTarget};
 use logd_kafka::acl::{Operation, ResourceType};
 use logd_storage::batch::{BatchBuilder, Compression};
@@ -17,38 +16,16 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::State as Shared;
-use super::access::{Caller, status_of};
+use super::access::Caller;
+use super::refusals::{engine_status, status_of};
 
-type Failure = (StatusCode, String);
+use super::params::Failure;
 
 fn answer(result: Result<(StatusCode, Value), Failure>) -> Response {
     match result {
         Ok((status, value)) => (status, Json(value)).into_response(),
         Err((status, error)) => (status, Json(json!({ "error": error }))).into_response(),
     }
-}
-
-/// The HTTP status of an engine refusal.
-fn refused(error: logd::Error) -> Failure {
-    engine_status(&error)
-}
-
-/// The HTTP status and message of an engine refusal.
-pub(super) fn engine_status(error: &logd::Error) -> Failure {
-    let status = match error {
-        logd::Error::UnknownTopic(_) => StatusCode::NOT_FOUND,
-        logd::Error::TopicExists(_) | logd::Error::Group(GroupError::NonEmptyGroup) => {
-            StatusCode::CONFLICT
-        }
-        logd::Error::InvalidTopicName { .. } | logd::Error::InvalidConfig(_) => {
-            StatusCode::BAD_REQUEST
-        }
-        logd::Error::Storage(logd_storage::Error::BatchTooLarge { .. }) => {
-            StatusCode::PAYLOAD_TOO_LARGE
-        }
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    (status, error.to_string())
 }
 
 /// Runs an engine change (it may wait on fsyncs) off the listener's thread.
@@ -90,7 +67,7 @@ pub(super) async fn produce(
     let (log, partitioner) = (state.log.clone(), state.partitioner.clone());
     blocking(move || {
         caller.require(Operation::Write, ResourceType::Topic, &name)?;
-        let count = log.partition_count(&name).map_err(refused)?;
+        let count = log.partition_count(&name).map_err(|e| engine_status(&e))?;
         let key = request.key.as_deref().map(str::as_bytes);
         let partition = match request.partition {
             Some(p) if p < count => p,
@@ -117,7 +94,9 @@ pub(super) async fn produce(
         let mut batch = builder
             .build(0)
             .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-        let appended = log.append(&name, partition, &mut batch).map_err(refused)?;
+        let appended = log
+            .append(&name, partition, &mut batch)
+            .map_err(|e| engine_status(&e))?;
         Ok((
             StatusCode::CREATED,
             json!({ "topic": name, "partition": partition, "offset": appended.base_offset.0 }),

@@ -14,6 +14,7 @@ mod history;
 pub(crate) mod hosts;
 mod messages;
 mod params;
+mod refusals;
 mod search;
 mod timeline;
 
