@@ -3,64 +3,25 @@
 //! version, a body that does not parse). `server.rs` runs connections over it.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
 use crate::acl::Authorizer;
 use crate::admin::{Admin, Caller, Guard};
+use crate::api::Apis;
 use crate::auth::Peer;
 use crate::auth::credentials::CredentialStore;
 use crate::budget::RequestBudget;
 use crate::codec::{Decoded, Frame, decode_request, encode, framed, malformed};
 use crate::codes;
+use crate::config::BrokerConfig;
 use crate::connection_stats::ConnectionStats;
 use crate::error::Result;
 use crate::listener::ListenerConfig;
 use crate::observer::{BrokerObserver, NoObserver};
 use logd_protocol::partition_ranges;
-
-/// How the broker presents itself and bounds what clients send.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BrokerConfig {
-    /// This broker's node id.
-    pub node_id: i32,
-    /// Host clients should connect to (Kafka `advertised.listeners`).
-    pub advertised_host: String,
-    /// Port clients should connect to.
-    pub advertised_port: u16,
-    /// Cluster id reported in Metadata.
-    pub cluster_id: String,
-    /// Largest request frame accepted (Kafka `socket.request.max.bytes`); larger closes.
-    pub max_request_bytes: usize,
-    /// A connection silent for this long is closed.
-    pub idle_timeout: Duration,
-    /// Once a frame's size has arrived, its body must arrive within this (a slow client cannot
-    /// hold a connection mid-request).
-    pub request_timeout: Duration,
-    /// Bytes of request frames all connections may hold at once (see [`RequestBudget`]).
-    pub max_inflight_request_bytes: usize,
-    /// Principals (`User:admin`) allowed to manage users over the wire (Kafka `super.users`);
-    /// with an authorizer, its own super users decide.
-    pub super_users: Vec<String>,
-}
-
-impl Default for BrokerConfig {
-    fn default() -> BrokerConfig {
-        BrokerConfig {
-            node_id: 0,
-            advertised_host: "127.0.0.1".into(),
-            advertised_port: 9092,
-            cluster_id: "logd".into(),
-            max_request_bytes: 100 << 20,
-            idle_timeout: Duration::from_secs(600),
-            request_timeout: Duration::from_secs(30),
-            max_inflight_request_bytes: 256 << 20,
-            super_users: Vec::new(),
-        }
-    }
-}
 
 /// A logd node speaking the Kafka protocol over an engine.
 #[derive(Debug)]
@@ -76,25 +37,37 @@ pub struct Broker {
     pub(crate) admin: Admin,
     /// Who `handle_frame`'s callers are: the advertised address, no authentication.
     default_listener: Arc<ListenerConfig>,
+    /// The services the requests go to, built from the fields above.
+    apis: Apis,
 }
 
 impl Broker {
     /// A broker serving `log`. SASL logins check the users in the data directory's
     /// credentials file (read at the first login; [`Broker::with_credentials`] checks it now).
     pub fn new(log: logd::Log, config: BrokerConfig) -> Broker {
+        let admin = Admin::new(log.clone(), Guard::default(), config.node_id);
+        let observer: Arc<dyn BrokerObserver> = Arc::new(NoObserver);
+        let credentials = Arc::new(CredentialStore::unloaded(log.dir()));
         Broker {
             budget: RequestBudget::new(config.max_inflight_request_bytes),
             stats: Arc::default(),
-            credentials: Arc::new(CredentialStore::unloaded(log.dir())),
             default_listener: Arc::new(ListenerConfig::plaintext(
                 config.advertised_host.clone(),
                 config.advertised_port,
             )),
-            admin: Admin::new(log.clone(), Guard::default(), config.node_id),
+            apis: Apis::new(&config, &admin, &observer, &credentials),
+            credentials,
+            admin,
             log,
             config,
-            observer: Arc::new(NoObserver),
+            observer,
         }
+    }
+
+    /// The services rebuilt after a change to what they hold.
+    fn rebuilt(mut self) -> Broker {
+        self.apis = Apis::new(&self.config, &self.admin, &self.observer, &self.credentials);
+        self
     }
 
     /// The same broker, checking every request against `authorizer`'s ACLs (Kafka's
@@ -122,13 +95,13 @@ impl Broker {
 
     fn with_guard(mut self, guard: Guard) -> Broker {
         self.admin = Admin::new(self.log.clone(), guard, self.config.node_id);
-        self
+        self.rebuilt()
     }
 
     /// The same broker, logging users in against `credentials`.
     pub fn with_credentials(mut self, credentials: Arc<CredentialStore>) -> Broker {
         self.credentials = credentials;
-        self
+        self.rebuilt()
     }
 
     /// The users' credentials.
@@ -182,7 +155,7 @@ impl Broker {
                 header,
                 request,
             } => {
-                let response = self.handle(&header, *request, version, peer);
+                let response = self.apis.handle(&header, *request, version, peer);
                 self.answer(key, version, header.correlation_id, response, arrived)
             }
             Decoded::UnsupportedApiVersions { correlation_id } => {
@@ -201,7 +174,7 @@ impl Broker {
                 correlation_id,
                 request,
             } => {
-                let response = self.partition_ranges(&request, peer);
+                let response = self.apis.partition_ranges(&request, peer);
                 framed(
                     (partition_ranges::API_KEY, partition_ranges::VERSION),
                     correlation_id,
@@ -250,7 +223,7 @@ impl Broker {
         let RequestKind::Fetch(request) = *request else {
             return None;
         };
-        let response = self.fetch_without_waiting(&request, version, peer)?;
+        let response = self.apis.fetch_without_waiting(&request, version, peer)?;
         Some(self.answer(
             key,
             version,

@@ -5,34 +5,29 @@
 
 pub mod acl;
 pub mod admin;
+mod api;
 pub mod auth;
 mod broker;
 mod budget;
 mod codec;
+mod config;
 mod connection_stats;
 mod engine_codes;
 mod error;
-mod fetch;
 mod fetch_response;
-mod groups;
-mod handlers;
-mod leader_epoch;
 mod listener;
 mod login;
-mod metadata;
 mod observer;
 mod occasional;
-mod partition_ranges;
 mod server;
 mod shape;
-mod topic_admin;
 mod topic_configs;
-mod users;
 mod versions;
 
-pub use broker::{Broker, BrokerConfig};
+pub use broker::Broker;
 pub use budget::{RequestBudget, Reservation};
 pub use codec::{Decoded, decode_request};
+pub use config::BrokerConfig;
 pub use error::{Error, Result};
 pub use listener::{Listener, ListenerConfig};
 // What both sides share, under the names the broker's users know them by.

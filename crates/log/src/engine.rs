@@ -235,6 +235,10 @@ impl Log {
     /// The name of the topic whose stable id is `id` (Kafka clients name topics by id in
     /// Fetch v13+ and Metadata v10+).
     pub fn topic_name_by_id(&self, id: &[u8; 16]) -> Option<String> {
+        if *id == [0; 16] {
+            // Kafka's zero uuid means "no id": it names no topic.
+            return None;
+        }
         self.shared
             .topics
             .read()

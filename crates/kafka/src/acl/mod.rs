@@ -1,9 +1,8 @@
-//! Authorization: Kafka's ACL model, the [`Authorizer`] that decides with it, their durable
-//! store, and Kafka's ACL APIs (DescribeAcls, CreateAcls, DeleteAcls). The handlers ask the
-//! broker's authorizer before each engine call; with no authorizer configured every request
+//! Authorization: Kafka's ACL model, the [`Authorizer`] that decides with it, and their durable
+//! store (Kafka's ACL APIs are served in `api/acls.rs`). The handlers ask the broker's
+//! authorizer, through the admin layer's guard, before each engine call; with no authorizer configured every request
 //! is allowed, as on a Kafka broker without `authorizer.class.name`.
 
-mod apis;
 mod authorizer;
 mod store;
 

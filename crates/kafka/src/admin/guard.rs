@@ -132,4 +132,20 @@ impl Guard {
             )
         })
     }
+
+    /// Kafka's bit field (bit n for the operation of code n) of the `operations` that `caller`
+    /// may do on `name` of `resource_type`, quietly: the authorized operations a Metadata or
+    /// DescribeGroups answer carries.
+    pub fn authorized_operations(
+        &self,
+        caller: &Caller,
+        resource_type: ResourceType,
+        name: &str,
+        operations: &[Operation],
+    ) -> i32 {
+        operations
+            .iter()
+            .filter(|op| self.allows(caller, **op, resource_type, name))
+            .fold(0, |bits, op| bits | (1 << op.code()))
+    }
 }

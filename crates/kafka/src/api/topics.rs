@@ -24,8 +24,8 @@ use logd::TopicConfig;
 use uuid::Uuid;
 
 use crate::acl::{Operation, ResourceType};
+use crate::admin::{Admin, Guard};
 use crate::auth::Peer;
-use crate::broker::Broker;
 use crate::codes;
 use crate::engine_codes;
 use crate::topic_configs::{set_topic_configs, topic_configs};
@@ -45,8 +45,19 @@ fn text(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
 
-impl Broker {
-    pub(crate) fn create_topics(
+/// CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs and IncrementalAlterConfigs.
+#[derive(Debug)]
+pub(super) struct TopicsApi {
+    pub(super) log: logd::Log,
+    pub(super) guard: Guard,
+    /// Creations, deletions and growth go through it, as the console's do.
+    pub(super) admin: Admin,
+    /// The only broker a replica may be assigned to.
+    pub(super) node_id: i32,
+}
+
+impl TopicsApi {
+    pub(super) fn create_topics(
         &self,
         request: CreateTopicsRequest,
         version: i16,
@@ -103,7 +114,7 @@ impl Broker {
     ) {
         result.num_partitions = i32::try_from(config.partitions).unwrap_or(i32::MAX);
         result.replication_factor = 1;
-        if !self.guard().allows(
+        if !self.guard.allows(
             &peer.caller,
             Operation::DescribeConfigs,
             ResourceType::Topic,
@@ -198,7 +209,7 @@ impl Broker {
             ));
         }
         let invalid = |message: String| (codes::INVALID_REPLICA_ASSIGNMENT, message);
-        let node = self.config.node_id;
+        let node = self.node_id;
         let mut partitions = std::collections::BTreeSet::new();
         for assignment in &topic.assignments {
             if !partitions.insert(assignment.partition_index) {
@@ -245,7 +256,7 @@ impl Broker {
     }
 
     /// DeleteTopics: by name (v1-5) or by name or topic id (v6).
-    pub(crate) fn delete_topics(
+    pub(super) fn delete_topics(
         &self,
         request: DeleteTopicsRequest,
         version: i16,
@@ -267,7 +278,7 @@ impl Broker {
         let mut response = DeleteTopicsResponse::default();
         for (name, id) in wanted {
             let mut result = DeletableTopicResult::default();
-            let name = name.or_else(|| self.topic_named_by(id));
+            let name = name.or_else(|| self.log.topic_name_by_id(id.as_bytes()));
             let outcome = match &name {
                 None => Err(codes::UNKNOWN_TOPIC_ID),
                 Some(name) => self
@@ -287,17 +298,9 @@ impl Broker {
         response
     }
 
-    /// The topic whose stable id is `id`.
-    pub(crate) fn topic_named_by(&self, id: Uuid) -> Option<String> {
-        if id.is_nil() {
-            return None;
-        }
-        self.log.topic_name_by_id(id.as_bytes())
-    }
-
     /// CreatePartitions: grows topics (ALTER on each), never shrinks; `validate_only` checks
     /// without changing anything.
-    pub(crate) fn create_partitions(
+    pub(super) fn create_partitions(
         &self,
         request: CreatePartitionsRequest,
         peer: &Peer,
@@ -341,7 +344,7 @@ impl Broker {
         response
     }
 
-    pub(crate) fn describe_configs(
+    pub(super) fn describe_configs(
         &self,
         request: DescribeConfigsRequest,
         version: i16,
@@ -353,7 +356,7 @@ impl Broker {
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
             let refused = match resource.resource_type {
-                RESOURCE_TOPIC => (!self.guard().allowed(
+                RESOURCE_TOPIC => (!self.guard.allowed(
                     &peer.caller,
                     Operation::DescribeConfigs,
                     ResourceType::Topic,
@@ -361,7 +364,7 @@ impl Broker {
                 ))
                 .then_some(codes::TOPIC_AUTHORIZATION_FAILED),
                 RESOURCE_BROKER => (!self
-                    .guard()
+                    .guard
                     .allowed_on_cluster(&peer.caller, Operation::DescribeConfigs))
                 .then_some(codes::CLUSTER_AUTHORIZATION_FAILED),
                 _ => None,
@@ -415,7 +418,7 @@ impl Broker {
     /// IncrementalAlterConfigs: SET or DELETE (back to the broker's default) a topic's configs,
     /// all of a resource's changes or none; `validate_only` checks without changing anything.
     /// Broker resources have no dynamic configs on logd.
-    pub(crate) fn incremental_alter_configs(
+    pub(super) fn incremental_alter_configs(
         &self,
         request: IncrementalAlterConfigsRequest,
         peer: &Peer,
@@ -424,7 +427,7 @@ impl Broker {
         for resource in request.resources {
             let outcome = match resource.resource_type {
                 RESOURCE_TOPIC
-                    if !self.guard().allowed(
+                    if !self.guard.allowed(
                         &peer.caller,
                         Operation::AlterConfigs,
                         ResourceType::Topic,
@@ -439,7 +442,7 @@ impl Broker {
                 RESOURCE_TOPIC => self.alter_topic(&resource, request.validate_only),
                 RESOURCE_BROKER
                     if !self
-                        .guard()
+                        .guard
                         .allowed_on_cluster(&peer.caller, Operation::AlterConfigs) =>
                 {
                     Err((

@@ -1,4 +1,4 @@
-//! Kafka's ACL APIs over the [`Authorizer`](super::Authorizer): DescribeAcls (DESCRIBE on the
+//! Kafka's ACL APIs over the [`Authorizer`](crate::acl::Authorizer): DescribeAcls (DESCRIBE on the
 //! cluster), CreateAcls and DeleteAcls (ALTER on the cluster). Without an authorizer they are
 //! answered SECURITY_DISABLED, as Kafka answers them; a binding or filter with a code Kafka does
 //! not define is answered INVALID_REQUEST with Kafka's message, and the others in the same
@@ -17,8 +17,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::admin::Guard;
 use crate::auth::Peer;
-use crate::broker::Broker;
 use crate::codes;
 use logd_protocol::acl::{AclBinding, AclFilter, Operation};
 
@@ -29,14 +29,20 @@ fn text(s: impl Into<String>) -> StrBytes {
 /// Kafka's message when no authorizer is configured.
 const NO_AUTHORIZER: &str = "no authorizer is configured (start logd with --authorizer acl)";
 
-impl Broker {
+/// DescribeAcls, CreateAcls and DeleteAcls: the guard holds the authorizer they manage.
+#[derive(Debug)]
+pub(super) struct AclsApi {
+    pub(super) guard: Guard,
+}
+
+impl AclsApi {
     /// Why an ACL request cannot be served at all: no authorizer, or `peer` lacks
     /// `operation` on the cluster.
     fn acl_refusal(&self, peer: &Peer, operation: Operation) -> Option<(i16, String)> {
-        if self.authorizer().is_none() {
+        if self.guard.authorizer().is_none() {
             return Some((codes::SECURITY_DISABLED, NO_AUTHORIZER.into()));
         }
-        (!self.guard().allowed_on_cluster(&peer.caller, operation)).then(|| {
+        (!self.guard.allowed_on_cluster(&peer.caller, operation)).then(|| {
             (
                 codes::CLUSTER_AUTHORIZATION_FAILED,
                 format!("{operation} on the cluster is needed to manage ACLs"),
@@ -44,7 +50,7 @@ impl Broker {
         })
     }
 
-    pub(crate) fn describe_acls(
+    pub(super) fn describe_acls(
         &self,
         request: DescribeAclsRequest,
         peer: &Peer,
@@ -63,6 +69,7 @@ impl Broker {
             (Some(refusal), _) => Err(refusal),
             (None, Err(invalid)) => Err((codes::INVALID_REQUEST, invalid.to_string())),
             (None, Ok(filter)) => Ok(self
+                .guard
                 .authorizer()
                 .as_ref()
                 .map(|a| a.describe(&filter))
@@ -78,7 +85,7 @@ impl Broker {
         response
     }
 
-    pub(crate) fn create_acls(
+    pub(super) fn create_acls(
         &self,
         request: CreateAclsRequest,
         peer: &Peer,
@@ -102,7 +109,7 @@ impl Broker {
             })
             .collect();
         let valid: Vec<AclBinding> = outcomes.iter().filter_map(|o| o.clone().ok()).collect();
-        if let (Some(authorizer), false) = (self.authorizer(), valid.is_empty()) {
+        if let (Some(authorizer), false) = (self.guard.authorizer(), valid.is_empty()) {
             match authorizer.create(&valid) {
                 Ok(()) => {
                     for binding in &valid {
@@ -132,7 +139,7 @@ impl Broker {
         response
     }
 
-    pub(crate) fn delete_acls(
+    pub(super) fn delete_acls(
         &self,
         request: DeleteAclsRequest,
         peer: &Peer,
@@ -156,7 +163,7 @@ impl Broker {
             })
             .collect();
         let valid: Vec<AclFilter> = filters.iter().filter_map(|f| f.clone().ok()).collect();
-        let deleted = match self.authorizer() {
+        let deleted = match self.guard.authorizer() {
             Some(authorizer) if !valid.is_empty() => authorizer.delete(&valid).map_err(|e| {
                 tracing::error!(error = %e, "cannot store ACLs");
                 (codes::UNKNOWN_SERVER_ERROR, e.to_string())

@@ -7,6 +7,7 @@
 //! first.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 use kafka_protocol::messages::describe_user_scram_credentials_response::{
@@ -19,8 +20,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::acl::Operation;
+use crate::admin::Guard;
 use crate::auth::Peer;
-use crate::broker::Broker;
+use crate::auth::credentials::CredentialStore;
 use crate::codes;
 use logd_protocol::scram::{MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism};
 
@@ -28,21 +30,29 @@ fn text(s: impl Into<String>) -> Option<StrBytes> {
     Some(StrBytes::from_string(s.into()))
 }
 
-impl Broker {
+/// DescribeUserScramCredentials and AlterUserScramCredentials.
+#[derive(Debug)]
+pub(super) struct UsersApi {
+    pub(super) guard: Guard,
+    pub(super) credentials: Arc<CredentialStore>,
+    /// Who may manage users when there is no authorizer (Kafka's `super.users`).
+    pub(super) super_users: Vec<String>,
+}
+
+impl UsersApi {
     /// With an authorizer: `operation` on the cluster (super users have it). Without one, only
     /// the `super_users` (stricter than Kafka, which lets anyone in then).
     fn may_manage_users(&self, peer: &Peer, operation: Operation) -> bool {
-        match self.authorizer() {
-            Some(_) => self.guard().allowed_on_cluster(&peer.caller, operation),
+        match self.guard.authorizer() {
+            Some(_) => self.guard.allowed_on_cluster(&peer.caller, operation),
             None => self
-                .config
                 .super_users
                 .iter()
                 .any(|u| u == peer.caller.principal()),
         }
     }
 
-    pub(crate) fn describe_user_scram_credentials(
+    pub(super) fn describe_user_scram_credentials(
         &self,
         request: DescribeUserScramCredentialsRequest,
         peer: &Peer,
@@ -88,7 +98,7 @@ impl Broker {
         response
     }
 
-    pub(crate) fn alter_user_scram_credentials(
+    pub(super) fn alter_user_scram_credentials(
         &self,
         request: AlterUserScramCredentialsRequest,
         peer: &Peer,

@@ -4,6 +4,7 @@
 //! client's leader epoch newer than this node's 0 is refused (UNKNOWN_LEADER_EPOCH). The answer
 //! is encoded without copying records (`fetch_response.rs`).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
@@ -11,12 +12,13 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use logd_storage::Offset;
 use logd_storage::batch::BatchHeader;
 
+use super::offsets::LEADER_EPOCH;
 use crate::acl::{Operation, ResourceType};
+use crate::admin::Guard;
 use crate::auth::Peer;
-use crate::broker::Broker;
 use crate::codes;
 use crate::engine_codes;
-use crate::handlers::LEADER_EPOCH;
+use crate::observer::BrokerObserver;
 
 /// The first version naming topics by id.
 const TOPIC_IDS: i16 = 13;
@@ -33,9 +35,17 @@ enum Access {
     UnknownId,
 }
 
-impl Broker {
+/// Fetch.
+#[derive(Debug)]
+pub(super) struct FetchApi {
+    pub(super) log: logd::Log,
+    pub(super) guard: Guard,
+    pub(super) observer: Arc<dyn BrokerObserver>,
+}
+
+impl FetchApi {
     /// Long-polls until `min_bytes` are available or `max_wait_ms` passes, woken by appends.
-    pub(crate) fn fetch(&self, request: &FetchRequest, version: i16, peer: &Peer) -> FetchResponse {
+    pub(super) fn fetch(&self, request: &FetchRequest, version: i16, peer: &Peer) -> FetchResponse {
         let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
         // Asked once, not at each look of a long poll.
         let access = self.access(request, version, peer);
@@ -51,9 +61,9 @@ impl Broker {
         }
     }
 
-    /// The answer [`Broker::fetch`] gives if it gives it at its first look, without waiting;
+    /// The answer [`FetchApi::fetch`] gives if it gives it at its first look, without waiting;
     /// `None` if that fetch would wait for appends.
-    pub(crate) fn fetch_without_waiting(
+    pub(super) fn fetch_without_waiting(
         &self,
         request: &FetchRequest,
         version: i16,
@@ -76,19 +86,17 @@ impl Broker {
             .iter()
             .map(|t| {
                 let name = if version >= TOPIC_IDS {
-                    match self.topic_named_by(t.topic_id) {
+                    match self.log.topic_name_by_id(t.topic_id.as_bytes()) {
                         Some(name) => name,
                         None => return Access::UnknownId,
                     }
                 } else {
                     t.topic.0.to_string()
                 };
-                match self.guard().allowed(
-                    &peer.caller,
-                    Operation::Read,
-                    ResourceType::Topic,
-                    &name,
-                ) {
+                match self
+                    .guard
+                    .allowed(&peer.caller, Operation::Read, ResourceType::Topic, &name)
+                {
                     true => Access::Read(name),
                     false => Access::Refused,
                 }

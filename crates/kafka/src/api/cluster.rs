@@ -5,8 +5,13 @@
 //! do (v8+, when asked). Auto-creation follows Kafka: implicit before v4, needs CREATE.
 //! DescribeCluster (v0 to v2), the admin clients' view of the same: this node as the one broker
 //! and the controller, the cluster id, and the cluster operations the principal may do.
+//! DescribeLogDirs: the data directory, the size of each partition in it, and (v4) the file
+//! system's size and free space.
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -14,12 +19,13 @@ use kafka_protocol::messages::{
     BrokerId, DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse,
     TopicName,
 };
+use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use crate::acl::{CLUSTER_NAME, Operation, ResourceType};
+use crate::admin::{Admin, Guard};
 use crate::auth::Peer;
-use crate::broker::Broker;
 use crate::codes;
 use crate::engine_codes;
 
@@ -52,24 +58,21 @@ enum Wanted {
     UnknownId(Uuid),
 }
 
-impl Broker {
-    /// Kafka's bit field of the operations in `operations` that `peer` may do on `name`.
-    fn authorized_operations(
-        &self,
-        peer: &Peer,
-        resource_type: ResourceType,
-        name: &str,
-        operations: &[Operation],
-    ) -> i32 {
-        operations
-            .iter()
-            .filter(|op| self.guard().allows(&peer.caller, **op, resource_type, name))
-            .fold(0, |bits, op| bits | (1 << op.code()))
-    }
+/// Metadata, DescribeCluster and DescribeLogDirs.
+#[derive(Debug)]
+pub(super) struct ClusterApi {
+    pub(super) log: logd::Log,
+    pub(super) guard: Guard,
+    /// Metadata's auto-creation goes through it.
+    pub(super) admin: Admin,
+    pub(super) node_id: i32,
+    pub(super) cluster_id: String,
+}
 
+impl ClusterApi {
     /// DescribeCluster. An admin asking for the controllers' endpoints (endpoint type 2) of a
     /// broker listener is answered UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers answer it.
-    pub(crate) fn describe_cluster(
+    pub(super) fn describe_cluster(
         &self,
         request: DescribeClusterRequest,
         peer: &Peer,
@@ -85,15 +88,15 @@ impl Broker {
             return response;
         }
         let mut broker = DescribeClusterBroker::default();
-        broker.broker_id = BrokerId(self.config.node_id);
+        broker.broker_id = BrokerId(self.node_id);
         broker.host = StrBytes::from_string(peer.listener.advertised_host.clone());
         broker.port = i32::from(peer.listener.advertised_port);
         response.brokers = vec![broker];
-        response.cluster_id = StrBytes::from_string(self.config.cluster_id.clone());
-        response.controller_id = BrokerId(self.config.node_id);
+        response.cluster_id = StrBytes::from_string(self.cluster_id.clone());
+        response.controller_id = BrokerId(self.node_id);
         response.cluster_authorized_operations = if request.include_cluster_authorized_operations {
-            self.authorized_operations(
-                peer,
+            self.guard.authorized_operations(
+                &peer.caller,
                 ResourceType::Cluster,
                 CLUSTER_NAME,
                 &CLUSTER_OPERATIONS,
@@ -104,7 +107,7 @@ impl Broker {
         response
     }
 
-    pub(crate) fn metadata(
+    pub(super) fn metadata(
         &self,
         request: MetadataRequest,
         version: i16,
@@ -116,7 +119,7 @@ impl Broker {
         let every_topic = || {
             let mut all = self.log.list_topics();
             all.retain(|t| {
-                self.guard()
+                self.guard
                     .allows(&peer.caller, Operation::Describe, ResourceType::Topic, t)
             });
             all.into_iter().map(Wanted::Name).collect()
@@ -129,7 +132,7 @@ impl Broker {
                 .into_iter()
                 .map(|t| match t.name {
                     Some(name) => Wanted::Name(name.0.to_string()),
-                    None => match self.topic_named_by(t.topic_id) {
+                    None => match self.log.topic_name_by_id(t.topic_id.as_bytes()) {
                         Some(name) => Wanted::Name(name),
                         None => Wanted::UnknownId(t.topic_id),
                     },
@@ -138,7 +141,7 @@ impl Broker {
         };
         // Before v4 a metadata request asks for auto-creation implicitly, as in Kafka.
         let auto_create = version < 4 || request.allow_auto_topic_creation;
-        let node = BrokerId(self.config.node_id);
+        let node = BrokerId(self.node_id);
         let mut broker = MetadataResponseBroker::default();
         broker.node_id = node;
         broker.host = StrBytes::from_string(listener.advertised_host.clone());
@@ -149,13 +152,13 @@ impl Broker {
             response.controller_id = node;
         }
         if version >= 2 {
-            response.cluster_id = Some(StrBytes::from_string(self.config.cluster_id.clone()));
+            response.cluster_id = Some(StrBytes::from_string(self.cluster_id.clone()));
         }
         if (8..=10).contains(&version) {
             response.cluster_authorized_operations =
                 if request.include_cluster_authorized_operations {
-                    self.authorized_operations(
-                        peer,
+                    self.guard.authorized_operations(
+                        &peer.caller,
                         ResourceType::Cluster,
                         CLUSTER_NAME,
                         &CLUSTER_OPERATIONS,
@@ -179,13 +182,14 @@ impl Broker {
                 };
                 if version >= 8 {
                     topic.topic_authorized_operations = match (&topic.name, topic.error_code) {
-                        (Some(name), 0) if request.include_topic_authorized_operations => self
-                            .authorized_operations(
-                                peer,
+                        (Some(name), 0) if request.include_topic_authorized_operations => {
+                            self.guard.authorized_operations(
+                                &peer.caller,
                                 ResourceType::Topic,
                                 name,
                                 &TOPIC_OPERATIONS,
-                            ),
+                            )
+                        }
                         _ => i32::MIN,
                     };
                 }
@@ -207,7 +211,7 @@ impl Broker {
         let mut topic = MetadataResponseTopic::default();
         topic.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
         if !self
-            .guard()
+            .guard
             .allowed(&peer.caller, Operation::Describe, ResourceType::Topic, name)
         {
             topic.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
@@ -219,7 +223,7 @@ impl Broker {
             && !known
             && !self.admin.may_create_any_topic(&peer.caller)
             && !self
-                .guard()
+                .guard
                 .allowed(&peer.caller, Operation::Create, ResourceType::Topic, name)
         {
             topic.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
@@ -234,7 +238,7 @@ impl Broker {
             true => self.log.topic_id_and_partitions(name).map(Some),
             false => Ok(None),
         });
-        let node = BrokerId(self.config.node_id);
+        let node = BrokerId(self.node_id);
         match described {
             Ok(Some((id, partitions))) => {
                 if version >= 10 {
@@ -257,5 +261,69 @@ impl Broker {
             Err(e) => topic.error_code = engine_codes::for_engine_error(&e),
         }
         topic
+    }
+
+    /// One log directory (the data directory) with the size of each requested partition
+    /// (every partition when `topics` is null); unknown topics and partitions are left out, as
+    /// Kafka does. Needs DESCRIBE on the cluster: without it the answer is empty before v3
+    /// (no error field) and the refusal's code from v3; v4 adds the file system's size and free
+    /// space.
+    pub(super) fn describe_log_dirs(
+        &self,
+        request: DescribeLogDirsRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> DescribeLogDirsResponse {
+        if !self
+            .guard
+            .allowed_on_cluster(&peer.caller, Operation::Describe)
+        {
+            let mut refused = DescribeLogDirsResponse::default();
+            if version >= 3 {
+                refused.error_code = codes::CLUSTER_AUTHORIZATION_FAILED;
+            }
+            return refused;
+        }
+        let wanted: Vec<(String, Option<Vec<i32>>)> = match request.topics {
+            None => self
+                .log
+                .list_topics()
+                .into_iter()
+                .map(|t| (t, None))
+                .collect(),
+            Some(topics) => topics
+                .into_iter()
+                .map(|t| (t.topic.to_string(), Some(t.partitions)))
+                .collect(),
+        };
+        let mut result = DescribeLogDirsResult::default();
+        result.log_dir = StrBytes::from_string(self.log.dir().display().to_string());
+        for (name, partitions) in wanted {
+            let Ok(count) = self.log.partition_count(&name) else {
+                continue;
+            };
+            let indexes = partitions.unwrap_or_else(|| (0..count as i32).collect());
+            let mut topic = DescribeLogDirsTopic::default();
+            for index in indexes {
+                let Ok(log) = self
+                    .log
+                    .partition(&name, u32::try_from(index).unwrap_or(u32::MAX))
+                else {
+                    continue;
+                };
+                let mut partition = DescribeLogDirsPartition::default();
+                partition.partition_index = index;
+                partition.partition_size = log.size_bytes() as i64;
+                topic.partitions.push(partition);
+            }
+            topic.name = TopicName(StrBytes::from_string(name));
+            result.topics.push(topic);
+        }
+        if version >= 4 {
+            (result.total_bytes, result.usable_bytes) = logd_storage::disk_space(self.log.dir());
+        }
+        let mut response = DescribeLogDirsResponse::default();
+        response.results = vec![result];
+        response
     }
 }
