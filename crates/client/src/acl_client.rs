@@ -60,8 +60,10 @@ impl AsyncClient {
         request.host_filter = filter.host.as_deref().map(text);
         request.operation = filter.operation.code();
         request.permission_type = filter.permission.code();
-        let response: DescribeAclsResponse =
-            self.call(ApiKey::DescribeAcls, VERSION, &request).await?;
+        let response: DescribeAclsResponse = self
+            .wire
+            .call(ApiKey::DescribeAcls, VERSION, &request)
+            .await?;
         if response.error_code != 0 {
             return Err(refused(
                 "listing ACLs".into(),
@@ -103,7 +105,10 @@ impl AsyncClient {
                 creation
             })
             .collect();
-        let response: CreateAclsResponse = self.call(ApiKey::CreateAcls, VERSION, &request).await?;
+        let response: CreateAclsResponse = self
+            .wire
+            .call(ApiKey::CreateAcls, VERSION, &request)
+            .await?;
         for (result, binding) in response.results.iter().zip(bindings) {
             if result.error_code != 0 {
                 return Err(refused(
@@ -133,7 +138,10 @@ impl AsyncClient {
                 filter
             })
             .collect();
-        let response: DeleteAclsResponse = self.call(ApiKey::DeleteAcls, VERSION, &request).await?;
+        let response: DeleteAclsResponse = self
+            .wire
+            .call(ApiKey::DeleteAcls, VERSION, &request)
+            .await?;
         let mut deleted = Vec::new();
         for result in &response.filter_results {
             if result.error_code != 0 {

@@ -8,10 +8,11 @@ use bytes::Bytes;
 use kafka_protocol::messages::MetadataResponse;
 use tokio::runtime::Runtime;
 
-use crate::client::{ActiveProducer, AsyncClient, PartitionOffsets};
+use crate::client::AsyncClient;
 use crate::client_security::ClientSecurity;
 use crate::error::Result;
 use crate::group_client::GroupInfo;
+use crate::records_client::{ActiveProducer, PartitionOffsets};
 use crate::user_client::UserCredentials;
 use logd_protocol::acl::{AclBinding, AclFilter};
 use logd_protocol::scram::ScramMechanism;

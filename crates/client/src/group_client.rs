@@ -67,9 +67,10 @@ impl AsyncClient {
     /// broker is asked (as Kafka's admin client does).
     pub async fn list_groups(&mut self) -> Result<Vec<String>> {
         let mut groups = std::collections::BTreeSet::new();
-        for broker in self.every_broker().await? {
+        for broker in self.wire.every_broker().await? {
             let route = broker.map_or(Route::Any, Route::Broker);
             let response: ListGroupsResponse = self
+                .wire
                 .call_to(
                     route,
                     ApiKey::ListGroups,
@@ -88,6 +89,7 @@ impl AsyncClient {
         let mut request = DescribeGroupsRequest::default();
         request.groups = vec![group_id(group)];
         let response: DescribeGroupsResponse = self
+            .wire
             .routed(
                 Route::Coordinator(group),
                 ApiKey::DescribeGroups,
@@ -156,6 +158,7 @@ impl AsyncClient {
         request.group_id = group_id(group);
         request.topics = topics;
         let response: OffsetFetchResponse = self
+            .wire
             .routed(
                 Route::Coordinator(group),
                 ApiKey::OffsetFetch,
@@ -216,6 +219,7 @@ impl AsyncClient {
             }
         }
         let response: OffsetCommitResponse = self
+            .wire
             .routed(
                 Route::Coordinator(group),
                 ApiKey::OffsetCommit,
@@ -252,6 +256,7 @@ impl AsyncClient {
         let mut request = DeleteGroupsRequest::default();
         request.groups_names = vec![group_id(group)];
         let response: DeleteGroupsResponse = self
+            .wire
             .routed(
                 Route::Coordinator(group),
                 ApiKey::DeleteGroups,

@@ -15,21 +15,23 @@ mod error;
 mod group_client;
 #[cfg(feature = "rdkafka")]
 mod group_transport;
+mod records_client;
 mod retry_transport;
-mod routed;
 mod routing;
 mod topic_client;
 mod user_client;
+mod wire;
 mod writer;
 
 pub use blocking::Client;
-pub use client::{ActiveProducer, AsyncClient, PartitionOffsets};
+pub use client::AsyncClient;
 pub use client_security::{ClientSecurity, ClientTls, PROPERTY_KEYS, SaslLogin};
 pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
 #[cfg(feature = "rdkafka")]
 pub use group_transport::GroupRemote;
 pub use logd_protocol::code_name;
+pub use records_client::{ActiveProducer, PartitionOffsets};
 pub use retry_transport::Remote;
 pub use topic_client::TopicConfigEntry;
 pub use user_client::UserCredentials;

@@ -1,16 +1,19 @@
-//! [`AsyncClient`]'s topic changes, for `logd topics alter` (against logd or Kafka): more
+//! [`AsyncClient`]'s topic administration: creation and deletion (CreateTopics, DeleteTopics,
+//! sent to the controller); the changes of `logd topics alter` (against logd or Kafka): more
 //! partitions (CreatePartitions) and config changes (IncrementalAlterConfigs), each refusal with
 //! the broker's own words; and the topic's configs (DescribeConfigs) and, from a logd broker,
 //! its partitions' cleaner ranges (logd's own DescribePartitionRanges) for `logd topics
 //! describe`.
 
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
 use kafka_protocol::messages::{
-    ApiKey, CreatePartitionsRequest, CreatePartitionsResponse, DescribeConfigsRequest,
+    ApiKey, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
+    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest,
     DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
     TopicName,
 };
@@ -20,8 +23,11 @@ use logd_protocol::partition_ranges::{self, PartitionRanges, PartitionRangesRequ
 use crate::client::AsyncClient;
 use crate::error::{Error, Result};
 use crate::routing::Route;
+use logd_protocol::codes;
 
 /// Versions sent: the first each Kafka 2.4+ broker serves with these semantics.
+const CREATE_TOPICS: i16 = 3;
+const DELETE_TOPICS: i16 = 1;
 const CREATE_PARTITIONS: i16 = 1;
 const INCREMENTAL_ALTER_CONFIGS: i16 = 0;
 const DESCRIBE_CONFIGS: i16 = 1;
@@ -62,6 +68,91 @@ pub struct TopicConfigEntry {
 }
 
 impl AsyncClient {
+    /// Creates a topic; `partitions` -1 takes the broker's default.
+    pub async fn create_topic(
+        &mut self,
+        topic: &str,
+        partitions: i32,
+        configs: &[(String, String)],
+    ) -> Result<()> {
+        let mut creatable = CreatableTopic::default();
+        creatable.name = TopicName(text(topic));
+        creatable.num_partitions = partitions;
+        creatable.replication_factor = -1;
+        creatable.configs = configs
+            .iter()
+            .map(|(k, v)| {
+                let mut c = CreatableTopicConfig::default();
+                c.name = StrBytes::from_string(k.clone());
+                c.value = Some(StrBytes::from_string(v.clone()));
+                c
+            })
+            .collect();
+        let mut request = CreateTopicsRequest::default();
+        request.topics = vec![creatable];
+        request.timeout_ms = 30_000;
+        let response: CreateTopicsResponse = self
+            .wire
+            .routed(
+                Route::Controller,
+                ApiKey::CreateTopics,
+                CREATE_TOPICS,
+                &request,
+                |r: &CreateTopicsResponse| r.topics.first().map_or(0, |t| t.error_code),
+            )
+            .await?;
+        let Some(result) = response.topics.first() else {
+            return Err(Error::Kafka {
+                what: format!("topic {topic}"),
+                code: -1,
+            });
+        };
+        if result.error_code == 0 {
+            return Ok(());
+        }
+        // Where the code alone says little, the broker's own words (which limit was hit,
+        // which config is wrong) go with it.
+        let explained = [
+            codes::KAFKA_STORAGE_ERROR,
+            codes::UNKNOWN_SERVER_ERROR,
+            codes::INVALID_CONFIG,
+        ];
+        let what = match result.error_message.as_deref() {
+            Some(message) if !message.is_empty() && explained.contains(&result.error_code) => {
+                format!("topic {topic} [broker: {message}]")
+            }
+            _ => format!("topic {topic}"),
+        };
+        Err(Error::Kafka {
+            what,
+            code: result.error_code,
+        })
+    }
+
+    /// Deletes a topic.
+    pub async fn delete_topic(&mut self, topic: &str) -> Result<()> {
+        let mut request = DeleteTopicsRequest::default();
+        request.topic_names = vec![TopicName(text(topic))];
+        request.timeout_ms = 30_000;
+        let response: DeleteTopicsResponse = self
+            .wire
+            .routed(
+                Route::Controller,
+                ApiKey::DeleteTopics,
+                DELETE_TOPICS,
+                &request,
+                |r: &DeleteTopicsResponse| r.responses.first().map_or(0, |t| t.error_code),
+            )
+            .await?;
+        match response.responses.first().map(|t| t.error_code) {
+            Some(0) => Ok(()),
+            code => Err(Error::Kafka {
+                what: format!("topic {topic}"),
+                code: code.unwrap_or(-1),
+            }),
+        }
+    }
+
     /// Every config of `topic`, as the broker reports it (any broker answers).
     pub async fn topic_configs(&mut self, topic: &str) -> Result<Vec<TopicConfigEntry>> {
         let mut resource = DescribeConfigsResource::default();
@@ -71,6 +162,7 @@ impl AsyncClient {
         let mut request = DescribeConfigsRequest::default();
         request.resources = vec![resource];
         let response: DescribeConfigsResponse = self
+            .wire
             .call(ApiKey::DescribeConfigs, DESCRIBE_CONFIGS, &request)
             .await?;
         let result = response.results.into_iter().next();
@@ -95,7 +187,7 @@ impl AsyncClient {
     /// Each partition of `topic` divided as logd's cleaner sees it; `None` from a broker that
     /// does not serve logd's DescribePartitionRanges (a Kafka broker), which is never sent it.
     pub async fn partition_ranges(&mut self, topic: &str) -> Result<Option<Vec<PartitionRanges>>> {
-        if !self.serves_key(partition_ranges::API_KEY).await? {
+        if !self.wire.serves_key(partition_ranges::API_KEY).await? {
             return Ok(None);
         }
         let malformed =
@@ -107,7 +199,7 @@ impl AsyncClient {
         .encode(&mut body)
         .map_err(&malformed)?;
         let mut answer = self
-            .bootstrap
+            .wire
             .call_raw(
                 partition_ranges::API_KEY,
                 partition_ranges::VERSION,
@@ -135,6 +227,7 @@ impl AsyncClient {
         request.topics = vec![entry];
         request.timeout_ms = 30_000;
         let response: CreatePartitionsResponse = self
+            .wire
             .routed(
                 Route::Controller,
                 ApiKey::CreatePartitions,
@@ -177,6 +270,7 @@ impl AsyncClient {
         request.resources = vec![resource];
         // Kafka answers this on any broker (it forwards to the controller), as logd does.
         let response: IncrementalAlterConfigsResponse = self
+            .wire
             .call(
                 ApiKey::IncrementalAlterConfigs,
                 INCREMENTAL_ALTER_CONFIGS,

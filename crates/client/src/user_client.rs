@@ -30,6 +30,7 @@ impl AsyncClient {
     pub async fn describe_users(&mut self) -> Result<Vec<UserCredentials>> {
         let request = DescribeUserScramCredentialsRequest::default();
         let response: DescribeUserScramCredentialsResponse = self
+            .wire
             .call(ApiKey::DescribeUserScramCredentials, 0, &request)
             .await?;
         if response.error_code != 0 {
@@ -86,6 +87,7 @@ impl AsyncClient {
 
     async fn alter_users(&mut self, request: AlterUserScramCredentialsRequest) -> Result<()> {
         let response: AlterUserScramCredentialsResponse = self
+            .wire
             .call(ApiKey::AlterUserScramCredentials, 0, &request)
             .await?;
         for result in response.results {

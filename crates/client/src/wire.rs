@@ -1,18 +1,150 @@
-//! [`AsyncClient`]'s routed sends: a request goes where its [`Route`] says (the bootstrap
-//! broker, a partition's leader, a group's coordinator, the controller), learning routes from
-//! Metadata and FindCoordinator, and is sent again on a fresh route while the answer or a lost
-//! connection says the route went stale (see `routing.rs` for the rules).
+//! [`Wire`]: what every call of [`AsyncClient`](crate::AsyncClient) goes through: the
+//! connection to the bootstrap broker and to each other broker a request had to go to, the
+//! API keys the cluster serves, and the routes. A request goes where its [`Route`] says (the
+//! bootstrap broker, a partition's leader, a group's coordinator, the controller), learning
+//! routes from Metadata and FindCoordinator, and is sent again on a fresh route while the
+//! answer or a lost connection says the route went stale (see `routing.rs` for the rules).
+//! Its fields are its own: the API families reach the cluster only through its calls.
 
-use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest, FindCoordinatorResponse};
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, MetadataRequest, MetadataResponse, TopicName,
+};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use logd_protocol::codes;
 
-use crate::client::AsyncClient;
+use crate::client_security::ClientSecurity;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
-use crate::routing::{FIND_COORDINATOR, Retry, Route, is_stale_route};
+use crate::routing::{FIND_COORDINATOR, Retry, Route, Routes, is_stale_route};
 
-impl AsyncClient {
+const API_VERSIONS: i16 = 2;
+const METADATA: i16 = 4;
+
+/// The connections to a cluster and the routes through it.
+pub(crate) struct Wire {
+    bootstrap: Connection,
+    security: ClientSecurity,
+    routes: Routes,
+    /// Connections by broker id, opened as requests need them.
+    brokers: HashMap<i32, Connection>,
+    /// The API keys the bootstrap broker serves (ApiVersions), asked once, before the first
+    /// optional request.
+    served: Option<Vec<i16>>,
+}
+
+impl std::fmt::Debug for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wire")
+            .field("routes", &self.routes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Wire {
+    /// Connects to `addr` as `security` says (see
+    /// [`AsyncClient::connect_with`](crate::AsyncClient::connect_with)).
+    pub(crate) async fn connect(addr: &str, security: &ClientSecurity) -> Result<Wire> {
+        Ok(Wire {
+            bootstrap: Connection::connect(addr, security).await?,
+            security: security.clone(),
+            routes: Routes::default(),
+            brokers: HashMap::new(),
+            served: None,
+        })
+    }
+
+    /// Whether the cluster serves `key` (as its bootstrap broker says in ApiVersions). Calls
+    /// that only add to an answer (partition sizes, producer state) are skipped where it does
+    /// not: a broker closes the connection on a request it does not know.
+    pub(crate) async fn serves(&mut self, key: ApiKey) -> Result<bool> {
+        self.serves_key(key as i16).await
+    }
+
+    /// As [`AsyncClient::serves`] for a raw API key (logd's own among them).
+    pub(crate) async fn serves_key(&mut self, key: i16) -> Result<bool> {
+        if self.served.is_none() {
+            let response: ApiVersionsResponse = self
+                .call(
+                    ApiKey::ApiVersions,
+                    API_VERSIONS,
+                    &ApiVersionsRequest::default(),
+                )
+                .await?;
+            if response.error_code != 0 {
+                return Err(Error::Kafka {
+                    what: "the versions the broker serves".into(),
+                    code: response.error_code,
+                });
+            }
+            self.served = Some(response.api_keys.iter().map(|k| k.api_key).collect());
+        }
+        Ok(self.served.as_ref().is_some_and(|keys| keys.contains(&key)))
+    }
+
+    /// Sends `request` to the broker the client bootstrapped from and reads its answer.
+    pub(crate) async fn call<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> Result<Resp> {
+        self.bootstrap.call(key, version, request).await
+    }
+
+    /// Sends an already encoded `body` (an API the codec does not know: logd's own) to the
+    /// bootstrap broker with the given header versions and returns the answer's body.
+    pub(crate) async fn call_raw(
+        &mut self,
+        key: i16,
+        version: i16,
+        header_versions: (i16, i16),
+        body: &[u8],
+    ) -> Result<Bytes> {
+        self.bootstrap
+            .call_raw(key, version, header_versions, body)
+            .await
+    }
+
+    /// Topic names and partition counts (`None`: all topics); with `auto_create`, missing
+    /// topics are created if the broker allows it. Every answer teaches the routes.
+    pub(crate) async fn metadata(
+        &mut self,
+        topics: Option<&[&str]>,
+        auto_create: bool,
+    ) -> Result<MetadataResponse> {
+        let mut request = MetadataRequest::default();
+        request.topics = topics.map(|ts| {
+            ts.iter()
+                .map(|t| {
+                    let mut topic = MetadataRequestTopic::default();
+                    topic.name = Some(TopicName(StrBytes::from_string((*t).to_owned())));
+                    topic
+                })
+                .collect()
+        });
+        request.allow_auto_topic_creation = auto_create;
+        let response: MetadataResponse = self.call(ApiKey::Metadata, METADATA, &request).await?;
+        self.routes.learn(&response);
+        Ok(response)
+    }
+
+    /// Metadata for `topics` (none: brokers and controller only), which also teaches the
+    /// client the cluster's routes.
+    pub(crate) async fn refresh(&mut self, topics: &[&str]) -> Result<MetadataResponse> {
+        self.metadata(Some(topics), false).await
+    }
+
+    /// Forgets where `route` led, which moved.
+    pub(crate) fn forget(&mut self, route: Route<'_>) {
+        self.routes.forget(route);
+    }
+
     /// Sends `request` where `route` says, retrying while the answer's code (from `code_of`)
     /// or a failed connection says the route went stale; returns the last answer, whose codes
     /// are the caller's to read.
