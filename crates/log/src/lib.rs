@@ -27,6 +27,7 @@
 //! # }
 //! ```
 
+mod appends;
 mod cleaner;
 mod cleaner_state;
 mod clock;
@@ -35,14 +36,18 @@ mod consumer;
 mod engine;
 mod error;
 pub mod group;
+mod group_admin;
 mod headers;
 mod housekeeper;
 mod housekeeping;
+mod maintenance;
 mod open;
 mod priority;
 mod producer;
 mod producer_ids;
+mod registry;
 mod topic;
+mod topic_admin;
 
 pub use cleaner::{CleanerRanges, CleaningRound, PartitionCleanerState};
 pub use cleaner_state::CleanerStats;
@@ -52,10 +57,9 @@ pub use consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics,
     RebalanceListener, TopicPartition,
 };
-pub use engine::{
-    GroupDescription, GroupPartitionLag, Log, PartitionDescription, TopicDescription,
-};
+pub use engine::Log;
 pub use error::{Error, Result};
+pub use group_admin::{GroupDescription, GroupPartitionLag};
 pub use logd_storage::{HeaderVisitor, Headers};
 // Every type of the lower crates that appears in this crate's public signatures, so that a
 // user of `logd` alone can name them.
@@ -75,3 +79,4 @@ pub use topic::{
     CleanupPolicy, CompressionType, TIMESTAMP_AFTER_MAX_MS, TimestampType, TopicConfig,
     validate_topic_name,
 };
+pub use topic_admin::{PartitionDescription, TopicDescription};

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use logd_offsets::OffsetStore;
 use logd_storage::{RealFs, Storage};
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::Mutex;
 
+use crate::appends::AppendSignal;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::engine::{Log, Owner, Shared};
@@ -16,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::group::Coordinator;
 use crate::housekeeping;
 use crate::producer_ids::ProducerIds;
+use crate::registry::TopicRegistry;
 use crate::topic::Topic;
 
 impl Log {
@@ -78,11 +80,10 @@ impl Log {
             storage,
             config,
             clock,
-            topics: RwLock::new(topics),
+            topics: TopicRegistry::new(topics),
             offsets,
             producer_ids,
-            appends: Mutex::new(0),
-            appended: Condvar::new(),
+            appends: AppendSignal::default(),
             cleaning: Default::default(),
             housekeeper: Mutex::new(None),
             _lock: lock,

@@ -13,8 +13,9 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use super::error::GroupError;
+use super::messages::{JoinRequest, JoinStatus, SyncStatus};
 use super::persist::{self, GroupRecord, SettledGroups};
-use super::state::{Group, JoinRequest, JoinStatus, SyncStatus};
+use super::state::Group;
 use crate::clock::Clock;
 
 /// Limits the coordinator enforces.

@@ -11,6 +11,7 @@
 mod assign;
 mod coordinator;
 mod error;
+mod messages;
 mod persist;
 mod state;
 
@@ -20,10 +21,11 @@ pub use error::GroupError;
 pub use logd_protocol::consumer_protocol::{
     decode_assignment, decode_subscription, encode_assignment, encode_subscription,
 };
-pub(crate) use persist::GROUPS_DIR;
-pub use state::{
-    Group, GroupPhase, JoinRequest, JoinResponse, JoinStatus, MemberDescription, SyncStatus,
+pub use messages::{
+    GroupPhase, JoinRequest, JoinResponse, JoinStatus, MemberDescription, SyncStatus,
 };
+pub(crate) use persist::GROUPS_DIR;
+pub use state::Group;
 
 #[cfg(test)]
 mod tests;
