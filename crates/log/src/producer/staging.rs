@@ -14,7 +14,8 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{BatchSlot, ProducerRecord};
+use super::record::ProducerRecord;
+use super::slot::BatchSlot;
 
 /// Records staged before a chunk is placed: enough for the cache misses of one chunk's
 /// partitions to overlap, few enough that the chunk's partition state stays in the L1 cache.
