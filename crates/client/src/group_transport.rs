@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use logd_protocol::SaslMechanism;
 use logd_protocol::SecurityProtocol;
-use logd_retry::{Error, Message, Ownership, Result, Transport};
+use logd_retry::{Error, Ownership, Result, Transport};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
@@ -171,26 +171,10 @@ fn partition_list(topic: &str, partition: u32, offset: Option<i64>) -> Result<To
 }
 
 impl Transport for GroupRemote {
-    fn now_ms(&self) -> i64 {
-        self.remote.now_ms()
-    }
-
-    fn ensure_topic(
-        &mut self,
-        topic: &str,
-        partitions: u32,
-        retention_ms: Option<i64>,
-    ) -> Result<()> {
-        self.remote.ensure_topic(topic, partitions, retention_ms)
-    }
-
-    fn partition_count(&mut self, topic: &str) -> Result<u32> {
-        self.remote.partition_count(topic)
-    }
-
-    fn partitions_if_exists(&mut self, topic: &str) -> Result<Option<u32>> {
-        self.remote.partitions_if_exists(topic)
-    }
+    logd_retry::forward_transport!(remote =>
+        now_ms, ensure_topic, partition_count, partitions_if_exists, fetch, append,
+        init_producer_id, marker, wait,
+    );
 
     fn owned_partitions(
         &mut self,
@@ -220,18 +204,6 @@ impl Transport for GroupRemote {
         })
     }
 
-    fn fetch(&mut self, topic: &str, partition: u32, offset: i64) -> Result<Vec<Message>> {
-        self.remote.fetch(topic, partition, offset)
-    }
-
-    fn append(&mut self, topic: &str, partition: u32, batch: Vec<u8>) -> Result<i64> {
-        self.remote.append(topic, partition, batch)
-    }
-
-    fn init_producer_id(&mut self) -> Result<i64> {
-        self.remote.init_producer_id()
-    }
-
     fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>> {
         let Some(member) = self.member.as_ref().filter(|m| m.group == group) else {
             return self.remote.committed(group, topic, partition);
@@ -259,13 +231,5 @@ impl Transport for GroupRemote {
                 CommitMode::Sync,
             )
             .map_err(commit_error)
-    }
-
-    fn marker(&mut self) -> u64 {
-        self.remote.marker()
-    }
-
-    fn wait(&mut self, marker: u64, timeout: Duration) {
-        self.remote.wait(marker, timeout);
     }
 }

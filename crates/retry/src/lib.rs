@@ -32,9 +32,12 @@ mod dedupe;
 #[cfg(feature = "embedded")]
 mod embedded;
 mod error;
+mod forward;
 mod journal;
 pub mod message;
+mod outcome;
 mod policy;
+mod retry_config;
 mod transport;
 mod worker;
 
@@ -49,7 +52,8 @@ pub use embedded::Embedded;
 pub use error::{Error, Result};
 pub use logd_storage::Headers;
 pub use message::{Message, OutRecord};
+pub use outcome::{Failure, Outcome, Poll, Stats};
 pub use policy::{Jitter, RetryPolicy};
+pub use retry_config::{CommitOrder, DEFAULT_RETRY_INFIX, Ordering, RetryConfig};
 pub use transport::{Ownership, Stamp, Transport, decode_messages, encode_record};
-pub use worker::DEFAULT_RETRY_INFIX;
-pub use worker::{CommitOrder, Failure, Ordering, Outcome, Poll, RetryConfig, RetryWorker, Stats};
+pub use worker::RetryWorker;
