@@ -2,6 +2,7 @@
 //! rebalancing, replay, wake-up latency.
 
 mod compaction;
+mod delete_records;
 mod delivery;
 mod embedded;
 mod group_log;

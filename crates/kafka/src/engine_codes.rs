@@ -31,6 +31,7 @@ pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {
         logd::Error::InvalidTopicName { .. } => INVALID_TOPIC_EXCEPTION,
         logd::Error::TopicExists(_) => TOPIC_ALREADY_EXISTS,
         logd::Error::InvalidConfig(_) => INVALID_CONFIG,
+        logd::Error::PolicyViolation(_) => POLICY_VIOLATION,
         logd::Error::UnknownProducerId { .. } => ResponseError::UnknownProducerId.code(),
         logd::Error::Storage(storage) => match storage {
             S::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,

@@ -98,6 +98,27 @@ fn request(key: ApiKey) -> Option<RequestKind> {
             RequestKind::DescribeProducers(DescribeProducersRequest::default())
         }
         ApiKey::DescribeCluster => RequestKind::DescribeCluster(DescribeClusterRequest::default()),
+        ApiKey::DescribeTopicPartitions => {
+            let mut topic = describe_topic_partitions_request::TopicRequest::default();
+            topic.name = t();
+            let mut cursor = describe_topic_partitions_request::Cursor::default();
+            cursor.topic_name = t();
+            let mut r = DescribeTopicPartitionsRequest::default();
+            r.topics = vec![topic];
+            r.response_partition_limit = 10;
+            r.cursor = Some(cursor);
+            RequestKind::DescribeTopicPartitions(r)
+        }
+        ApiKey::DeleteRecords => {
+            let mut partition = delete_records_request::DeleteRecordsPartition::default();
+            partition.offset = -1;
+            let mut topic = delete_records_request::DeleteRecordsTopic::default();
+            topic.name = t();
+            topic.partitions = vec![partition];
+            let mut r = DeleteRecordsRequest::default();
+            r.topics = vec![topic];
+            RequestKind::DeleteRecords(r)
+        }
         ApiKey::OffsetForLeaderEpoch => {
             let mut partition =
                 offset_for_leader_epoch_request::OffsetForLeaderPartition::default();
@@ -123,6 +144,18 @@ fn request(key: ApiKey) -> Option<RequestKind> {
         ApiKey::DescribeAcls => RequestKind::DescribeAcls(DescribeAclsRequest::default()),
         ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default()),
         ApiKey::DeleteAcls => RequestKind::DeleteAcls(DeleteAclsRequest::default()),
+        ApiKey::AlterConfigs => {
+            let mut config = alter_configs_request::AlterableConfig::default();
+            config.name = StrBytes::from_static_str("retention.ms");
+            config.value = Some(StrBytes::from_static_str("3600000"));
+            let mut resource = alter_configs_request::AlterConfigsResource::default();
+            resource.resource_type = 2;
+            resource.resource_name = StrBytes::from_static_str("t");
+            resource.configs = vec![config];
+            let mut r = AlterConfigsRequest::default();
+            r.resources = vec![resource];
+            RequestKind::AlterConfigs(r)
+        }
         ApiKey::IncrementalAlterConfigs => {
             RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default())
         }

@@ -81,6 +81,10 @@ pub enum Error {
     /// A configuration value out of range.
     #[error("invalid configuration: {0}")]
     InvalidConfig(&'static str),
+    /// The topic's configuration forbids the operation (Kafka's POLICY_VIOLATION): records
+    /// of a topic that only compacts cannot be deleted by offset.
+    #[error("{0}")]
+    PolicyViolation(String),
     /// The consumer has no position for a partition, no committed offset, and
     /// `auto_offset_reset` is `Error`.
     #[error("no committed offset for {topic}-{partition} and auto_offset_reset is error")]

@@ -228,6 +228,27 @@ impl Log {
         self.describe_topic(name)
     }
 
+    /// Deletes the records of `topic`'s `partition` below `offset` (Kafka's DeleteRecords;
+    /// -1 is the high watermark): the partition's log start moves up to it, durably, and
+    /// reads below it are refused as out of range. A topic whose `cleanup.policy` only
+    /// compacts is refused ([`Error::PolicyViolation`]), as Kafka refuses it; an offset above
+    /// the high watermark is out of range. Returns the log start afterwards.
+    pub fn delete_records(&self, topic: &str, partition: u32, offset: i64) -> Result<i64> {
+        let found = self.topic(topic)?;
+        if !found.config.read().cleanup_policy.deletes() {
+            return Err(Error::PolicyViolation(format!(
+                "Records of partition {topic}-{partition} can not be deleted due to the \
+                 configured policy"
+            )));
+        }
+        let log = found.partition(partition)?;
+        let offset = match offset {
+            -1 => log.high_watermark(),
+            offset => logd_storage::Offset(offset),
+        };
+        Ok(log.delete_records_before(offset)?.0)
+    }
+
     /// One partition's log.
     pub fn partition(&self, topic: &str, partition: u32) -> Result<Arc<PartitionLog>> {
         self.topic(topic)?.partition(partition)

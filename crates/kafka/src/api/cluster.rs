@@ -30,7 +30,7 @@ use crate::codes;
 use crate::engine_codes;
 
 /// The operations a topic has, for its authorized-operations bit field.
-const TOPIC_OPERATIONS: [Operation; 8] = [
+pub(super) const TOPIC_OPERATIONS: [Operation; 8] = [
     Operation::Read,
     Operation::Write,
     Operation::Create,

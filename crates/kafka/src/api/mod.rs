@@ -6,12 +6,14 @@
 
 mod acls;
 mod cluster;
+mod configs;
 mod fetch;
 mod group_admin;
 mod group_offsets;
 mod membership;
 mod offsets;
 mod produce;
+mod topic_partitions;
 mod topics;
 mod users;
 
@@ -30,12 +32,14 @@ use crate::observer::BrokerObserver;
 use crate::versions::api_versions;
 use acls::AclsApi;
 use cluster::ClusterApi;
+use configs::ConfigsApi;
 use fetch::FetchApi;
 use group_admin::GroupAdminApi;
 use group_offsets::GroupOffsetsApi;
 use membership::MembershipApi;
 use offsets::OffsetsApi;
 use produce::ProduceApi;
+use topic_partitions::TopicPartitionsApi;
 use topics::TopicsApi;
 use users::UsersApi;
 
@@ -47,6 +51,8 @@ pub(crate) struct Apis {
     offsets: OffsetsApi,
     cluster: ClusterApi,
     topics: TopicsApi,
+    configs: ConfigsApi,
+    topic_partitions: TopicPartitionsApi,
     membership: MembershipApi,
     group_offsets: GroupOffsetsApi,
     group_admin: GroupAdminApi,
@@ -90,6 +96,15 @@ impl Apis {
                 log: log.clone(),
                 guard: guard.clone(),
                 admin: admin.clone(),
+                node_id: config.node_id,
+            },
+            configs: ConfigsApi {
+                log: log.clone(),
+                guard: guard.clone(),
+            },
+            topic_partitions: TopicPartitionsApi {
+                log: log.clone(),
+                guard: guard.clone(),
                 node_id: config.node_id,
             },
             membership: MembershipApi {
@@ -148,13 +163,23 @@ impl Apis {
                 ResponseKind::DeleteTopics(self.topics.delete_topics(request, version, peer))
             }
             RequestKind::IncrementalAlterConfigs(request) => ResponseKind::IncrementalAlterConfigs(
-                self.topics.incremental_alter_configs(request, peer),
+                self.configs.incremental_alter_configs(request, peer),
+            ),
+            RequestKind::AlterConfigs(request) => {
+                ResponseKind::AlterConfigs(self.configs.alter_configs(request, peer))
+            }
+            RequestKind::DescribeTopicPartitions(request) => ResponseKind::DescribeTopicPartitions(
+                self.topic_partitions
+                    .describe_topic_partitions(request, peer),
             ),
             RequestKind::CreatePartitions(request) => {
                 ResponseKind::CreatePartitions(self.topics.create_partitions(request, peer))
             }
             RequestKind::InitProducerId(request) => {
                 ResponseKind::InitProducerId(self.produce.init_producer_id(request, peer))
+            }
+            RequestKind::DeleteRecords(request) => {
+                ResponseKind::DeleteRecords(self.offsets.delete_records(request, peer))
             }
             RequestKind::DescribeProducers(request) => {
                 ResponseKind::DescribeProducers(self.produce.describe_producers(request, peer))
@@ -178,7 +203,7 @@ impl Apis {
                 ResponseKind::ListOffsets(self.offsets.list_offsets(request, version, peer))
             }
             RequestKind::DescribeConfigs(request) => {
-                ResponseKind::DescribeConfigs(self.topics.describe_configs(request, version, peer))
+                ResponseKind::DescribeConfigs(self.configs.describe_configs(request, version, peer))
             }
             RequestKind::DescribeLogDirs(request) => ResponseKind::DescribeLogDirs(
                 self.cluster.describe_log_dirs(request, version, peer),

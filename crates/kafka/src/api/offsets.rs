@@ -1,7 +1,9 @@
-//! Where records are, the reads that answer with offsets rather than records: ListOffsets
-//! (v1 to v10), OffsetForLeaderEpoch (v2 to v4) and logd's own DescribePartitionRanges (its
-//! codec is `logd_protocol::partition_ranges`: each partition divided as the log cleaner sees
-//! it). DESCRIBE on each topic, as Kafka checks it for consumers.
+//! Where a partition's records are: the reads that answer with offsets rather than records,
+//! ListOffsets (v1 to v10), OffsetForLeaderEpoch (v2 to v4) and logd's own
+//! DescribePartitionRanges (its codec is `logd_protocol::partition_ranges`: each partition
+//! divided as the log cleaner sees it), with DESCRIBE on each topic as Kafka checks it for
+//! consumers; and DeleteRecords (v0 to v2), which moves a partition's start (DELETE on the
+//! topic).
 //!
 //! logd is one node whose only leader epoch is 0: epoch 0 ends at the log end offset and a
 //! later epoch is unknown (-1, -1), as Kafka's epoch cache answers; a client that believes in a
@@ -9,6 +11,9 @@
 //! OffsetForLeaderEpoch (a replica id) needs CLUSTER_ACTION, which no logd client has reason
 //! to send.
 
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -16,8 +21,8 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
 use kafka_protocol::messages::{
-    ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse,
+    DeleteRecordsRequest, DeleteRecordsResponse, ListOffsetsRequest, ListOffsetsResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 };
 use logd_protocol::partition_ranges::{
     PartitionRanges, PartitionRangesRequest, PartitionRangesResponse,
@@ -32,7 +37,7 @@ use crate::engine_codes;
 /// The one leader epoch a single node ever has.
 pub(super) const LEADER_EPOCH: i32 = 0;
 
-/// ListOffsets, OffsetForLeaderEpoch and DescribePartitionRanges.
+/// ListOffsets, OffsetForLeaderEpoch, DescribePartitionRanges and DeleteRecords.
 #[derive(Debug)]
 pub(super) struct OffsetsApi {
     pub(super) log: logd::Log,
@@ -222,5 +227,47 @@ impl OffsetsApi {
             },
             Err(e) => refused(engine_codes::for_engine_error(&e), e.to_string()),
         }
+    }
+
+    /// DeleteRecords: each partition's log start moved up to the offset asked (-1: the high
+    /// watermark), durably, as Kafka's `deleteRecordsOnLeader`; the answer's low watermark is
+    /// the start afterwards. Needs DELETE on the topic; an offset above the high watermark
+    /// (or below -1) is OFFSET_OUT_OF_RANGE, a topic that only compacts POLICY_VIOLATION.
+    pub(super) fn delete_records(
+        &self,
+        request: DeleteRecordsRequest,
+        peer: &Peer,
+    ) -> DeleteRecordsResponse {
+        let mut response = DeleteRecordsResponse::default();
+        for topic in request.topics {
+            let allowed = self.guard.allowed(
+                &peer.caller,
+                Operation::Delete,
+                ResourceType::Topic,
+                &topic.name.0,
+            );
+            let mut result = DeleteRecordsTopicResult::default();
+            for asked in &topic.partitions {
+                let mut answer = DeleteRecordsPartitionResult::default();
+                answer.partition_index = asked.partition_index;
+                answer.low_watermark = -1;
+                let deleted = match (allowed, u32::try_from(asked.partition_index)) {
+                    (false, _) => Err(codes::TOPIC_AUTHORIZATION_FAILED),
+                    (true, Err(_)) => Err(codes::UNKNOWN_TOPIC_OR_PARTITION),
+                    (true, Ok(partition)) => self
+                        .log
+                        .delete_records(&topic.name.0, partition, asked.offset)
+                        .map_err(|e| engine_codes::for_engine_error(&e)),
+                };
+                match deleted {
+                    Ok(low_watermark) => answer.low_watermark = low_watermark,
+                    Err(code) => answer.error_code = code,
+                }
+                result.partitions.push(answer);
+            }
+            result.name = topic.name;
+            response.topics.push(result);
+        }
+        response
     }
 }

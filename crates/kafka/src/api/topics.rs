@@ -1,7 +1,7 @@
 //! The topic admin APIs: CreateTopics (v2-7: KIP-464's broker defaults from v4, the created
 //! topic's partitions, replication and configs from v5, its id from v7), DeleteTopics (v1-6:
-//! by id from v6), CreatePartitions, DescribeConfigs and IncrementalAlterConfigs. Each checks
-//! its ACLs and translates into engine calls; the topic rules live in the engine.
+//! by id from v6) and CreatePartitions (the config APIs are `configs.rs`). Each checks its
+//! ACLs and translates into engine calls; the topic rules live in the engine.
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -9,15 +9,9 @@ use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
-use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
-};
-use kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
-use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, TopicName,
+    DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use logd::TopicConfig;
@@ -27,25 +21,17 @@ use crate::acl::{Operation, ResourceType};
 use crate::admin::{Admin, Guard};
 use crate::auth::Peer;
 use crate::codes;
-use crate::engine_codes;
 use crate::topic_configs::{set_topic_configs, topic_configs};
 
-/// Kafka's resource types in DescribeConfigs.
-const RESOURCE_TOPIC: i8 = 2;
-const RESOURCE_BROKER: i8 = 4;
-/// Config sources: set on the topic, or the broker's default.
+/// Config sources in CreateTopics' answer: set on the topic, or the broker's default.
 const SOURCE_TOPIC: i8 = 1;
 const SOURCE_DEFAULT: i8 = 5;
-/// IncrementalAlterConfigs operations.
-const OP_SET: i8 = 0;
-const OP_DELETE: i8 = 1;
-const OP_APPEND: i8 = 2;
-const OP_SUBTRACT: i8 = 3;
+
 fn text(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
 
-/// CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs and IncrementalAlterConfigs.
+/// CreateTopics, DeleteTopics and CreatePartitions.
 #[derive(Debug)]
 pub(super) struct TopicsApi {
     pub(super) log: logd::Log,
@@ -342,190 +328,5 @@ impl TopicsApi {
             response.results.push(result);
         }
         response
-    }
-
-    pub(super) fn describe_configs(
-        &self,
-        request: DescribeConfigsRequest,
-        version: i16,
-        peer: &Peer,
-    ) -> DescribeConfigsResponse {
-        let mut response = DescribeConfigsResponse::default();
-        for resource in request.resources {
-            let mut result = DescribeConfigsResult::default();
-            result.resource_type = resource.resource_type;
-            result.resource_name = resource.resource_name.clone();
-            let refused = match resource.resource_type {
-                RESOURCE_TOPIC => (!self.guard.allowed(
-                    &peer.caller,
-                    Operation::DescribeConfigs,
-                    ResourceType::Topic,
-                    &resource.resource_name,
-                ))
-                .then_some(codes::TOPIC_AUTHORIZATION_FAILED),
-                RESOURCE_BROKER => (!self
-                    .guard
-                    .allowed_on_cluster(&peer.caller, Operation::DescribeConfigs))
-                .then_some(codes::CLUSTER_AUTHORIZATION_FAILED),
-                _ => None,
-            };
-            if let Some(code) = refused {
-                result.error_code = code;
-                result.error_message = Some(StrBytes::from_static_str("Authorization failed."));
-                response.results.push(result);
-                continue;
-            }
-            let wanted = |name: &str| {
-                resource
-                    .configuration_keys
-                    .as_ref()
-                    .is_none_or(|keys| keys.iter().any(|k| &**k == name))
-            };
-            match resource.resource_type {
-                RESOURCE_TOPIC => match self.log.describe_topic(&resource.resource_name) {
-                    Ok(topic) => {
-                        let default = self.log.default_topic_config();
-                        result.configs = topic_configs(&topic.config, default)
-                            .into_iter()
-                            .filter(|entry| wanted(entry.name))
-                            .map(|entry| {
-                                let mut c = DescribeConfigsResourceResult::default();
-                                c.name = StrBytes::from_static_str(entry.name);
-                                c.value = Some(text(entry.value));
-                                c.config_source = if entry.set {
-                                    SOURCE_TOPIC
-                                } else {
-                                    SOURCE_DEFAULT
-                                };
-                                if version >= 3 {
-                                    c.config_type = entry.kind;
-                                }
-                                c
-                            })
-                            .collect();
-                    }
-                    Err(e) => result.error_code = engine_codes::for_engine_error(&e),
-                },
-                // The broker has no dynamic configs to show; an empty answer is Kafka's for that.
-                RESOURCE_BROKER => {}
-                _ => result.error_code = codes::INVALID_REQUEST,
-            }
-            response.results.push(result);
-        }
-        response
-    }
-
-    /// IncrementalAlterConfigs: SET or DELETE (back to the broker's default) a topic's configs,
-    /// all of a resource's changes or none; `validate_only` checks without changing anything.
-    /// Broker resources have no dynamic configs on logd.
-    pub(super) fn incremental_alter_configs(
-        &self,
-        request: IncrementalAlterConfigsRequest,
-        peer: &Peer,
-    ) -> IncrementalAlterConfigsResponse {
-        let mut response = IncrementalAlterConfigsResponse::default();
-        for resource in request.resources {
-            let outcome = match resource.resource_type {
-                RESOURCE_TOPIC
-                    if !self.guard.allowed(
-                        &peer.caller,
-                        Operation::AlterConfigs,
-                        ResourceType::Topic,
-                        &resource.resource_name,
-                    ) =>
-                {
-                    Err((
-                        codes::TOPIC_AUTHORIZATION_FAILED,
-                        "Authorization failed.".into(),
-                    ))
-                }
-                RESOURCE_TOPIC => self.alter_topic(&resource, request.validate_only),
-                RESOURCE_BROKER
-                    if !self
-                        .guard
-                        .allowed_on_cluster(&peer.caller, Operation::AlterConfigs) =>
-                {
-                    Err((
-                        codes::CLUSTER_AUTHORIZATION_FAILED,
-                        "Authorization failed.".into(),
-                    ))
-                }
-                RESOURCE_BROKER => Err((
-                    codes::INVALID_CONFIG,
-                    "logd has no dynamic broker configs: set them at start".into(),
-                )),
-                other => Err((
-                    codes::INVALID_REQUEST,
-                    format!("unexpected resource type {other}"),
-                )),
-            };
-            let mut result = AlterConfigsResourceResponse::default();
-            result.resource_type = resource.resource_type;
-            result.resource_name = resource.resource_name;
-            if let Err((code, message)) = outcome {
-                result.error_code = code;
-                result.error_message = Some(text(message));
-            }
-            response.responses.push(result);
-        }
-        response
-    }
-
-    fn alter_topic(
-        &self,
-        resource: &AlterConfigsResource,
-        validate_only: bool,
-    ) -> Result<(), (i16, String)> {
-        let engine = |e: logd::Error| (engine_codes::for_engine_error(&e), e.to_string());
-        let name = resource.resource_name.as_str();
-        let mut config = self.log.describe_topic(name).map_err(engine)?.config;
-        let default = self.log.default_topic_config();
-        let mut seen = std::collections::HashSet::new();
-        let mut changes = Vec::new();
-        for change in &resource.configs {
-            if !seen.insert(change.name.as_str()) {
-                return Err((
-                    codes::INVALID_REQUEST,
-                    format!("config {} is changed twice", change.name.as_str()),
-                ));
-            }
-            match change.config_operation {
-                OP_SET => changes.push((
-                    change.name.as_str(),
-                    Some(change.value.as_deref().unwrap_or_default()),
-                )),
-                OP_DELETE => changes.push((change.name.as_str(), None)),
-                OP_APPEND | OP_SUBTRACT => {
-                    return Err((
-                        codes::INVALID_CONFIG,
-                        format!(
-                            "{} is not a list config: APPEND and SUBTRACT do not apply",
-                            change.name.as_str()
-                        ),
-                    ));
-                }
-                other => {
-                    return Err((
-                        codes::INVALID_REQUEST,
-                        format!("unknown config operation {other}"),
-                    ));
-                }
-            }
-        }
-        set_topic_configs(&mut config, default, changes)?;
-        if validate_only {
-            config
-                .validate()
-                .and_then(|()| config.log_config().validate().map_err(logd::Error::Storage))
-                .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))
-        } else {
-            self.log
-                .alter_topic_config(name, config)
-                .map(|_| tracing::info!(topic = name, "topic configs altered"))
-                .map_err(|e| match e {
-                    logd::Error::UnknownTopic(_) => engine(e),
-                    other => (codes::INVALID_CONFIG, other.to_string()),
-                })
-        }
     }
 }

@@ -26,9 +26,14 @@ pub(super) enum Field {
     /// ignoring the size sent, so each must take exactly its declared size (or the codec would
     /// read from where this walk did not look).
     KnownTags(Vec<(u32, Vec<Field>)>),
+    /// A nullable struct: `i8` 1, then its fields; any other byte is null (the codec's
+    /// `OptionStruct` reads it so).
+    NullableStruct(Vec<Field>),
 }
 
-pub(super) use Field::{Array, Bytes, CompactArray, CompactStr, Fixed, KnownTags, Str, Tags};
+pub(super) use Field::{
+    Array, Bytes, CompactArray, CompactStr, Fixed, KnownTags, NullableStruct, Str, Tags,
+};
 
 pub(super) const I8: Field = Fixed(1);
 pub(super) const I16: Field = Fixed(2);
@@ -225,6 +230,35 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
                     CompactArray(vec![I32, I32, I32, Tags]),
                     Tags,
                 ]),
+                Tags,
+            ],
+        },
+        ApiKey::AlterConfigs => match v {
+            0 | 1 => vec![Array(vec![I8, Str, Array(vec![Str, Str])]), BOOL],
+            _ => vec![
+                CompactArray(vec![
+                    I8,
+                    CompactStr,
+                    CompactArray(vec![CompactStr, CompactStr, Tags]),
+                    Tags,
+                ]),
+                BOOL,
+                Tags,
+            ],
+        },
+        // Topics, the partition limit, then a nullable cursor (a struct: -1 for null, else
+        // 1 and its fields), which the walk checks as a one-field array.
+        ApiKey::DescribeTopicPartitions => vec![
+            CompactArray(vec![CompactStr, Tags]),
+            I32,
+            NullableStruct(vec![CompactStr, I32, Tags]),
+            Tags,
+        ],
+        ApiKey::DeleteRecords => match v {
+            0 | 1 => vec![Array(vec![Str, Array(vec![I32, I64])]), I32],
+            _ => vec![
+                CompactArray(vec![CompactStr, CompactArray(vec![I32, I64, Tags]), Tags]),
+                I32,
                 Tags,
             ],
         },

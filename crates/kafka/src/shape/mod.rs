@@ -14,7 +14,9 @@ mod layouts;
 #[cfg(test)]
 mod tests;
 
-use layouts::Field::{self, Array, Bytes, CompactArray, CompactStr, Fixed, KnownTags, Str, Tags};
+use layouts::Field::{
+    self, Array, Bytes, CompactArray, CompactStr, Fixed, KnownTags, NullableStruct, Str, Tags,
+};
 use layouts::layout;
 
 /// Checks the request body (after the header) of `key` at `version`.
@@ -59,6 +61,11 @@ fn walk(fields: &[Field], buf: &[u8], pos: &mut usize) -> Result<(), &'static st
             CompactArray(element) => {
                 let count = uvarint(buf, pos)?.saturating_sub(1) as usize;
                 walk_elements(element, count, buf, pos)?;
+            }
+            NullableStruct(fields) => {
+                if read::<1>(buf, pos)?[0] == 1 {
+                    walk(fields, buf, pos)?;
+                }
             }
             Tags => walk(&[KnownTags(Vec::new())], buf, pos)?,
             KnownTags(known) => {

@@ -1,7 +1,8 @@
 //! Kafka's Java client 4.x against a real daemon, for the first time: its admin creates and
 //! describes a topic and alters a config, its producer sends with its defaults (idempotent,
 //! acks=all), a classic consumer group reads everything once, commits and resumes with only
-//! the new records, and the admin reads the group's offsets and deletes it.
+//! the new records, and the admin reads the group's offsets and deletes it. Its admin deletes
+//! records (DeleteRecords), and the new start survives a kill -9.
 
 use super::Daemon;
 use super::java_clients::java;
@@ -29,4 +30,32 @@ fn the_java_client_produces_consumes_in_a_group_and_administers() {
          group offsets 150\n\
          groups left 0\n"
     );
+}
+
+#[test]
+fn the_java_admin_deletes_records_and_the_start_survives_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |daemon: &Daemon, step: &str| {
+        let output = java("DeleteRecords", &[&daemon.addr, step])
+            .output()
+            .expect("java");
+        assert!(
+            output.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let daemon = Daemon::start(dir.path(), &["--fsync", "always"]);
+    assert_eq!(
+        run(&daemon, "delete"),
+        "low watermark 40\n\
+         past the end OffsetOutOfRangeException\n\
+         earliest 40\n\
+         first read 40 v40\n"
+    );
+    daemon.kill();
+    let daemon = Daemon::start(dir.path(), &["--fsync", "always"]);
+    assert_eq!(run(&daemon, "check"), "earliest 40\nfirst read 40 v40\n");
 }

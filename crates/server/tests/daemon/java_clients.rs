@@ -13,6 +13,7 @@ const JAVA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/daemon/java")
 const SOURCES: &[&str] = &[
     include_str!("java/pom.xml"),
     include_str!("java/src/JavaClients.java"),
+    include_str!("java/src/DeleteRecords.java"),
 ];
 
 /// `java` running `main` of the test programs with `args`, on the pinned clients, with a

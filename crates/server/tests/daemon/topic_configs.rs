@@ -114,3 +114,50 @@ log append time True True
 ";
     assert_eq!(output, expected);
 }
+
+const LEGACY_ALTER: &str = r#"
+import sys
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic, ConfigResource
+admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+admin.create_topics([NewTopic("legacy", 1, 1, config={"retention.ms": "3600000", "segment.ms": "600000"})])["legacy"].result(10)
+
+def alter(configs):
+    resource = ConfigResource("topic", "legacy", set_config=configs)
+    try:
+        list(admin.alter_configs([resource]).values())[0].result(10)
+        return "altered"
+    except KafkaException as e:
+        return e.args[0].name()
+
+def show():
+    c = list(admin.describe_configs([ConfigResource("topic", "legacy")]).values())[0].result(10)
+    for name in ["retention.ms", "max.message.bytes", "segment.ms"]:
+        print(" ", name, c[name].value, c[name].source)
+
+print("whole set", alter({"retention.ms": "7200000", "max.message.bytes": "2000000"}))
+show()
+print("unknown", alter({"retention.ms": "1000", "bogus.config": "1"}))
+show()
+"#;
+
+/// The legacy AlterConfigs (confluent-kafka's `alter_configs`, MirrorMaker 2's fallback)
+/// replaces a topic's whole set: configs not given go back to the default; a bad set changes
+/// nothing.
+#[test]
+fn legacy_alter_configs_replaces_the_whole_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let output = python(LEGACY_ALTER, &daemon.addr);
+    assert_eq!(
+        output,
+        "whole set altered\n  \
+         retention.ms 7200000 1\n  \
+         max.message.bytes 2000000 1\n  \
+         segment.ms 604800000 5\n\
+         unknown INVALID_CONFIG\n  \
+         retention.ms 7200000 1\n  \
+         max.message.bytes 2000000 1\n  \
+         segment.ms 604800000 5\n"
+    );
+}

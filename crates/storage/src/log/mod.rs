@@ -84,6 +84,9 @@ pub(crate) struct Bugs {
     pub skip_dir_sync: bool,
     /// A cleaned segment is swapped in without its bytes being fsynced first.
     pub skip_cleaned_sync: bool,
+    /// Deleting records moves the log start and deletes segments without checkpointing the
+    /// new start first.
+    pub delete_records_unrecorded: bool,
 }
 
 impl PartitionLog {
@@ -184,6 +187,13 @@ impl PartitionLog {
     fn syncs_cleaned_segments(&self) -> bool {
         #[cfg(test)]
         return !self.bugs.skip_cleaned_sync;
+        #[cfg(not(test))]
+        true
+    }
+
+    fn records_deletions(&self) -> bool {
+        #[cfg(test)]
+        return !self.bugs.delete_records_unrecorded;
         #[cfg(not(test))]
         true
     }
@@ -391,6 +401,29 @@ impl PartitionLog {
         self.log_start
             .fetch_max(report.log_start_offset.0, Ordering::AcqRel);
         Ok(report)
+    }
+
+    /// Deletes every record below `offset` (Kafka's DeleteRecords): the log start moves up to
+    /// it, so readers below it are answered [`Error::OffsetOutOfRange`] at once, and whole
+    /// segments below it are deleted. The new start is checkpointed before any file goes, so
+    /// it survives a crash once this returns. An offset at or below the start changes nothing;
+    /// one above the high watermark is refused ([`Error::OffsetOutOfRange`]). Returns the log
+    /// start afterwards (Kafka's low watermark).
+    pub fn delete_records_before(&self, offset: Offset) -> Result<Offset> {
+        let high_watermark = self.high_watermark().0;
+        if offset.0 > high_watermark || offset.0 < 0 {
+            return Err(Error::OffsetOutOfRange {
+                requested: offset.0,
+                log_start: self.log_start_offset().0,
+                log_end: high_watermark,
+            });
+        }
+        let record = self.records_deletions();
+        let report =
+            self.mutate(|state, disk| state.delete_records_before(offset.0, record, disk))?;
+        self.log_start
+            .fetch_max(report.log_start_offset.0, Ordering::AcqRel);
+        Ok(report.log_start_offset)
     }
 
     /// The idempotent producers this partition tracks, by id.

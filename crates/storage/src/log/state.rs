@@ -183,4 +183,49 @@ impl LogState {
             log_start_offset: Offset(self.log_start),
         })
     }
+
+    /// Moves the log start up to `offset` (at most the end) and deletes the segments wholly
+    /// below it, checkpointing the new start before any file goes (unless `record` is false:
+    /// a test's deliberately broken log).
+    pub(crate) fn delete_records_before(
+        &mut self,
+        offset: i64,
+        record: bool,
+        disk: Disk<'_>,
+    ) -> Result<RetentionReport> {
+        let offset = offset.min(self.end_offset);
+        if offset <= self.log_start {
+            return Ok(RetentionReport {
+                deleted_segments: 0,
+                deleted_bytes: 0,
+                log_start_offset: Offset(self.log_start),
+            });
+        }
+        self.log_start = offset;
+        // Producers are kept, even one none of whose batches is left: the snapshot this
+        // checkpoint writes must not lose a producer whose batches are still in the log if the
+        // crash comes before the new start is durable (the next open forgets producers with
+        // no batch left, recovery's rule 7).
+        // The active segment stays, whatever its records: it goes by retention once sealed.
+        let expired = self
+            .segments
+            .windows(2)
+            .take_while(|pair| pair[1].base_offset <= offset)
+            .count();
+        let deleted_bytes = self.segments[..expired].iter().map(|s| s.size).sum();
+        if record {
+            self.checkpoint(disk)?;
+        }
+        for segment in self.segments.drain(..expired) {
+            segment.remove_files(disk.storage)?;
+        }
+        if expired > 0 {
+            disk.sync_dir()?;
+        }
+        Ok(RetentionReport {
+            deleted_segments: expired,
+            deleted_bytes,
+            log_start_offset: Offset(self.log_start),
+        })
+    }
 }

@@ -1,7 +1,7 @@
 //! Simulated power cuts at every storage operation of a workload that appends (as an idempotent
-//! producer, retrying some batches), rolls, writes checkpoints, deletes by retention and
-//! reopens. After each cut, under each crash mode, the reopened log must hold every
-//! acknowledged record, serve no corrupt record, never give an offset to different data, and
+//! producer, retrying some batches), rolls, writes checkpoints, deletes by retention and by
+//! DeleteRecords, and reopens. After each cut, under each crash mode, the reopened log must
+//! hold every acknowledged record, must not start below an acknowledged deletion, serve no corrupt record, never give an offset to different data, and
 //! still recognise retries of the last acknowledged batches (its producer state and snapshots
 //! survived), also when a file cache of two descriptors closes and reopens files between
 //! operations. Deliberately broken logs must fail the same checker.
@@ -37,6 +37,8 @@ struct History {
     attempted: BTreeMap<i64, Vec<u8>>,
     acked: Vec<i64>,
     acked_batches: Vec<(Vec<u8>, i64)>,
+    /// The highest offset an acknowledged DeleteRecords deleted below.
+    deleted_before: i64,
 }
 
 /// `values` as one batch of the workload's producer, starting at `sequence`.
@@ -63,7 +65,7 @@ fn workload(fs: &SimFs, seed: u64, bugs: Bugs, max_open: Option<usize>) -> Histo
     let Ok(mut log) = open() else { return history };
     let mut sequence = 0;
     for step in 0..60 {
-        match rng.below(12) {
+        match rng.below(13) {
             3 if !history.acked_batches.is_empty() => {
                 let back = rng.below(history.acked_batches.len().min(4) as u64) as usize;
                 let (sent, at) = &history.acked_batches[history.acked_batches.len() - 1 - back];
@@ -83,6 +85,17 @@ fn workload(fs: &SimFs, seed: u64, bugs: Bugs, max_open: Option<usize>) -> Histo
             1 => {
                 if log.apply_retention(0).is_err() {
                     return history;
+                }
+            }
+            4 => {
+                let start = log.log_start_offset().0;
+                let to = start + rng.below((log.high_watermark().0 - start + 1) as u64) as i64;
+                match log.delete_records_before(Offset(to)) {
+                    Ok(new_start) => {
+                        assert_eq!(new_start.0, to.max(start));
+                        history.deleted_before = history.deleted_before.max(to);
+                    }
+                    Err(_) => return history,
                 }
             }
             2 => {
@@ -130,6 +143,12 @@ fn check(image: SimFs, history: &History) -> Vec<String> {
     };
     let mut violations = Vec::new();
     let start = log.log_start_offset().0;
+    if start < history.deleted_before {
+        violations.push(format!(
+            "records below {} were deleted, yet the log starts at {start}",
+            history.deleted_before
+        ));
+    }
     let records = match read_all(&log, start) {
         Ok(records) => records,
         Err(e) => return vec![format!("read failed: {e}")],
@@ -148,9 +167,13 @@ fn check(image: SimFs, history: &History) -> Vec<String> {
         }
     }
     // Retries of the last acknowledged batches (at most one unacknowledged batch may follow
-    // them, so four of them are among the five the producer state remembers).
+    // them, so four of them are among the five the producer state remembers), those still in
+    // the log: the open forgets a producer whose batches were all deleted.
     let recent = history.acked_batches.len().saturating_sub(4);
-    for (sent, at) in &history.acked_batches[recent..] {
+    for (sent, at) in history.acked_batches[recent..]
+        .iter()
+        .filter(|(_, at)| *at >= start)
+    {
         match log.append(&mut sent.clone()) {
             Ok(info) if info.duplicate && info.base_offset.0 == *at => {}
             other => violations.push(format!(
@@ -292,5 +315,23 @@ fn the_checker_catches_a_missing_directory_fsync() {
     assert!(
         !violations.is_empty(),
         "without directory fsyncs, segments or checkpoints must vanish in some crash state"
+    );
+}
+
+#[test]
+fn the_checker_catches_a_deletion_whose_new_start_was_not_recorded() {
+    let bugs = Bugs {
+        delete_records_unrecorded: true,
+        ..Bugs::default()
+    };
+    let caught = [1, 2, 3].into_iter().any(|seed| {
+        let (_, violations) = enumerate(seed, bugs, &[CrashMode::DropUnsynced]);
+        violations
+            .iter()
+            .any(|v| v.contains("were deleted, yet the log starts"))
+    });
+    assert!(
+        caught,
+        "a deletion whose start is not checkpointed must come undone in some crash state"
     );
 }

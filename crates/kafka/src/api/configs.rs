@@ -1,0 +1,337 @@
+//! The config APIs: DescribeConfigs (v1-4: every Kafka topic config with its value, source
+//! and, from v3, type; the broker, which has no dynamic configs), IncrementalAlterConfigs (v0-1:
+//! SET and DELETE per config) and the legacy AlterConfigs (v0-2: the configs given replace
+//! every config set on the topic, the others go back to the broker's default, as MirrorMaker 2
+//! and older admin clients expect). One mapping of names (`topic_configs.rs`); the engine
+//! applies a change durably, all of a resource's or none.
+
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, alter_configs_response,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::acl::{Operation, ResourceType};
+use crate::admin::Guard;
+use crate::auth::Peer;
+use crate::codes;
+use crate::engine_codes;
+use crate::topic_configs::{set_topic_configs, topic_configs};
+
+/// Kafka's resource types in the config APIs.
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+/// Config sources: set on the topic, or the broker's default.
+const SOURCE_TOPIC: i8 = 1;
+const SOURCE_DEFAULT: i8 = 5;
+/// IncrementalAlterConfigs operations.
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
+
+fn text(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+/// DescribeConfigs, IncrementalAlterConfigs and AlterConfigs.
+#[derive(Debug)]
+pub(super) struct ConfigsApi {
+    pub(super) log: logd::Log,
+    pub(super) guard: Guard,
+}
+
+impl ConfigsApi {
+    pub(super) fn describe_configs(
+        &self,
+        request: DescribeConfigsRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> DescribeConfigsResponse {
+        let mut response = DescribeConfigsResponse::default();
+        for resource in request.resources {
+            let mut result = DescribeConfigsResult::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name.clone();
+            let refused = match resource.resource_type {
+                RESOURCE_TOPIC => (!self.guard.allowed(
+                    &peer.caller,
+                    Operation::DescribeConfigs,
+                    ResourceType::Topic,
+                    &resource.resource_name,
+                ))
+                .then_some(codes::TOPIC_AUTHORIZATION_FAILED),
+                RESOURCE_BROKER => (!self
+                    .guard
+                    .allowed_on_cluster(&peer.caller, Operation::DescribeConfigs))
+                .then_some(codes::CLUSTER_AUTHORIZATION_FAILED),
+                _ => None,
+            };
+            if let Some(code) = refused {
+                result.error_code = code;
+                result.error_message = Some(StrBytes::from_static_str("Authorization failed."));
+                response.results.push(result);
+                continue;
+            }
+            let wanted = |name: &str| {
+                resource
+                    .configuration_keys
+                    .as_ref()
+                    .is_none_or(|keys| keys.iter().any(|k| &**k == name))
+            };
+            match resource.resource_type {
+                RESOURCE_TOPIC => match self.log.describe_topic(&resource.resource_name) {
+                    Ok(topic) => {
+                        let default = self.log.default_topic_config();
+                        result.configs = topic_configs(&topic.config, default)
+                            .into_iter()
+                            .filter(|entry| wanted(entry.name))
+                            .map(|entry| {
+                                let mut c = DescribeConfigsResourceResult::default();
+                                c.name = StrBytes::from_static_str(entry.name);
+                                c.value = Some(text(entry.value));
+                                c.config_source = if entry.set {
+                                    SOURCE_TOPIC
+                                } else {
+                                    SOURCE_DEFAULT
+                                };
+                                if version >= 3 {
+                                    c.config_type = entry.kind;
+                                }
+                                c
+                            })
+                            .collect();
+                    }
+                    Err(e) => result.error_code = engine_codes::for_engine_error(&e),
+                },
+                // The broker has no dynamic configs to show; an empty answer is Kafka's for that.
+                RESOURCE_BROKER => {}
+                _ => result.error_code = codes::INVALID_REQUEST,
+            }
+            response.results.push(result);
+        }
+        response
+    }
+
+    /// IncrementalAlterConfigs: SET or DELETE (back to the broker's default) a topic's configs,
+    /// all of a resource's changes or none; `validate_only` checks without changing anything.
+    /// Broker resources have no dynamic configs on logd.
+    pub(super) fn incremental_alter_configs(
+        &self,
+        request: IncrementalAlterConfigsRequest,
+        peer: &Peer,
+    ) -> IncrementalAlterConfigsResponse {
+        let mut response = IncrementalAlterConfigsResponse::default();
+        for resource in request.resources {
+            let outcome = match resource.resource_type {
+                RESOURCE_TOPIC
+                    if !self.guard.allowed(
+                        &peer.caller,
+                        Operation::AlterConfigs,
+                        ResourceType::Topic,
+                        &resource.resource_name,
+                    ) =>
+                {
+                    Err((
+                        codes::TOPIC_AUTHORIZATION_FAILED,
+                        "Authorization failed.".into(),
+                    ))
+                }
+                RESOURCE_TOPIC => self.alter_topic(&resource, request.validate_only),
+                RESOURCE_BROKER
+                    if !self
+                        .guard
+                        .allowed_on_cluster(&peer.caller, Operation::AlterConfigs) =>
+                {
+                    Err((
+                        codes::CLUSTER_AUTHORIZATION_FAILED,
+                        "Authorization failed.".into(),
+                    ))
+                }
+                RESOURCE_BROKER => Err((
+                    codes::INVALID_CONFIG,
+                    "logd has no dynamic broker configs: set them at start".into(),
+                )),
+                other => Err((
+                    codes::INVALID_REQUEST,
+                    format!("unexpected resource type {other}"),
+                )),
+            };
+            let mut result = AlterConfigsResourceResponse::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name;
+            if let Err((code, message)) = outcome {
+                result.error_code = code;
+                result.error_message = Some(text(message));
+            }
+            response.responses.push(result);
+        }
+        response
+    }
+
+    /// The legacy AlterConfigs: as [`ConfigsApi::incremental_alter_configs`], except that
+    /// the configs given are the topic's whole set: every config not given goes back to the
+    /// broker's default. The fsync policy (`flush.*`) still cannot change on an open topic.
+    pub(super) fn alter_configs(
+        &self,
+        request: AlterConfigsRequest,
+        peer: &Peer,
+    ) -> AlterConfigsResponse {
+        let mut response = AlterConfigsResponse::default();
+        for resource in request.resources {
+            let outcome = match resource.resource_type {
+                RESOURCE_TOPIC
+                    if !self.guard.allowed(
+                        &peer.caller,
+                        Operation::AlterConfigs,
+                        ResourceType::Topic,
+                        &resource.resource_name,
+                    ) =>
+                {
+                    Err((
+                        codes::TOPIC_AUTHORIZATION_FAILED,
+                        "Authorization failed.".into(),
+                    ))
+                }
+                RESOURCE_TOPIC => self.replace_topic_configs(&resource, request.validate_only),
+                RESOURCE_BROKER
+                    if !self
+                        .guard
+                        .allowed_on_cluster(&peer.caller, Operation::AlterConfigs) =>
+                {
+                    Err((
+                        codes::CLUSTER_AUTHORIZATION_FAILED,
+                        "Authorization failed.".into(),
+                    ))
+                }
+                RESOURCE_BROKER => Err((
+                    codes::INVALID_CONFIG,
+                    "logd has no dynamic broker configs: set them at start".into(),
+                )),
+                other => Err((
+                    codes::INVALID_REQUEST,
+                    format!("unexpected resource type {other}"),
+                )),
+            };
+            let mut result = alter_configs_response::AlterConfigsResourceResponse::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name;
+            if let Err((code, message)) = outcome {
+                result.error_code = code;
+                result.error_message = Some(text(message));
+            }
+            response.responses.push(result);
+        }
+        response
+    }
+
+    /// The configs of `resource` as the topic's whole set.
+    fn replace_topic_configs(
+        &self,
+        resource: &kafka_protocol::messages::alter_configs_request::AlterConfigsResource,
+        validate_only: bool,
+    ) -> Result<(), (i16, String)> {
+        let name = resource.resource_name.as_str();
+        let mut given = std::collections::HashMap::new();
+        for config in &resource.configs {
+            if given
+                .insert(config.name.as_str(), config.value.as_deref())
+                .is_some()
+            {
+                return Err((
+                    codes::INVALID_REQUEST,
+                    format!("config {} is given twice", config.name.as_str()),
+                ));
+            }
+        }
+        let current = self
+            .log
+            .describe_topic(name)
+            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))?
+            .config;
+        let default = self.log.default_topic_config();
+        // Every config set on the topic and not given goes back to the default; the given ones
+        // are set (a null value is the default too).
+        let mut changes: Vec<(&str, Option<&str>)> = topic_configs(&current, default)
+            .into_iter()
+            .filter(|entry| entry.set && !given.contains_key(entry.name))
+            .map(|entry| (entry.name, None))
+            .collect();
+        changes.extend(given);
+        self.change_topic(name, changes, validate_only)
+    }
+
+    fn alter_topic(
+        &self,
+        resource: &AlterConfigsResource,
+        validate_only: bool,
+    ) -> Result<(), (i16, String)> {
+        let name = resource.resource_name.as_str();
+        let mut seen = std::collections::HashSet::new();
+        let mut changes = Vec::new();
+        for change in &resource.configs {
+            if !seen.insert(change.name.as_str()) {
+                return Err((
+                    codes::INVALID_REQUEST,
+                    format!("config {} is changed twice", change.name.as_str()),
+                ));
+            }
+            match change.config_operation {
+                OP_SET => changes.push((
+                    change.name.as_str(),
+                    Some(change.value.as_deref().unwrap_or_default()),
+                )),
+                OP_DELETE => changes.push((change.name.as_str(), None)),
+                OP_APPEND | OP_SUBTRACT => {
+                    return Err((
+                        codes::INVALID_CONFIG,
+                        format!(
+                            "{} is not a list config: APPEND and SUBTRACT do not apply",
+                            change.name.as_str()
+                        ),
+                    ));
+                }
+                other => {
+                    return Err((
+                        codes::INVALID_REQUEST,
+                        format!("unknown config operation {other}"),
+                    ));
+                }
+            }
+        }
+        self.change_topic(name, changes, validate_only)
+    }
+
+    /// Applies `changes` (Kafka names; `None`: the default) to topic `name`, all or none;
+    /// with `validate_only`, only checks them.
+    fn change_topic(
+        &self,
+        name: &str,
+        changes: Vec<(&str, Option<&str>)>,
+        validate_only: bool,
+    ) -> Result<(), (i16, String)> {
+        let engine = |e: logd::Error| (engine_codes::for_engine_error(&e), e.to_string());
+        let mut config = self.log.describe_topic(name).map_err(engine)?.config;
+        let default = self.log.default_topic_config();
+        set_topic_configs(&mut config, default, changes)?;
+        if validate_only {
+            config
+                .validate()
+                .and_then(|()| config.log_config().validate().map_err(logd::Error::Storage))
+                .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))
+        } else {
+            self.log
+                .alter_topic_config(name, config)
+                .map(|_| tracing::info!(topic = name, "topic configs altered"))
+                .map_err(|e| match e {
+                    logd::Error::UnknownTopic(_) => engine(e),
+                    other => (codes::INVALID_CONFIG, other.to_string()),
+                })
+        }
+    }
+}
