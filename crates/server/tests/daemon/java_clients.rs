@@ -14,6 +14,7 @@ const SOURCES: &[&str] = &[
     include_str!("java/pom.xml"),
     include_str!("java/src/JavaClients.java"),
     include_str!("java/src/DeleteRecords.java"),
+    include_str!("java/src/WordCount.java"),
 ];
 
 /// `java` running `main` of the test programs with `args`, on the pinned clients, with a
