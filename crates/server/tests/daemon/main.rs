@@ -25,6 +25,7 @@ mod idempotence;
 mod intake;
 mod java_client;
 mod java_clients;
+mod kafka_connect;
 mod kafka_streams;
 mod kafka_tools;
 mod librdkafka;
