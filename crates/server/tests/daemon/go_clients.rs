@@ -22,6 +22,19 @@ pub fn sarama() -> &'static Path {
     SARAMA.get_or_init(|| build("sarama", SARAMA_DIR, SARAMA_SOURCES))
 }
 
+const FRANZ_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/daemon/go/franz");
+const FRANZ_SOURCES: &[&str] = &[
+    include_str!("go/franz/go.mod"),
+    include_str!("go/franz/go.sum"),
+    include_str!("go/franz/main.go"),
+];
+
+/// The franz-go client (`go/franz/main.go` says what it does), built on first use.
+pub fn franz() -> &'static Path {
+    static FRANZ: OnceLock<PathBuf> = OnceLock::new();
+    FRANZ.get_or_init(|| build("franz", FRANZ_DIR, FRANZ_SOURCES))
+}
+
 fn build(name: &str, source: &str, sources: &[&str]) -> PathBuf {
     let root = super::test_clients_dir("go");
     let _lock = super::provisioning_lock(&root, name);
