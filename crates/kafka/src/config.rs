@@ -20,7 +20,7 @@ pub struct BrokerConfig {
     /// Once a frame's size has arrived, its body must arrive within this (a slow client cannot
     /// hold a connection mid-request).
     pub request_timeout: Duration,
-    /// Bytes of request frames all connections may hold at once (see [`RequestBudget`]).
+    /// Bytes of request frames all connections may hold at once (see [`RequestBudget`](crate::RequestBudget)).
     pub max_inflight_request_bytes: usize,
     /// Principals (`User:admin`) allowed to manage users over the wire (Kafka `super.users`);
     /// with an authorizer, its own super users decide.

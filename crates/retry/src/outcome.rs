@@ -31,7 +31,7 @@ pub enum Outcome {
     Permanent(Failure),
 }
 
-/// What one [`RetryWorker::poll_once`] did.
+/// What one [`RetryWorker::poll_once`](crate::RetryWorker::poll_once) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Poll {
     /// Records handled, skipped or parked.
@@ -51,7 +51,7 @@ pub struct Stats {
     pub dead_lettered: u64,
     /// Records skipped because their id was processed before.
     pub duplicates: u64,
-    /// Records parked behind an earlier record of their key ([`Ordering::PerKey`]).
+    /// Records parked behind an earlier record of their key ([`Ordering::PerKey`](crate::Ordering::PerKey)).
     pub parked: u64,
     /// Commits the group refused because it had gone on without this worker (a rebalance):
     /// the record just handled is redelivered to its partition's next owner.

@@ -8,7 +8,7 @@ use super::record::RecordMetadata;
 use super::staging::Placements;
 
 /// The pending result of one send. Dropping it is fine: the record is still sent, a failure
-/// is reported by the next [`Producer::flush`], and a record whose delivery is gone before it
+/// is reported by the next [`Producer::flush`](super::Producer::flush), and a record whose delivery is gone before it
 /// is placed costs a little less.
 #[derive(Debug)]
 pub struct Delivery {
