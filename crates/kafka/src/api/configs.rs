@@ -237,7 +237,7 @@ impl ConfigsApi {
         validate_only: bool,
     ) -> Result<(), (i16, String)> {
         let name = resource.resource_name.as_str();
-        let mut given = std::collections::HashMap::new();
+        let mut given = std::collections::BTreeMap::new();
         for config in &resource.configs {
             if given
                 .insert(config.name.as_str(), config.value.as_deref())

@@ -135,7 +135,8 @@ impl UsersApi {
             if count.get(user).copied().unwrap_or(0) > 1 {
                 return Err((
                     codes::DUPLICATE_RESOURCE,
-                    format!("user {user} is altered more than once"),
+                    // Kafka's words (its `ScramControlManager`).
+                    "A user credential cannot be altered twice in the same request".into(),
                 ));
             }
             ScramMechanism::from_kafka_type(mechanism).ok_or((
@@ -150,7 +151,7 @@ impl UsersApi {
                     Ok(true) => Ok(()),
                     Ok(false) => Err((
                         codes::RESOURCE_NOT_FOUND,
-                        format!("user {user} has no {} credential", m.name()),
+                        "Attempt to delete a user credential that does not exist".into(),
                     )),
                     Err(e) => Err((codes::UNKNOWN_SERVER_ERROR, e.to_string())),
                 }

@@ -1,6 +1,7 @@
 //! Kafka's own command-line tools (kafka-tools 4.4, pinned in `java/pom.xml`) against a real
 //! daemon, run as the `bin/kafka-*.sh` scripts run them: `java -cp` with the tool's main class.
-//! Each step asserts what the tool printed (topics, configs, records, offsets, groups, ACLs),
+//! Each step asserts what the tool printed (topics, configs, records, offsets, groups, SCRAM
+//! users, ACLs),
 //! not only that it ran; tools that need what one logd node does not serve (the KRaft quorum,
 //! partition reassignment) fail at once with the reason.
 
@@ -305,6 +306,59 @@ fn kafkas_tools_manage_topics_configs_records_groups_and_acls() {
             "{dirs}"
         );
     }
+
+    // kafka-configs on users: a SCRAM credential set over the wire (AlterUserScramCredentials),
+    // as `logd users` then lists it; two mechanisms of one user in one request are refused
+    // with Kafka's words, as a KRaft Kafka refuses them.
+    let users = |config: &str, op: &str| {
+        tool(
+            CONFIGS,
+            &[
+                "--bootstrap-server",
+                b,
+                "--entity-type",
+                "users",
+                "--entity-name",
+                "alice",
+                "--alter",
+                op,
+                config,
+            ],
+            "",
+        )
+    };
+    let added = users(
+        "SCRAM-SHA-256=[iterations=8192,password=alice-secret]",
+        "--add-config",
+    );
+    assert!(added.ok, "{}\n{}", added.out, added.err);
+    assert_eq!(
+        added.out.trim(),
+        "Completed updating config for user alice."
+    );
+    let (listed_ok, listed, _) = super::logd(&["users", "list", "--bootstrap", b], "");
+    assert!(listed_ok);
+    assert_eq!(listed, "alice\tSCRAM-SHA-256(8192)\n");
+    let twice = users(
+        "SCRAM-SHA-256=[password=a-secret],SCRAM-SHA-512=[password=a-secret]",
+        "--add-config",
+    );
+    assert!(!twice.ok);
+    assert!(
+        format!("{}{}", twice.out, twice.err)
+            .contains("A user credential cannot be altered twice in the same request"),
+        "{}\n{}",
+        twice.out,
+        twice.err
+    );
+    let missing = users("SCRAM-SHA-512", "--delete-config");
+    assert!(!missing.ok);
+    assert!(
+        format!("{}{}", missing.out, missing.err)
+            .contains("Attempt to delete a user credential that does not exist"),
+        "{}",
+        missing.err
+    );
 
     // kafka-acls: add, list, remove.
     let acl = [
