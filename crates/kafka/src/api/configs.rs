@@ -15,6 +15,7 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, alter_configs_response,
 };
 use kafka_protocol::protocol::StrBytes;
+use logd::TopicConfig;
 
 use crate::acl::{Operation, ResourceType};
 use crate::admin::Guard;
@@ -26,9 +27,9 @@ use crate::topic_configs::{set_topic_configs, topic_configs};
 /// Kafka's resource types in the config APIs.
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
-/// Config sources: set on the topic, or the broker's default.
-const SOURCE_TOPIC: i8 = 1;
-const SOURCE_DEFAULT: i8 = 5;
+/// Config sources: set on the topic, or the broker's default (CreateTopics' answer too).
+pub(super) const SOURCE_TOPIC: i8 = 1;
+pub(super) const SOURCE_DEFAULT: i8 = 5;
 /// IncrementalAlterConfigs operations.
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
@@ -128,40 +129,12 @@ impl ConfigsApi {
     ) -> IncrementalAlterConfigsResponse {
         let mut response = IncrementalAlterConfigsResponse::default();
         for resource in request.resources {
-            let outcome = match resource.resource_type {
-                RESOURCE_TOPIC
-                    if !self.guard.allowed(
-                        &peer.caller,
-                        Operation::AlterConfigs,
-                        ResourceType::Topic,
-                        &resource.resource_name,
-                    ) =>
-                {
-                    Err((
-                        codes::TOPIC_AUTHORIZATION_FAILED,
-                        "Authorization failed.".into(),
-                    ))
-                }
-                RESOURCE_TOPIC => self.alter_topic(&resource, request.validate_only),
-                RESOURCE_BROKER
-                    if !self
-                        .guard
-                        .allowed_on_cluster(&peer.caller, Operation::AlterConfigs) =>
-                {
-                    Err((
-                        codes::CLUSTER_AUTHORIZATION_FAILED,
-                        "Authorization failed.".into(),
-                    ))
-                }
-                RESOURCE_BROKER => Err((
-                    codes::INVALID_CONFIG,
-                    "logd has no dynamic broker configs: set them at start".into(),
-                )),
-                other => Err((
-                    codes::INVALID_REQUEST,
-                    format!("unexpected resource type {other}"),
-                )),
-            };
+            let outcome = self.alter_resource(
+                resource.resource_type,
+                &resource.resource_name,
+                peer,
+                || self.alter_topic(&resource, request.validate_only),
+            );
             let mut result = AlterConfigsResourceResponse::default();
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name;
@@ -184,40 +157,12 @@ impl ConfigsApi {
     ) -> AlterConfigsResponse {
         let mut response = AlterConfigsResponse::default();
         for resource in request.resources {
-            let outcome = match resource.resource_type {
-                RESOURCE_TOPIC
-                    if !self.guard.allowed(
-                        &peer.caller,
-                        Operation::AlterConfigs,
-                        ResourceType::Topic,
-                        &resource.resource_name,
-                    ) =>
-                {
-                    Err((
-                        codes::TOPIC_AUTHORIZATION_FAILED,
-                        "Authorization failed.".into(),
-                    ))
-                }
-                RESOURCE_TOPIC => self.replace_topic_configs(&resource, request.validate_only),
-                RESOURCE_BROKER
-                    if !self
-                        .guard
-                        .allowed_on_cluster(&peer.caller, Operation::AlterConfigs) =>
-                {
-                    Err((
-                        codes::CLUSTER_AUTHORIZATION_FAILED,
-                        "Authorization failed.".into(),
-                    ))
-                }
-                RESOURCE_BROKER => Err((
-                    codes::INVALID_CONFIG,
-                    "logd has no dynamic broker configs: set them at start".into(),
-                )),
-                other => Err((
-                    codes::INVALID_REQUEST,
-                    format!("unexpected resource type {other}"),
-                )),
-            };
+            let outcome = self.alter_resource(
+                resource.resource_type,
+                &resource.resource_name,
+                peer,
+                || self.replace_topic_configs(&resource, request.validate_only),
+            );
             let mut result = alter_configs_response::AlterConfigsResourceResponse::default();
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name;
@@ -228,6 +173,47 @@ impl ConfigsApi {
             response.responses.push(result);
         }
         response
+    }
+
+    /// The checks both alter APIs make of a resource before `alter_topic` changes a topic:
+    /// ALTER_CONFIGS on the topic (or the cluster, for the broker, which has no dynamic configs
+    /// on logd); any other resource type is INVALID_REQUEST.
+    fn alter_resource(
+        &self,
+        resource_type: i8,
+        name: &str,
+        peer: &Peer,
+        alter_topic: impl FnOnce() -> Result<(), (i16, String)>,
+    ) -> Result<(), (i16, String)> {
+        let refused = |code| Err((code, "Authorization failed.".into()));
+        match resource_type {
+            RESOURCE_TOPIC
+                if !self.guard.allowed(
+                    &peer.caller,
+                    Operation::AlterConfigs,
+                    ResourceType::Topic,
+                    name,
+                ) =>
+            {
+                refused(codes::TOPIC_AUTHORIZATION_FAILED)
+            }
+            RESOURCE_TOPIC => alter_topic(),
+            RESOURCE_BROKER
+                if !self
+                    .guard
+                    .allowed_on_cluster(&peer.caller, Operation::AlterConfigs) =>
+            {
+                refused(codes::CLUSTER_AUTHORIZATION_FAILED)
+            }
+            RESOURCE_BROKER => Err((
+                codes::INVALID_CONFIG,
+                "logd has no dynamic broker configs: set them at start".into(),
+            )),
+            other => Err((
+                codes::INVALID_REQUEST,
+                format!("unexpected resource type {other}"),
+            )),
+        }
     }
 
     /// The configs of `resource` as the topic's whole set.
@@ -249,11 +235,7 @@ impl ConfigsApi {
                 ));
             }
         }
-        let current = self
-            .log
-            .describe_topic(name)
-            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))?
-            .config;
+        let current = self.current_config(name)?;
         let default = self.log.default_topic_config();
         // Every config set on the topic and not given goes back to the default; the given ones
         // are set (a null value is the default too).
@@ -263,7 +245,7 @@ impl ConfigsApi {
             .map(|entry| (entry.name, None))
             .collect();
         changes.extend(given);
-        self.change_topic(name, changes, validate_only)
+        self.change_topic(name, current, changes, validate_only)
     }
 
     fn alter_topic(
@@ -304,19 +286,28 @@ impl ConfigsApi {
                 }
             }
         }
-        self.change_topic(name, changes, validate_only)
+        let current = self.current_config(name)?;
+        self.change_topic(name, current, changes, validate_only)
     }
 
-    /// Applies `changes` (Kafka names; `None`: the default) to topic `name`, all or none;
-    /// with `validate_only`, only checks them.
+    /// Topic `name`'s config now.
+    fn current_config(&self, name: &str) -> Result<TopicConfig, (i16, String)> {
+        self.log
+            .describe_topic(name)
+            .map(|topic| topic.config)
+            .map_err(|e| (engine_codes::for_engine_error(&e), e.to_string()))
+    }
+
+    /// Applies `changes` (Kafka names; `None`: the default) to topic `name`, whose config is
+    /// `config`, all or none; with `validate_only`, only checks them.
     fn change_topic(
         &self,
         name: &str,
+        mut config: TopicConfig,
         changes: Vec<(&str, Option<&str>)>,
         validate_only: bool,
     ) -> Result<(), (i16, String)> {
         let engine = |e: logd::Error| (engine_codes::for_engine_error(&e), e.to_string());
-        let mut config = self.log.describe_topic(name).map_err(engine)?.config;
         let default = self.log.default_topic_config();
         set_topic_configs(&mut config, default, changes)?;
         if validate_only {

@@ -17,15 +17,12 @@ use kafka_protocol::protocol::StrBytes;
 use logd::TopicConfig;
 use uuid::Uuid;
 
+use super::configs::{SOURCE_DEFAULT, SOURCE_TOPIC};
 use crate::acl::{Operation, ResourceType};
 use crate::admin::{Admin, Guard};
 use crate::auth::Peer;
 use crate::codes;
 use crate::topic_configs::{set_topic_configs, topic_configs};
-
-/// Config sources in CreateTopics' answer: set on the topic, or the broker's default.
-const SOURCE_TOPIC: i8 = 1;
-const SOURCE_DEFAULT: i8 = 5;
 
 fn text(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
