@@ -12,9 +12,11 @@ use crate::client::AsyncClient;
 use crate::client_security::ClientSecurity;
 use crate::error::Result;
 use crate::group_client::GroupInfo;
+use crate::quota_client::EntityQuotas;
 use crate::records_client::{ActiveProducer, PartitionOffsets};
 use crate::user_client::UserCredentials;
 use logd_protocol::acl::{AclBinding, AclFilter};
+use logd_protocol::quota::QuotaEntity;
 use logd_protocol::scram::ScramMechanism;
 
 /// A blocking connection to one broker.
@@ -168,6 +170,21 @@ impl Client {
     /// Every user with a credential, and each one's SCRAM mechanisms and iterations.
     pub fn describe_users(&mut self) -> Result<Vec<UserCredentials>> {
         self.runtime.block_on(self.inner.describe_users())
+    }
+
+    /// Every entity with a client quota, and its quotas.
+    pub fn describe_quotas(&mut self) -> Result<Vec<EntityQuotas>> {
+        self.runtime.block_on(self.inner.describe_quotas())
+    }
+
+    /// Sets (`Some`) or removes (`None`) each of `changes` on `entity`'s quotas.
+    pub fn alter_quotas(
+        &mut self,
+        entity: &QuotaEntity,
+        changes: &[(String, Option<f64>)],
+    ) -> Result<()> {
+        self.runtime
+            .block_on(self.inner.alter_quotas(entity, changes))
     }
 
     /// The ACLs `filter` selects.

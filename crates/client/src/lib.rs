@@ -1,7 +1,7 @@
 //! `logd-client`: the Kafka client side of logd, for its command-line tools and for retry
 //! workers that run against a broker. [`AsyncClient`] (tokio) and its blocking form [`Client`]
 //! speak the calls librdkafka does not offer (raw record batches from an idempotent producer's
-//! stamp, ListOffsets over many partitions, topic, group, user and ACL administration) to logd
+//! stamp, ListOffsets over many partitions, topic, group, user, ACL and quota administration) to logd
 //! or to a Kafka cluster, sending each request to the broker that must answer it; [`Remote`]
 //! is the `logd-retry` transport over it, and with the `rdkafka` feature `GroupRemote` is one
 //! in which the worker is a member of its group through librdkafka, so workers scale out.
@@ -15,6 +15,7 @@ mod error;
 mod group_client;
 #[cfg(feature = "rdkafka")]
 mod group_transport;
+mod quota_client;
 mod records_client;
 mod retry_transport;
 mod routing;
@@ -31,6 +32,7 @@ pub use group_client::{GroupInfo, GroupMember};
 #[cfg(feature = "rdkafka")]
 pub use group_transport::GroupRemote;
 pub use logd_protocol::code_name;
+pub use quota_client::EntityQuotas;
 pub use records_client::{ActiveProducer, PartitionOffsets};
 pub use retry_transport::Remote;
 pub use topic_client::TopicConfigEntry;

@@ -3,10 +3,10 @@
 //! version, a body that does not parse). `server.rs` runs connections over it.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 
 use crate::acl::Authorizer;
 use crate::admin::{Admin, Caller, Guard};
@@ -21,6 +21,8 @@ use crate::connection_stats::ConnectionStats;
 use crate::error::Result;
 use crate::listener::ListenerConfig;
 use crate::observer::{BrokerObserver, NoObserver};
+use crate::quota::ClientQuotas;
+use crate::quota::throttle::{Charge, millis, set_throttle_time};
 use logd_protocol::partition_ranges;
 
 /// A logd node speaking the Kafka protocol over an engine.
@@ -32,6 +34,8 @@ pub struct Broker {
     pub(crate) budget: Arc<RequestBudget>,
     pub(crate) stats: Arc<ConnectionStats>,
     pub(crate) credentials: Arc<CredentialStore>,
+    /// The client quotas requests are charged against.
+    quotas: Arc<ClientQuotas>,
     /// The admin operations both front doors share, and the ACL checks every request goes
     /// through.
     pub(crate) admin: Admin,
@@ -44,10 +48,17 @@ pub struct Broker {
 impl Broker {
     /// A broker serving `log`. SASL logins check the users in the data directory's
     /// credentials file (read at the first login; [`Broker::with_credentials`] checks it now).
+    /// The client quotas are those stored in the data directory; if their file cannot be read,
+    /// the broker starts without quotas and says so (the daemon refuses to start instead,
+    /// through [`Broker::with_quotas`]).
     pub fn new(log: logd::Log, config: BrokerConfig) -> Broker {
         let admin = Admin::new(log.clone(), Guard::default(), config.node_id);
         let observer: Arc<dyn BrokerObserver> = Arc::new(NoObserver);
         let credentials = Arc::new(CredentialStore::unloaded(log.dir()));
+        let quotas = Arc::new(ClientQuotas::open(log.dir()).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "client quotas cannot be read; none are enforced");
+            ClientQuotas::empty(log.dir())
+        }));
         Broker {
             budget: RequestBudget::new(config.max_inflight_request_bytes),
             stats: Arc::default(),
@@ -55,8 +66,9 @@ impl Broker {
                 config.advertised_host.clone(),
                 config.advertised_port,
             )),
-            apis: Apis::new(&config, &admin, &observer, &credentials),
+            apis: Apis::new(&config, &admin, &observer, &credentials, &quotas),
             credentials,
+            quotas,
             admin,
             log,
             config,
@@ -66,7 +78,13 @@ impl Broker {
 
     /// The services rebuilt after a change to what they hold.
     fn rebuilt(mut self) -> Broker {
-        self.apis = Apis::new(&self.config, &self.admin, &self.observer, &self.credentials);
+        self.apis = Apis::new(
+            &self.config,
+            &self.admin,
+            &self.observer,
+            &self.credentials,
+            &self.quotas,
+        );
         self
     }
 
@@ -104,6 +122,17 @@ impl Broker {
         self.rebuilt()
     }
 
+    /// The same broker, enforcing `quotas` (and storing changes to them).
+    pub fn with_quotas(mut self, quotas: Arc<ClientQuotas>) -> Broker {
+        self.quotas = quotas;
+        self.rebuilt()
+    }
+
+    /// The client quotas.
+    pub fn quotas(&self) -> &Arc<ClientQuotas> {
+        &self.quotas
+    }
+
     /// The users' credentials.
     pub fn credentials(&self) -> &Arc<CredentialStore> {
         &self.credentials
@@ -139,15 +168,20 @@ impl Broker {
             caller: Caller::new(crate::auth::ANONYMOUS, client_host),
             listener: self.default_listener.clone(),
         };
-        Ok(self.respond(frame, &peer)?.map(|response| match response {
-            Frame::Whole(bytes) => bytes,
-            Frame::Pieces(pieces) => BytesMut::from(&pieces.concat()[..]),
-        }))
+        Ok(self
+            .respond(frame, &peer)?
+            .frame
+            .map(|response| match response {
+                Frame::Whole(bytes) => bytes,
+                Frame::Pieces(pieces) => BytesMut::from(&pieces.concat()[..]),
+            }))
     }
 
-    /// As [`Broker::handle_frame`], keeping a fetch's record bytes as separate pieces.
-    pub(crate) fn respond(&self, frame: Bytes, peer: &Peer) -> Result<Option<Frame>> {
+    /// As [`Broker::handle_frame`], keeping a fetch's record bytes as separate pieces, with
+    /// how long the connection is muted after the answer.
+    pub(crate) fn respond(&self, frame: Bytes, peer: &Peer) -> Result<Answer> {
         let arrived = Instant::now();
+        let request_bytes = frame.len();
         match decode_request(frame)? {
             Decoded::Request {
                 key,
@@ -155,8 +189,14 @@ impl Broker {
                 header,
                 request,
             } => {
-                let response = self.apis.handle(&header, *request, version, peer);
-                self.answer(key, version, header.correlation_id, response, arrived)
+                let served = Served::new(key, version, &header, arrived, request_bytes);
+                let charge = self.charge(key, &header, peer);
+                let mut request = *request;
+                if let RequestKind::Fetch(fetch) = &mut request {
+                    charge.cap_fetch(fetch);
+                }
+                let response = self.apis.handle(&header, request, version, peer);
+                self.answer(served, response, charge)
             }
             Decoded::UnsupportedApiVersions { correlation_id } => {
                 // KIP-511: answer with v0 and UNSUPPORTED_VERSION, so the client retries lower.
@@ -168,7 +208,7 @@ impl Broker {
                     correlation_id,
                     ResponseKind::ApiVersions(response),
                 )
-                .map(|b| Some(Frame::Whole(b)))
+                .map(Answer::whole)
             }
             Decoded::PartitionRanges {
                 correlation_id,
@@ -186,7 +226,7 @@ impl Broker {
                         ))
                     },
                 )
-                .map(|b| Some(Frame::Whole(b)))
+                .map(Answer::whole)
             }
         }
     }
@@ -202,11 +242,12 @@ impl Broker {
         &self,
         frame: &Bytes,
         peer: &Peer,
-    ) -> Option<Result<Option<Frame>>> {
+    ) -> Option<Result<Answer>> {
         if frame.get(..2) != Some(&(ApiKey::Fetch as i16).to_be_bytes()[..]) {
             return None;
         }
         let arrived = Instant::now();
+        let request_bytes = frame.len();
         let decoded = match decode_request(frame.clone()) {
             Ok(decoded) => decoded,
             Err(e) => return Some(Err(e)),
@@ -220,41 +261,129 @@ impl Broker {
         else {
             return None;
         };
-        let RequestKind::Fetch(request) = *request else {
+        let RequestKind::Fetch(mut request) = *request else {
             return None;
         };
+        let served = Served::new(key, version, &header, arrived, request_bytes);
+        let charge = self.charge(key, &header, peer);
+        charge.cap_fetch(&mut request);
         let response = self.apis.fetch_without_waiting(&request, version, peer)?;
-        Some(self.answer(
-            key,
-            version,
-            header.correlation_id,
-            Some(ResponseKind::Fetch(response)),
-            arrived,
-        ))
+        let response = Some(ResponseKind::Fetch(response));
+        Some(self.answer(served, response, charge))
     }
 
-    /// Encodes a handler's response (a fetch's record bytes as pieces) and reports it served.
+    /// Starts charging a request to its client's quotas.
+    fn charge(&self, key: ApiKey, header: &RequestHeader, peer: &Peer) -> Charge<'_> {
+        let client_id = header.client_id.as_deref().unwrap_or("");
+        self.quotas.charge(key, peer.caller.principal(), client_id)
+    }
+
+    /// Charges the request to its client's quotas, then encodes the handler's response (a
+    /// fetch's record bytes as pieces) with the wait owed, and reports it served.
     fn answer(
         &self,
-        key: ApiKey,
-        version: i16,
-        correlation_id: i32,
+        served: Served,
         response: Option<ResponseKind>,
-        arrived: Instant,
-    ) -> Result<Option<Frame>> {
-        let encoded = match response {
-            Some(ResponseKind::Fetch(fetch))
+        mut charge: Charge<'_>,
+    ) -> Result<Answer> {
+        let Served {
+            key,
+            version,
+            correlation_id,
+            arrived,
+            request_bytes,
+        } = served;
+        let mut wait = charge.handled(request_bytes);
+        let frame = match response {
+            Some(ResponseKind::Fetch(mut fetch))
                 if crate::fetch_response::VERSIONS.contains(&version) =>
             {
-                crate::fetch_response::encode(correlation_id, version, &fetch)
-                    .map(|pieces| Some(Frame::Pieces(pieces)))
+                fetch.throttle_time_ms = millis(wait);
+                let pieces = crate::fetch_response::encode(correlation_id, version, &fetch)?;
+                let bytes = pieces.iter().map(Bytes::len).sum();
+                let (owed, empty) = charge.fetched(bytes, wait);
+                wait = owed;
+                if !empty && wait.is_zero() {
+                    Some(Frame::Pieces(pieces))
+                } else if !empty {
+                    // The wait goes into the response sent.
+                    fetch.throttle_time_ms = millis(wait);
+                    let pieces = crate::fetch_response::encode(correlation_id, version, &fetch)?;
+                    Some(Frame::Pieces(pieces))
+                } else {
+                    // Kafka's throttled fetch: nothing now, the records after the wait.
+                    let mut empty = kafka_protocol::messages::FetchResponse::default();
+                    empty.session_id = fetch.session_id;
+                    empty.throttle_time_ms = millis(wait);
+                    let pieces = crate::fetch_response::encode(correlation_id, version, &empty)?;
+                    Some(Frame::Pieces(pieces))
+                }
             }
-            Some(response) => {
-                encode(key, version, correlation_id, response).map(|b| Some(Frame::Whole(b)))
+            Some(mut response) => {
+                if !wait.is_zero() {
+                    set_throttle_time(&mut response, wait);
+                }
+                Some(Frame::Whole(encode(
+                    key,
+                    version,
+                    correlation_id,
+                    response,
+                )?))
             }
-            None => Ok(None),
+            None => None,
         };
+        if !wait.is_zero() {
+            self.observer.throttled(key, wait);
+        }
         self.observer.request_served(key, arrived.elapsed());
-        encoded
+        Ok(Answer {
+            frame,
+            throttle: wait,
+        })
+    }
+}
+
+/// What [`Broker::answer`] needs to know of the request it answers.
+struct Served {
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    arrived: Instant,
+    /// The request frame's size, charged to a producer's byte rate.
+    request_bytes: usize,
+}
+
+impl Served {
+    fn new(
+        key: ApiKey,
+        version: i16,
+        header: &RequestHeader,
+        arrived: Instant,
+        request_bytes: usize,
+    ) -> Served {
+        Served {
+            key,
+            version,
+            correlation_id: header.correlation_id,
+            arrived,
+            request_bytes,
+        }
+    }
+}
+
+/// A response (`None`: none is due), and how long the connection is muted after it: a client
+/// over its quota is told to wait (`throttle_time_ms`) and nothing more is read from it
+/// meanwhile (KIP-219).
+pub(crate) struct Answer {
+    pub(crate) frame: Option<Frame>,
+    pub(crate) throttle: Duration,
+}
+
+impl Answer {
+    fn whole(bytes: BytesMut) -> Answer {
+        Answer {
+            frame: Some(Frame::Whole(bytes)),
+            throttle: Duration::ZERO,
+        }
     }
 }

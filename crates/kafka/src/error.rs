@@ -43,6 +43,14 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// The client quotas file cannot be read or written, or is damaged.
+    #[error("client quotas file {}: {reason}", path.display())]
+    Quotas {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// A user name that is empty, longer than 256 bytes, or holds control characters.
     #[error("invalid user name {0:?}: 1 to 256 bytes without control characters")]
     InvalidUserName(String),

@@ -19,6 +19,7 @@ mod listener;
 mod login;
 mod observer;
 mod occasional;
+pub mod quota;
 mod server;
 mod shape;
 mod topic_configs;

@@ -52,6 +52,12 @@ pub trait BrokerObserver: Send + Sync + fmt::Debug {
         let _ = (operation, resource_type);
     }
 
+    /// A client over its quota was told to wait `wait` after a request of `api`, and its
+    /// connection is muted meanwhile.
+    fn throttled(&self, api: ApiKey, wait: Duration) {
+        let _ = (api, wait);
+    }
+
     /// A request of `api` was answered `elapsed` after its frame arrived (long-polls and
     /// parked group requests included).
     fn request_served(&self, api: ApiKey, elapsed: Duration) {

@@ -373,6 +373,7 @@ where
         let body = read_body(&mut stream, size as usize, config.request_timeout).await?;
         drop(reading);
         let handling = InState::enter(&stats.handling);
+        let mut throttle = std::time::Duration::ZERO;
         let response = match session.gate(&body) {
             Gate::Close => {
                 tracing::info!(
@@ -433,7 +434,7 @@ where
             }
             Gate::Serve => {
                 let body = Bytes::from(body);
-                match broker.respond_without_waiting(&body, &session.peer) {
+                let answer = match broker.respond_without_waiting(&body, &session.peer) {
                     Some(answer) => answer?,
                     None => {
                         let (broker, peer) = (broker.clone(), session.peer.clone());
@@ -441,13 +442,18 @@ where
                             .await
                             .map_err(|e| Error::Io(std::io::Error::other(e)))??
                     }
-                }
+                };
+                throttle = answer.throttle;
+                answer.frame
             }
         };
         drop(reservation);
         drop(handling);
         let pieces = match response {
-            None => continue,
+            None => {
+                mute(throttle).await;
+                continue;
+            }
             Some(Frame::Whole(bytes)) => vec![bytes.freeze()],
             // A fetch: its record bytes go from the mapped segments to the socket.
             Some(Frame::Pieces(pieces)) => pieces,
@@ -463,6 +469,16 @@ where
         };
         stats.sending_bytes.fetch_sub(total, Ordering::Relaxed);
         written?;
+        mute(throttle).await;
+    }
+}
+
+/// Reads nothing more from a connection whose client is over its quota until its wait is
+/// over (Kafka mutes the channel after sending the response, KIP-219): a client that ignores
+/// `throttle_time_ms` is held to it all the same.
+async fn mute(wait: std::time::Duration) {
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
     }
 }
 

@@ -46,6 +46,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),

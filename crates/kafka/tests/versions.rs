@@ -4,7 +4,7 @@
 //! version advertised but not handled fails here.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,33 +12,15 @@ use bytes::{Buf, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use logd::{Config, Log};
-use logd_kafka::{Broker, BrokerConfig, ConnectionLimits, Listener, ListenerConfig, SUPPORTED};
+use logd_kafka::{Broker, BrokerConfig, SUPPORTED};
 
-/// A broker over a fresh engine, served in process; its address.
+mod served;
+
+/// A broker over a fresh engine with topic `t`, served in process; its address.
 fn serve(dir: &std::path::Path) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
     let log = Log::open(dir, Config::default()).unwrap();
     log.create_topic("t", logd::TopicConfig::default()).unwrap();
-    let broker = Arc::new(Broker::new(log, BrokerConfig::default()));
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let port = listener.local_addr().unwrap().port();
-            let listener = Listener {
-                socket: tokio::net::TcpListener::from_std(listener).unwrap(),
-                config: ListenerConfig::plaintext("127.0.0.1", port),
-            };
-            let forever = std::future::pending::<()>();
-            logd_kafka::serve(broker, vec![listener], ConnectionLimits::default(), forever).await
-        })
-    });
-    addr
+    served::serve(Arc::new(Broker::new(log, BrokerConfig::default())))
 }
 
 /// A request of each API logd serves, with what its handler needs to answer at once (a
@@ -158,6 +140,28 @@ fn request(key: ApiKey) -> Option<RequestKind> {
         }
         ApiKey::IncrementalAlterConfigs => {
             RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default())
+        }
+        ApiKey::DescribeClientQuotas => {
+            let mut component = describe_client_quotas_request::ComponentData::default();
+            component.entity_type = StrBytes::from_static_str("user");
+            component.match_type = 2;
+            let mut r = DescribeClientQuotasRequest::default();
+            r.components = vec![component];
+            RequestKind::DescribeClientQuotas(r)
+        }
+        ApiKey::AlterClientQuotas => {
+            let mut entity = alter_client_quotas_request::EntityData::default();
+            entity.entity_type = StrBytes::from_static_str("client-id");
+            let mut op = alter_client_quotas_request::OpData::default();
+            op.key = StrBytes::from_static_str("producer_byte_rate");
+            op.value = 1048576.0;
+            let mut entry = alter_client_quotas_request::EntryData::default();
+            entry.entity = vec![entity];
+            entry.ops = vec![op];
+            let mut r = AlterClientQuotasRequest::default();
+            r.entries = vec![entry];
+            r.validate_only = true;
+            RequestKind::AlterClientQuotas(r)
         }
         _ => return None,
     })

@@ -1,7 +1,7 @@
 //! `logd-protocol`: what both sides of logd's Kafka wire share, so a program that only talks to
 //! a broker (`logd-client`) compiles no broker and no storage engine. Kafka's error codes and
 //! their names in words, the SASL/SCRAM exchange both ends run, security protocols and SASL
-//! mechanisms, Kafka's ACL model, the consumer protocol (a group member's subscription and
+//! mechanisms, Kafka's ACL model and client quotas, the consumer protocol (a group member's subscription and
 //! assignment bytes), and the codec of logd's own DescribePartitionRanges.
 
 pub mod acl;
@@ -11,6 +11,7 @@ pub mod codes;
 pub mod consumer_protocol;
 mod error;
 pub mod partition_ranges;
+pub mod quota;
 pub mod scram;
 mod security;
 

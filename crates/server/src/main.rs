@@ -17,6 +17,7 @@ use logd::{Config, FsyncPolicy, Log, SystemClock, TopicConfig};
 use logd_kafka::acl::{Authorizer, AuthorizerConfig};
 use logd_kafka::auth::credentials::CredentialStore;
 use logd_kafka::auth::tls::TlsServer;
+use logd_kafka::quota::ClientQuotas;
 use logd_kafka::{Broker, BrokerConfig, ConnectionLimits, Listener, SecurityProtocol};
 use logd_storage::RealFs;
 use metrics::Metrics;
@@ -64,6 +65,9 @@ enum Command {
     Users(tools::users::UsersArgs),
     /// Add, list or remove ACLs (Kafka's, over the wire; effective under `--authorizer acl`).
     Acls(tools::acls::AclsArgs),
+    /// List, set or remove client quotas (Kafka's, over the wire: byte rates and request time
+    /// per user and client id).
+    Quotas(tools::quotas::QuotasArgs),
     /// Read a segment file offline, verifying every batch's CRC (like kafka-dump-log); exits 1
     /// if a batch is corrupt.
     Dump(dump::DumpArgs),
@@ -294,6 +298,7 @@ fn main() -> ExitCode {
         Some(Command::Replay(args)) => done(tools::consume::replay(&args)),
         Some(Command::Users(args)) => done(tools::users::run(&args)),
         Some(Command::Acls(args)) => done(tools::acls::run(&args)),
+        Some(Command::Quotas(args)) => done(tools::quotas::run(&args)),
         Some(Command::Dump(args)) => dump::run(&args),
         None => done(serve(cli.serve)),
     };
@@ -517,6 +522,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     metrics.attach(log.clone());
     let credentials = CredentialStore::open_with(storage.clone(), &args.data_dir)
         .context("cannot read the users")?;
+    let quotas = ClientQuotas::open_with(storage.clone(), &args.data_dir)
+        .context("cannot read the client quotas")?;
+    if !quotas.entries().is_empty() {
+        tracing::info!(entities = quotas.entries().len(), "client quotas on");
+    }
     let authorizer = match args.authorizer {
         AuthorizerArg::None => None,
         AuthorizerArg::Acl => {
@@ -558,7 +568,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
     )
     .with_observer(metrics.clone())
-    .with_credentials(Arc::new(credentials));
+    .with_credentials(Arc::new(credentials))
+    .with_quotas(Arc::new(quotas));
     let broker = Arc::new(match authorizer {
         Some(authorizer) => broker.with_authorizer(authorizer),
         None => broker,
@@ -636,7 +647,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let allowed_hosts = http::hosts::AllowedHosts::new(&args.http_allowed_hosts);
         http::spawn(
             listener,
-            broker.log().clone(),
+            (broker.log().clone(), broker.quotas().clone()),
             metrics.clone(),
             access,
             allowed_hosts,

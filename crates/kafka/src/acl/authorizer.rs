@@ -309,7 +309,7 @@ impl AclIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use logd_storage::{CrashMode, SimFs};
+    use logd_storage::SimFs;
 
     fn acl(
         resource_type: ResourceType,
@@ -531,48 +531,30 @@ mod tests {
 
     #[test]
     fn a_power_cut_at_any_operation_keeps_every_acknowledged_acl_change() {
-        let total = {
-            let fs = SimFs::new();
-            acl_workload(&fs);
-            fs.ops()
+        let sorted = |v: &Vec<AclBinding>| {
+            let mut v = v.clone();
+            v.sort();
+            v
         };
-        let mut states = 0;
-        for cut in 0..=total {
-            let fs = SimFs::new();
-            fs.cut_power_after(cut);
-            let (acked, attempts) = acl_workload(&fs);
-            for mode in [
-                CrashMode::DropUnsynced,
-                CrashMode::KeepSomeUnsynced,
-                CrashMode::TearTail,
-            ] {
-                states += 1;
-                let image = fs.crash_image(mode, cut);
-                let _ = image.create_dir_all(Path::new("/d"));
-                let a = Authorizer::open_with(
-                    Arc::new(image),
-                    Path::new("/d"),
-                    AuthorizerConfig::default(),
-                )
-                .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: reopen failed: {e}"));
-                let mut recovered = a.describe(&AclFilter::all());
-                recovered.sort();
-                let sorted = |v: &Vec<AclBinding>| {
-                    let mut v = v.clone();
-                    v.sort();
-                    v
-                };
-                let acked_at = attempts
-                    .iter()
-                    .rposition(|s| sorted(s) == sorted(&acked))
-                    .unwrap();
-                let position = attempts.iter().rposition(|s| sorted(s) == recovered);
-                assert!(
-                    matches!(position, Some(p) if p >= acked_at),
-                    "cut {cut} {mode:?}: recovered {recovered:?}, acknowledged {acked:?}"
-                );
-            }
-        }
+        let states = SimFs::every_power_cut(acl_workload, |image, (acked, attempts), cut, mode| {
+            let _ = image.create_dir_all(Path::new("/d"));
+            let a = Authorizer::open_with(
+                Arc::new(image),
+                Path::new("/d"),
+                AuthorizerConfig::default(),
+            )
+            .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: reopen failed: {e}"));
+            let recovered = sorted(&a.describe(&AclFilter::all()));
+            let acked_at = attempts
+                .iter()
+                .rposition(|s| sorted(s) == sorted(acked))
+                .unwrap();
+            let position = attempts.iter().rposition(|s| sorted(s) == recovered);
+            assert!(
+                matches!(position, Some(p) if p >= acked_at),
+                "cut {cut} {mode:?}: recovered {recovered:?}, acknowledged {acked:?}"
+            );
+        });
         assert!(states > 100, "{states} crash states");
     }
 }

@@ -1,6 +1,6 @@
 //! The thin dispatcher: each decoded request goes to the service of its API family, and each
 //! service holds only what its APIs need (the engine, the ACL checks, the admin layer, the
-//! credentials), so no handler sees the connection machinery or another family's state.
+//! credentials, the client quotas), so no handler sees the connection machinery or another family's state.
 //! Fields a response version does not carry are left at their defaults (the encoder refuses
 //! them).
 
@@ -13,6 +13,7 @@ mod group_offsets;
 mod membership;
 mod offsets;
 mod produce;
+mod quotas;
 mod topic_partitions;
 mod topics;
 mod users;
@@ -29,6 +30,7 @@ use crate::auth::Peer;
 use crate::auth::credentials::CredentialStore;
 use crate::config::BrokerConfig;
 use crate::observer::BrokerObserver;
+use crate::quota::ClientQuotas;
 use crate::versions::api_versions;
 use acls::AclsApi;
 use cluster::ClusterApi;
@@ -39,6 +41,7 @@ use group_offsets::GroupOffsetsApi;
 use membership::MembershipApi;
 use offsets::OffsetsApi;
 use produce::ProduceApi;
+use quotas::QuotasApi;
 use topic_partitions::TopicPartitionsApi;
 use topics::TopicsApi;
 use users::UsersApi;
@@ -58,6 +61,7 @@ pub(crate) struct Apis {
     group_admin: GroupAdminApi,
     acls: AclsApi,
     users: UsersApi,
+    quotas: QuotasApi,
 }
 
 impl Apis {
@@ -67,6 +71,7 @@ impl Apis {
         admin: &Admin,
         observer: &Arc<dyn BrokerObserver>,
         credentials: &Arc<CredentialStore>,
+        quotas: &Arc<ClientQuotas>,
     ) -> Apis {
         let log = admin.log();
         let guard = admin.guard();
@@ -128,6 +133,10 @@ impl Apis {
                 guard: guard.clone(),
                 credentials: credentials.clone(),
                 super_users: config.super_users.clone(),
+            },
+            quotas: QuotasApi {
+                guard: guard.clone(),
+                quotas: quotas.clone(),
             },
         }
     }
@@ -260,6 +269,12 @@ impl Apis {
                 ResponseKind::AlterUserScramCredentials(
                     self.users.alter_user_scram_credentials(request, peer),
                 )
+            }
+            RequestKind::DescribeClientQuotas(request) => ResponseKind::DescribeClientQuotas(
+                self.quotas.describe_client_quotas(request, peer),
+            ),
+            RequestKind::AlterClientQuotas(request) => {
+                ResponseKind::AlterClientQuotas(self.quotas.alter_client_quotas(request, peer))
             }
             other => {
                 // The version table admits only the APIs above.

@@ -360,7 +360,7 @@ fn check_name(user: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use logd_storage::{CrashMode, SimFs};
+    use logd_storage::SimFs;
 
     use super::*;
 
@@ -469,20 +469,17 @@ mod tests {
         assert_ne!(store.unknown_user_salt("x"), store.unknown_user_salt("y"));
     }
 
-    /// Users listed by the store, each with its mechanisms.
-    fn users(store: &CredentialStore) -> Vec<(String, Vec<(ScramMechanism, u32)>)> {
+    /// Users, each with its mechanisms.
+    type Users = Vec<(String, Vec<(ScramMechanism, u32)>)>;
+
+    /// Users listed by the store.
+    fn users(store: &CredentialStore) -> Users {
         store.current().list()
     }
 
     /// Adds alice, then bob, then removes alice, until done or the power is cut; returns the
     /// acknowledged users and every list that was attempted.
-    #[allow(clippy::type_complexity, reason = "a test's own bookkeeping")]
-    fn credentials_workload(
-        fs: &SimFs,
-    ) -> (
-        Vec<(String, Vec<(ScramMechanism, u32)>)>,
-        Vec<Vec<(String, Vec<(ScramMechanism, u32)>)>>,
-    ) {
+    fn credentials_workload(fs: &SimFs) -> (Users, Vec<Users>) {
         let mut acked = Vec::new();
         let mut attempts = vec![acked.clone()];
         let dir = Path::new("/d");
@@ -521,32 +518,18 @@ mod tests {
 
     #[test]
     fn a_power_cut_at_any_operation_keeps_every_acknowledged_user_change() {
-        let total = {
-            let fs = SimFs::new();
-            credentials_workload(&fs);
-            fs.ops()
+        let check = |image: SimFs, (acked, attempts): &(Users, Vec<Users>), cut, mode| {
+            let _ = image.create_dir_all(Path::new("/d"));
+            let store = CredentialStore::open_with(Arc::new(image), Path::new("/d"))
+                .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: reopen failed: {e}"));
+            let recovered = users(&store);
+            let acked_at = attempts.iter().rposition(|a| a == acked).unwrap();
+            let position = attempts.iter().rposition(|a| *a == recovered);
+            assert!(
+                matches!(position, Some(p) if p >= acked_at),
+                "cut {cut} {mode:?}: recovered {recovered:?}, acknowledged {acked:?}"
+            );
         };
-        for cut in 0..=total {
-            let fs = SimFs::new();
-            fs.cut_power_after(cut);
-            let (acked, attempts) = credentials_workload(&fs);
-            for mode in [
-                CrashMode::DropUnsynced,
-                CrashMode::KeepSomeUnsynced,
-                CrashMode::TearTail,
-            ] {
-                let image = fs.crash_image(mode, cut);
-                let _ = image.create_dir_all(Path::new("/d"));
-                let store = CredentialStore::open_with(Arc::new(image), Path::new("/d"))
-                    .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: reopen failed: {e}"));
-                let recovered = users(&store);
-                let acked_at = attempts.iter().rposition(|a| *a == acked).unwrap();
-                let position = attempts.iter().rposition(|a| *a == recovered);
-                assert!(
-                    matches!(position, Some(p) if p >= acked_at),
-                    "cut {cut} {mode:?}: recovered {recovered:?}, acknowledged {acked:?}"
-                );
-            }
-        }
+        SimFs::every_power_cut(credentials_workload, check);
     }
 }

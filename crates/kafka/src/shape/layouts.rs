@@ -441,6 +441,35 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             CompactArray(vec![CompactStr, I8, I32, CompactStr, CompactStr, Tags]),
             Tags,
         ],
+        // Components: entity type, match type, match (nullable); then `strict`.
+        ApiKey::DescribeClientQuotas => match v {
+            0 => vec![Array(vec![Str, I8, Str]), BOOL],
+            _ => vec![
+                CompactArray(vec![CompactStr, I8, CompactStr, Tags]),
+                BOOL,
+                Tags,
+            ],
+        },
+        // Entries: the entity's (type, name) pairs and the ops (key, f64 value, remove);
+        // then `validate_only`.
+        ApiKey::AlterClientQuotas => match v {
+            0 => vec![
+                Array(vec![
+                    Array(vec![Str, Str]),
+                    Array(vec![Str, Fixed(8), BOOL]),
+                ]),
+                BOOL,
+            ],
+            _ => vec![
+                CompactArray(vec![
+                    CompactArray(vec![CompactStr, CompactStr, Tags]),
+                    CompactArray(vec![CompactStr, Fixed(8), BOOL, Tags]),
+                    Tags,
+                ]),
+                BOOL,
+                Tags,
+            ],
+        },
         ApiKey::SaslAuthenticate => match v {
             0 | 1 => vec![Bytes],
             _ => vec![CompactStr, Tags],

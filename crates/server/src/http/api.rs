@@ -43,6 +43,7 @@ pub(super) fn routes(state: &Shared) -> Router<Shared> {
             get(super::timeline::timeline),
         )
         .route("/history", get(super::history::history))
+        .route("/quotas", get(super::quotas::quotas))
         .route("/groups", get(groups))
         .route("/groups/{group}", get(group).delete(changes::delete_group))
         .route(

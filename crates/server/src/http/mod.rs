@@ -14,6 +14,7 @@ mod history;
 pub(crate) mod hosts;
 mod messages;
 mod params;
+mod quotas;
 mod refusals;
 mod search;
 mod timeline;
@@ -39,6 +40,8 @@ pub(crate) struct State {
     access: Arc<access::Access>,
     metrics: Arc<Metrics>,
     history: Arc<history::History>,
+    /// The client quotas the broker enforces.
+    quotas: Arc<logd_kafka::quota::ClientQuotas>,
     /// Where records produced from the console go: by key as Kafka's Java client, keyless in
     /// turn.
     partitioner: Arc<logd::KeyHash<logd::RoundRobin>>,
@@ -47,7 +50,7 @@ pub(crate) struct State {
 /// Serves `listener` on a new thread until the process ends.
 pub(crate) fn spawn(
     listener: std::net::TcpListener,
-    log: Log,
+    (log, quotas): (Log, Arc<logd_kafka::quota::ClientQuotas>),
     metrics: Arc<Metrics>,
     access: access::Access,
     allowed_hosts: hosts::AllowedHosts,
@@ -60,6 +63,7 @@ pub(crate) fn spawn(
     let router = router(
         State {
             log,
+            quotas,
             access: Arc::new(access),
             metrics,
             history,

@@ -73,6 +73,7 @@ pub(crate) struct Metrics {
     normalized: Family<Labels, Counter>,
     authentication_failures: Family<Labels, Counter>,
     authorization_denied: Family<Labels, Counter>,
+    throttle_seconds: Family<Labels, Counter<f64, AtomicU64>>,
     budget_in_use: Gauge,
     budget_waiting: Gauge,
     connection_states: Family<Labels, Gauge>,
@@ -117,6 +118,7 @@ impl Metrics {
             normalized: Family::default(),
             authentication_failures: Family::default(),
             authorization_denied: Family::default(),
+            throttle_seconds: Family::default(),
             budget_in_use: Gauge::default(),
             budget_waiting: Gauge::default(),
             connection_states: Family::default(),
@@ -218,6 +220,13 @@ impl Metrics {
             "authorization_denied",
             "Requests (or parts of them) the ACLs refused, per operation and resource type",
             m.authorization_denied.clone(),
+        );
+        registry.register_with_unit(
+            "client_throttle",
+            "Time clients over a quota were told to wait (their connections muted meanwhile), \
+             per API of the request that went over",
+            Unit::Seconds,
+            m.throttle_seconds.clone(),
         );
         registry.register_with_unit(
             "request_budget_in_use",
@@ -537,6 +546,12 @@ impl BrokerObserver for Metrics {
         let labels = topic_labels(topic);
         self.records_out.get_or_create(&labels).inc_by(records);
         self.bytes_out.get_or_create(&labels).inc_by(bytes);
+    }
+
+    fn throttled(&self, api: ApiKey, wait: Duration) {
+        self.throttle_seconds
+            .get_or_create(&vec![("api", format!("{api:?}"))])
+            .inc_by(wait.as_secs_f64());
     }
 
     fn request_served(&self, api: ApiKey, elapsed: Duration) {

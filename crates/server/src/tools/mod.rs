@@ -7,6 +7,7 @@ pub(crate) mod dlq;
 pub(crate) mod groups;
 pub(crate) mod offset;
 pub(crate) mod produce;
+pub(crate) mod quotas;
 pub(crate) mod topics;
 pub(crate) mod users;
 

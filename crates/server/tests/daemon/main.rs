@@ -39,6 +39,7 @@ mod old_librdkafka;
 mod produce_errors;
 mod proxy;
 mod python_env;
+mod quotas;
 mod retry;
 mod sarama;
 mod security;

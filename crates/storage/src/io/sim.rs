@@ -29,6 +29,15 @@ pub enum CrashMode {
     TearTail,
 }
 
+impl CrashMode {
+    /// Every mode.
+    pub const ALL: [CrashMode; 3] = [
+        CrashMode::DropUnsynced,
+        CrashMode::KeepSomeUnsynced,
+        CrashMode::TearTail,
+    ];
+}
+
 /// Which operation a fault hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
@@ -201,6 +210,32 @@ impl SimFs {
             remaining: nth,
             errno,
         });
+    }
+
+    /// Runs `workload` once to count its operations, then once more for each count from 0 to
+    /// that, with the power cut after that many, and hands `check` each crash image (every
+    /// [`CrashMode`]) with that run's result, the cut and the mode: the power-cut tests of the
+    /// stores that replace a file whole. Returns how many states were checked.
+    pub fn every_power_cut<T>(
+        workload: impl Fn(&SimFs) -> T,
+        mut check: impl FnMut(SimFs, &T, u64, CrashMode),
+    ) -> usize {
+        let total = {
+            let fs = SimFs::new();
+            workload(&fs);
+            fs.ops()
+        };
+        let mut states = 0;
+        for cut in 0..=total {
+            let fs = SimFs::new();
+            fs.cut_power_after(cut);
+            let result = workload(&fs);
+            for mode in CrashMode::ALL {
+                check(fs.crash_image(mode, cut), &result, cut, mode);
+                states += 1;
+            }
+        }
+        states
     }
 
     /// What a disk could hold after the power was cut now: a new file system, with no locks
