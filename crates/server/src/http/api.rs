@@ -379,6 +379,7 @@ mod tests {
             "api/v1/dead-letters/{topic}/replay",
             "api/v1/dead-letters/{topic}/letters/{partition}/{offset}",
             "api/v1/history",
+            "api/v1/quotas",
             "api/v1/groups",
             "api/v1/groups/{group}",
             "api/v1/groups/{group}/reset-offsets",
