@@ -93,10 +93,13 @@ impl Log {
         })
     }
 
-    /// Deletes a group's offsets and state; refused while it has members.
+    /// Deletes a group's offsets and state; refused while it has members. Whether there was
+    /// such a group: one the coordinator knows (an empty group whose offsets were all deleted
+    /// still exists, as on Kafka, until it is deleted) or one with committed offsets.
     pub fn delete_group(&self, group: &str) -> Result<bool> {
-        self.shared.coordinator.delete_group(group)?;
-        Ok(self.shared.offsets.delete_group(group)?)
+        let known = self.shared.coordinator.delete_group(group)?;
+        let had_offsets = self.shared.offsets.delete_group(group)?;
+        Ok(known || had_offsets)
     }
 
     /// Plans (and with `execute`, applies) an offset reset for `group` on `topics` (all

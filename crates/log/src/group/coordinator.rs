@@ -222,24 +222,25 @@ impl Coordinator {
         self.groups.lock().keys().cloned().collect()
     }
 
-    /// Forgets an empty group; refused while it has members.
-    pub fn delete_group(&self, id: &str) -> Result<(), GroupError> {
-        let pending = {
+    /// Forgets an empty group; refused while it has members. Whether the coordinator knew it.
+    pub fn delete_group(&self, id: &str) -> Result<bool, GroupError> {
+        let (known, pending) = {
             let mut groups = self.groups.lock();
             if groups.get(id).is_some_and(|g| !g.members().is_empty()) {
                 return Err(GroupError::NonEmptyGroup);
             }
             match groups.remove(id) {
                 Some(group) if group.last_settled().is_some() => {
-                    self.write(GroupRecord::Removed(id.to_owned()))
+                    (true, self.write(GroupRecord::Removed(id.to_owned())))
                 }
-                _ => Ok(None),
+                removed => (removed.is_some(), Ok(None)),
             }
         };
         self.save(pending).map_err(|e| {
             tracing::error!(error = %e, "saving group state failed");
             GroupError::CoordinatorNotAvailable
-        })
+        })?;
+        Ok(known)
     }
 
     /// A join, without waiting.

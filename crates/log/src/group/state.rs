@@ -613,11 +613,13 @@ impl Group {
     }
 
     /// After members were removed outside a join phase: an empty group goes to `Empty` (a new
-    /// generation, so stale members are fenced), otherwise the rest rebalance.
+    /// generation, so stale members are fenced, and no protocol: Kafka describes an empty
+    /// group's assignor as ""), otherwise the rest rebalance.
     fn members_removed(&mut self, now: i64) {
         if self.members.is_empty() {
             self.phase = GroupPhase::Empty;
             self.leader = None;
+            self.protocol = None;
             self.generation += 1;
             self.settle();
         } else {

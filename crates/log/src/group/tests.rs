@@ -177,8 +177,11 @@ fn leaving_rebalances_the_rest_and_the_last_one_empties_the_group() {
     assert_eq!(g.phase(), GroupPhase::PreparingRebalance);
     let response = joined(g.join(request(Some(&a)), 110).unwrap());
     assert_eq!(response.generation, 3);
+    assert!(g.protocol().is_some());
     g.leave(&a, 120).unwrap();
     assert_eq!(g.phase(), GroupPhase::Empty);
+    // As on Kafka, an empty group has no protocol (DescribeGroups shows no assignor).
+    assert_eq!(g.protocol(), None);
     assert_eq!(g.leave(&a, 130), Err(GroupError::UnknownMember));
 }
 

@@ -17,6 +17,7 @@ const SOURCES: &[&str] = &[
     include_str!("java/src/JavaClients.java"),
     include_str!("java/src/DeleteRecords.java"),
     include_str!("java/src/WordCount.java"),
+    include_str!("java/src/AdminCalls.java"),
 ];
 
 /// `java` running `main` of the test programs with `args`, on the pinned clients, with a
@@ -40,6 +41,13 @@ pub fn connect(main: &str, args: &[&str]) -> Command {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     let root = ROOT.get_or_init(|| provision(&CONNECT));
     on_classpath(&format!("{}/*", root.join("lib").display()), main, args)
+}
+
+/// The pinned Apache Kafka broker's jars (`lib/` under the returned directory), resolved on
+/// first use.
+pub fn kafka_jars() -> PathBuf {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| provision(&KAFKA)).clone()
 }
 
 fn on_classpath(classpath: &str, main: &str, args: &[&str]) -> Command {
@@ -71,6 +79,13 @@ const CLIENTS: Pinned = Pinned {
     project: "",
     programs: true,
     sources: SOURCES,
+};
+
+const KAFKA: Pinned = Pinned {
+    name: "kafka",
+    project: "kafka",
+    programs: false,
+    sources: &[include_str!("java/kafka/pom.xml")],
 };
 
 const CONNECT: Pinned = Pinned {

@@ -4,6 +4,7 @@
 //! by malformed frames. Nothing needs installing by hand: see `python_env` and `librdkafka`.
 
 mod acls;
+mod admin_vs_kafka;
 mod cli;
 mod clients;
 mod cluster_admin;
@@ -26,6 +27,7 @@ mod idempotence;
 mod intake;
 mod java_client;
 mod java_clients;
+mod kafka_cluster;
 mod kafka_connect;
 mod kafka_streams;
 mod kafka_tools;

@@ -1,0 +1,206 @@
+//! A real Apache Kafka beside logd in the tests: three KRaft nodes on loopback, each a
+//! controller and a broker, started from the pinned Maven jars (`java/kafka/pom.xml`) as
+//! `bin/kafka-server-start.sh` runs them, with small heaps, ACLs on (Kafka's
+//! `StandardAuthorizer`, `User:ANONYMOUS` a super user, as logd runs in the comparisons).
+//! The first test that needs it starts it; the tests of one run share it. A watchdog shell
+//! beside each node kills it and removes its data once the test process is gone, so no JVM
+//! outlives a run, however the run ends.
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+use super::java_clients::kafka_jars;
+
+/// The cluster id every node is formatted with (any valid one; each run's data is fresh).
+const CLUSTER_ID: &str = "bG9nZC10ZXN0cy1rYWZrYQ";
+/// Nodes in the cluster.
+const NODES: usize = 3;
+/// How long the cluster may take to start on a busy 2-core machine.
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// A running Kafka cluster.
+pub struct KafkaCluster {
+    /// Every broker's `host:port`, comma-separated, for `bootstrap.servers`.
+    pub bootstrap: String,
+    /// The nodes' watchdog shells: they end with the test process, never before.
+    _watchdogs: Vec<Child>,
+}
+
+/// The shared cluster, started on first use.
+pub fn kafka_cluster() -> &'static KafkaCluster {
+    static CLUSTER: OnceLock<KafkaCluster> = OnceLock::new();
+    CLUSTER.get_or_init(start)
+}
+
+/// Loopback ports free now (each listener is closed before Kafka binds it).
+fn free_ports(count: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..count)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+fn properties(node: usize, brokers: &[u16], controllers: &[u16], dir: &Path) -> String {
+    let voters: Vec<String> = controllers
+        .iter()
+        .enumerate()
+        .map(|(i, port)| format!("{}@127.0.0.1:{port}", i + 1))
+        .collect();
+    format!(
+        "process.roles=broker,controller\n\
+         node.id={id}\n\
+         controller.quorum.voters={voters}\n\
+         listeners=PLAINTEXT://127.0.0.1:{broker},CONTROLLER://127.0.0.1:{controller}\n\
+         advertised.listeners=PLAINTEXT://127.0.0.1:{broker}\n\
+         controller.listener.names=CONTROLLER\n\
+         inter.broker.listener.name=PLAINTEXT\n\
+         listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+         log.dirs={logs}\n\
+         authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
+         super.users=User:ANONYMOUS\n\
+         group.initial.rebalance.delay.ms=0\n\
+         num.network.threads=2\n\
+         num.io.threads=2\n\
+         background.threads=2\n\
+         log.cleaner.threads=1\n\
+         log.cleaner.dedupe.buffer.size=8388608\n",
+        id = node + 1,
+        voters = voters.join(","),
+        broker = brokers[node],
+        controller = controllers[node],
+        logs = dir.join(format!("node{}", node + 1)).display(),
+    )
+}
+
+/// `java` on Kafka's jars, as the scripts run it, with a small heap.
+fn kafka_java(jars: &Path) -> String {
+    format!(
+        "java -Xmx256m -Xss512k -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp '{}/*'",
+        jars.display()
+    )
+}
+
+fn start() -> KafkaCluster {
+    let jars = kafka_jars().join("lib");
+    let dir: PathBuf = std::env::temp_dir().join(format!("logd-kafka-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let ports = free_ports(2 * NODES);
+    let (brokers, controllers) = ports.split_at(NODES);
+    super::say(&format!(
+        "logd tests: starting a {NODES}-node Apache Kafka cluster in {}",
+        dir.display()
+    ));
+    let formats: Vec<_> = (0..NODES)
+        .map(|node| {
+            let props = dir.join(format!("node{}.properties", node + 1));
+            fs::write(&props, properties(node, brokers, controllers, &dir)).unwrap();
+            Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "{} kafka.tools.StorageTool format -t {CLUSTER_ID} -c '{}'",
+                    kafka_java(&jars),
+                    props.display()
+                ))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("sh")
+        })
+        .collect();
+    for format in formats {
+        let output = format.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "kafka-storage format failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let test_process = std::process::id();
+    let mut watchdogs = Vec::new();
+    for node in 1..=NODES {
+        // The node runs in the background of a shell that watches this process: when the
+        // test process is gone (however it ended), the node is killed and its data removed.
+        let script = format!(
+            "{java} kafka.Kafka '{dir}/node{node}.properties' > '{dir}/node{node}.log' 2>&1 &\n\
+             kafka=$!\n\
+             while kill -0 {test_process} 2>/dev/null && kill -0 $kafka 2>/dev/null; do sleep 1; done\n\
+             kill -9 $kafka 2>/dev/null\n\
+             wait\n\
+             rm -rf '{dir}/node{node}' '{dir}/node{node}.properties' '{dir}/node{node}.log'\n\
+             rmdir '{dir}' 2>/dev/null\n",
+            java = kafka_java(&jars),
+            dir = dir.display(),
+        );
+        let watchdog = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sh");
+        watchdogs.push(watchdog);
+    }
+    let bootstrap = brokers
+        .iter()
+        .map(|port| format!("127.0.0.1:{port}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    wait_for_brokers(&bootstrap, &dir);
+    KafkaCluster {
+        bootstrap,
+        _watchdogs: watchdogs,
+    }
+}
+
+/// Waits until every broker is in the cluster's metadata; on timeout, fails with each node's
+/// log.
+fn wait_for_brokers(bootstrap: &str, dir: &Path) {
+    let start = Instant::now();
+    let client: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("log_level", "0")
+        .create()
+        .expect("librdkafka client");
+    loop {
+        let brokers = client
+            .fetch_metadata(None, Duration::from_secs(2))
+            .map(|m| m.brokers().len())
+            .unwrap_or(0);
+        if brokers == NODES {
+            super::say(&format!(
+                "logd tests: Kafka cluster up in {:.1} s",
+                start.elapsed().as_secs_f64()
+            ));
+            return;
+        }
+        if start.elapsed() > START_TIMEOUT {
+            let logs: String = (1..=NODES)
+                .map(|n| {
+                    let log =
+                        fs::read_to_string(dir.join(format!("node{n}.log"))).unwrap_or_default();
+                    let tail: Vec<&str> = log.lines().rev().take(30).collect();
+                    format!(
+                        "--- node {n}:\n{}\n",
+                        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                    )
+                })
+                .collect();
+            panic!(
+                "the Kafka cluster did not start within {START_TIMEOUT:?} ({brokers} brokers up)\n{logs}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
