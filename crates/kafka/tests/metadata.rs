@@ -35,6 +35,14 @@ fn by_id(id: Uuid) -> MetadataRequestTopic {
     topic
 }
 
+/// By id as Kafka's Java admin asks (`describeTopics(TopicCollection.ofTopicIds(..))`): with an
+/// empty name beside the id, which Kafka ignores.
+fn by_id_with_empty_name(id: Uuid) -> MetadataRequestTopic {
+    let mut topic = by_id(id);
+    topic.name = Some(TopicName(s("")));
+    topic
+}
+
 #[test]
 fn topics_come_with_their_ids_and_can_be_asked_for_by_id() {
     let dir = tempfile::tempdir().unwrap();
@@ -45,14 +53,15 @@ fn topics_come_with_their_ids_and_can_be_asked_for_by_id() {
         request.topics = Some(vec![
             by_name("orders"),
             by_id(Uuid::from_bytes(id)),
+            by_id_with_empty_name(Uuid::from_bytes(id)),
             by_id(stranger),
         ]);
         request.include_topic_authorized_operations = true;
         let response: MetadataResponse = call(&broker, ApiKey::Metadata, version, &request);
-        let [named, identified, unknown] = &response.topics[..] else {
-            panic!("three topics: {response:?}");
+        let [named, identified, java, unknown] = &response.topics[..] else {
+            panic!("four topics: {response:?}");
         };
-        for topic in [named, identified] {
+        for topic in [named, identified, java] {
             assert_eq!(topic.error_code, 0);
             assert_eq!(topic.name.as_ref().map(|n| n.as_str()), Some("orders"));
             assert_eq!(topic.topic_id, Uuid::from_bytes(id), "v{version}");

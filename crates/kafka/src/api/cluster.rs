@@ -128,11 +128,13 @@ impl ClusterApi {
             None => every_topic(),
             // In v0 an empty list means every topic.
             Some(topics) if topics.is_empty() && version == 0 => every_topic(),
+            // A topic id, when one is given, names the topic whatever the name says: the Java
+            // client sends an empty name beside the id, and Kafka goes by the id.
             Some(topics) => topics
                 .into_iter()
                 .map(|t| match t.name {
-                    Some(name) => Wanted::Name(name.0.to_string()),
-                    None => match self.log.topic_name_by_id(t.topic_id.as_bytes()) {
+                    Some(name) if t.topic_id.is_nil() => Wanted::Name(name.0.to_string()),
+                    _ => match self.log.topic_name_by_id(t.topic_id.as_bytes()) {
                         Some(name) => Wanted::Name(name),
                         None => Wanted::UnknownId(t.topic_id),
                     },

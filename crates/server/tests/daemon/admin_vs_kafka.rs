@@ -23,11 +23,19 @@ fn admin_calls(bootstrap: &str, prefix: &str) -> Vec<String> {
 }
 
 /// Calls whose answers differ on purpose, each with why; any other difference fails the test.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
-    "describeMetadataQuorum",
-    "logd has no KRaft quorum: DescribeQuorum is not served, so the call fails \
-     (UnsupportedVersionException) where Kafka describes its controllers",
-)];
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "describeFeatures",
+        "logd finalizes no feature levels, so clients use what every broker offers (the \
+         classic group protocol, transactions version 1 once served); Kafka reports its KRaft \
+         metadata version and the features it enabled (group.version, transaction.version, ...)",
+    ),
+    (
+        "describeMetadataQuorum",
+        "logd has no KRaft quorum: DescribeQuorum is not served, so the call fails \
+         (UnsupportedVersionException) where Kafka describes its controllers",
+    ),
+];
 
 #[test]
 fn every_admin_call_answers_on_logd_as_on_kafka() {

@@ -40,8 +40,10 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicCollection;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.acl.AccessControlEntry;
 import org.apache.kafka.common.acl.AccessControlEntryFilter;
 import org.apache.kafka.common.acl.AclBinding;
@@ -219,16 +221,33 @@ public class AdminCalls {
         });
     call(
         "listTopics",
-        () -> {
-          Set<String> names = new TreeSet<>();
-          for (String name : admin.listTopics().names().get()) {
-            if (name.startsWith(prefix + ".")) {
-              names.add(name);
-            }
-          }
-          return names;
-        });
+        () ->
+            eventually(
+                () -> {
+                  Set<String> names = new TreeSet<>();
+                  for (String name : admin.listTopics().names().get()) {
+                    if (name.startsWith(prefix + ".")) {
+                      names.add(name);
+                    }
+                  }
+                  return names;
+                },
+                v -> v instanceof Set<?> names && names.size() == 2));
     call("describeTopics", () -> partitions(admin, a));
+    call(
+        "describeTopics by id",
+        () -> {
+          TopicDescription byName =
+              AdminCalls.<TopicDescription>settled(
+                  () -> admin.describeTopics(List.of(a)).allTopicNames().get().get(a));
+          Uuid id = byName.topicId();
+          return admin
+              .describeTopics(TopicCollection.ofTopicIds(List.of(id)))
+              .allTopicIds()
+              .get()
+              .get(id)
+              .name();
+        });
     call(
         "describeTopics missing",
         () -> admin.describeTopics(List.of(prefix + ".none")).allTopicNames().get());
@@ -249,7 +268,8 @@ public class AdminCalls {
                               AlterConfigOp.OpType.SET))))
               .all()
               .get();
-          return configs(admin, a, "retention.ms");
+          return eventually(
+              () -> configs(admin, a, "retention.ms"), v -> v.toString().contains("7200000"));
         });
     call(
         "incrementalAlterConfigs bad value",
@@ -277,7 +297,8 @@ public class AdminCalls {
                               AlterConfigOp.OpType.DELETE))))
               .all()
               .get();
-          return configs(admin, a, "retention.ms");
+          return eventually(
+              () -> configs(admin, a, "retention.ms"), v -> !v.toString().contains("7200000"));
         });
 
     // Partitions.
@@ -379,8 +400,17 @@ public class AdminCalls {
             }
             // Only what was read: which other partitions have a position by now is a race.
             consumer.commitSync(Map.of(a0, new OffsetAndMetadata(consumer.position(a0))));
+            ConsumerGroupDescription d =
+                admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+            List<String> members = new ArrayList<>();
+            for (var member : d.members()) {
+              members.add(
+                  "client=" + member.clientId().startsWith("consumer-" + group)
+                      + ",partitions=" + member.assignment().topicPartitions().size());
+            }
+            return read + " records; while a member: state=" + d.groupState() + " assignor="
+                + d.partitionAssignor() + " members=" + members;
           }
-          return read;
         });
     call("listConsumerGroupOffsets", () -> committed(admin, group));
     call(
@@ -471,10 +501,17 @@ public class AdminCalls {
         "createAcls",
         () -> {
           admin.createAcls(List.of(acl)).all().get();
-          return admin.describeAcls(acls).values().get();
+          return eventually(
+              () -> admin.describeAcls(acls).values().get(),
+              v -> v instanceof Collection<?> l && !l.isEmpty());
         });
     call("deleteAcls", () -> admin.deleteAcls(List.of(acls)).all().get());
-    call("describeAcls after deleteAcls", () -> admin.describeAcls(acls).values().get());
+    call(
+        "describeAcls after deleteAcls",
+        () ->
+            eventually(
+                () -> admin.describeAcls(acls).values().get(),
+                v -> v instanceof Collection<?> l && l.isEmpty()));
 
     // SCRAM users.
     String user = prefix + "-alice";
@@ -572,6 +609,9 @@ public class AdminCalls {
             Thread.sleep(200);
           }
         });
+    call(
+        "describeFeatures",
+        () -> new TreeSet<>(admin.describeFeatures().featureMetadata().get().finalizedFeatures().keySet()));
     call("describeMetadataQuorum", () -> {
       admin.describeMetadataQuorum().quorumInfo().get();
       return "ok";
