@@ -24,7 +24,8 @@ pub struct AsyncClient {
 }
 
 impl AsyncClient {
-    /// Connects to `addr` (e.g. `127.0.0.1:9092`) in clear text, without logging in.
+    /// Connects to `addr` (e.g. `127.0.0.1:9092`, or several brokers comma-separated, as
+    /// Kafka's `bootstrap.servers`: the first that answers) in clear text, without logging in.
     pub async fn connect(addr: &str) -> Result<AsyncClient> {
         AsyncClient::connect_with(addr, &ClientSecurity::default()).await
     }

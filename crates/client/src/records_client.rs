@@ -191,9 +191,17 @@ impl AsyncClient {
         // broker with ACLs would check as a transactional id.
         request.transactional_id = None;
         request.transaction_timeout_ms = 60_000;
+        // A Kafka broker answers COORDINATOR_LOAD_IN_PROGRESS until it has a block of ids
+        // from its controller: retried, as Kafka's producers retry it.
         let response: InitProducerIdResponse = self
             .wire
-            .call(ApiKey::InitProducerId, INIT_PRODUCER_ID, &request)
+            .routed(
+                Route::Any,
+                ApiKey::InitProducerId,
+                INIT_PRODUCER_ID,
+                &request,
+                |r: &InitProducerIdResponse| r.error_code,
+            )
             .await?;
         if response.error_code != 0 {
             return Err(Error::Kafka {

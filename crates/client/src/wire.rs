@@ -51,12 +51,30 @@ impl Wire {
     /// [`AsyncClient::connect_with`](crate::AsyncClient::connect_with)).
     pub(crate) async fn connect(addr: &str, security: &ClientSecurity) -> Result<Wire> {
         Ok(Wire {
-            bootstrap: Connection::connect(addr, security).await?,
+            bootstrap: Wire::first_reachable(addr, security).await?,
             security: security.clone(),
             routes: Routes::default(),
             brokers: HashMap::new(),
             served: None,
         })
+    }
+
+    /// A connection to the first of `addrs` (`host:port`, or several comma-separated, as
+    /// Kafka's `bootstrap.servers`) that answers; the last one's error when none does.
+    async fn first_reachable(addrs: &str, security: &ClientSecurity) -> Result<Connection> {
+        let mut failed = None;
+        for addr in addrs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            match Connection::connect(addr, security).await {
+                Ok(connection) => return Ok(connection),
+                Err(e) => failed = Some(e),
+            }
+        }
+        Err(failed.unwrap_or_else(|| {
+            Error::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("no broker address in {addrs:?}"),
+            ))
+        }))
     }
 
     /// Whether the cluster serves `key` (as its bootstrap broker says in ApiVersions). Calls

@@ -120,3 +120,27 @@ fn a_long_poll_on_one_connection_is_woken_by_a_produce_on_another() {
         assert!(missing.unwrap_err().to_string().contains("does not exist"));
     });
 }
+
+#[test]
+fn a_bootstrap_list_is_tried_in_order_as_kafkas_bootstrap_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = serve(dir.path());
+    // A port nothing listens on: bound, then closed.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let list = format!("{closed}, {addr}");
+        let mut client = AsyncClient::connect(&list).await.unwrap();
+        client.create_topic("listed", 2, &[]).await.unwrap();
+        assert_eq!(client.partition_count("listed", false).await.unwrap(), 2);
+        let none = AsyncClient::connect(&closed.to_string()).await.unwrap_err();
+        assert!(none.to_string().contains("refused"), "{none}");
+        assert!(AsyncClient::connect(" , ").await.is_err());
+    });
+}

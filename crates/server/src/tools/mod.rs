@@ -19,7 +19,7 @@ use logd_client::{Client, ClientSecurity, PROPERTY_KEYS};
 /// Where the broker is; shared by every client subcommand.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Bootstrap {
-    /// Broker address.
+    /// Broker address, or several comma-separated (the first that answers is used).
     #[arg(
         long,
         global = true,

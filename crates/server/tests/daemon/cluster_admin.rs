@@ -12,7 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::cluster_facade::{BYSTANDER, Facade};
 use super::{Daemon, librdkafka, logd, write_request};
 
-fn ok(bootstrap: &str, args: &[&str], stdin: &str) -> String {
+pub(super) fn ok(bootstrap: &str, args: &[&str], stdin: &str) -> String {
     let mut all = vec![args[0], "--bootstrap", bootstrap];
     all.extend_from_slice(&args[1..]);
     let (success, out, err) = logd(&all, stdin);
@@ -20,11 +20,11 @@ fn ok(bootstrap: &str, args: &[&str], stdin: &str) -> String {
     out
 }
 
-/// Per partition of `orders`: (committed, log end, lag) from `logd groups describe`.
-fn lag(bootstrap: &str, group: &str) -> BTreeMap<u32, (i64, i64, i64)> {
+/// Per partition of `topic`: (committed, log end, lag) from `logd groups describe`.
+pub(super) fn lag(bootstrap: &str, group: &str, topic: &str) -> BTreeMap<u32, (i64, i64, i64)> {
     ok(bootstrap, &["groups", "describe", group], "")
         .lines()
-        .filter(|l| l.starts_with("orders "))
+        .filter(|l| l.split_whitespace().next() == Some(topic))
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             let n = |i: usize| f[i].parse::<i64>().unwrap();
@@ -90,7 +90,7 @@ fn topics_and_groups_reach_the_controller_and_the_coordinator_of_a_cluster() {
             .any(|l| l.split_whitespace().next() == Some("billing")),
         "the coordinator's group is listed: {groups}"
     );
-    let rows = lag(bootstrap, "billing");
+    let rows = lag(bootstrap, "billing", "orders");
     assert_eq!(rows.len(), 6, "{rows:?}");
     assert_eq!(rows.values().map(|r| r.1).sum::<i64>(), 60);
     assert!(rows.values().all(|r| r.2 == 0), "all read: {rows:?}");
@@ -107,7 +107,7 @@ fn topics_and_groups_reach_the_controller_and_the_coordinator_of_a_cluster() {
         ],
         "",
     );
-    let rows = lag(bootstrap, "billing");
+    let rows = lag(bootstrap, "billing", "orders");
     assert_eq!(rows.values().map(|r| r.2).sum::<i64>(), 60, "{rows:?}");
     ok(bootstrap, &["groups", "delete", "billing"], "");
     let groups = ok(bootstrap, &["groups", "list"], "");

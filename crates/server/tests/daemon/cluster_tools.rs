@@ -48,7 +48,7 @@ fn cluster() -> (MockCluster<'static, DefaultProducerContext>, String) {
 }
 
 /// Records as `logd consume --format json` prints them: (partition, offset, key, value).
-fn records(out: &str) -> Vec<(u32, i64, String, String)> {
+pub(super) fn records(out: &str) -> Vec<(u32, i64, String, String)> {
     out.lines()
         .map(|line| {
             let r: serde_json::Value = serde_json::from_str(line).unwrap();

@@ -28,6 +28,7 @@ mod intake;
 mod java_client;
 mod java_clients;
 mod kafka_cluster;
+mod kafka_cluster_tools;
 mod kafka_connect;
 mod kafka_streams;
 mod kafka_tools;
