@@ -1,4 +1,4 @@
-//! `logd groups list|describe|delete|reset-offsets`, as Kafka's `kafka-consumer-groups` does
+//! `logd groups list|describe|delete|reset-offsets|copy-offsets` (the last in `group_copy.rs`), as Kafka's `kafka-consumer-groups` does
 //! them: describe shows state, members, assignments and per partition the committed offset,
 //! log end and lag; reset-offsets plans (and with `--execute` commits) new positions, refused
 //! while the group has members.
@@ -39,6 +39,19 @@ enum GroupsCommand {
     },
     /// Move a group's committed offsets; prints the plan, applies it with --execute.
     ResetOffsets(ResetArgs),
+    /// Carry a group's committed offsets to another cluster whose topics hold the same records
+    /// at the same offsets (after MirrorMaker 2 with IdentityReplicationPolicy), each checked
+    /// on both sides; prints the plan, commits it with --execute.
+    CopyOffsets {
+        /// Group id.
+        group: String,
+        /// The other cluster's bootstrap address(es).
+        #[arg(long, value_name = "BOOTSTRAP")]
+        to: String,
+        /// Commit the offsets (else only check and print them).
+        #[arg(long)]
+        execute: bool,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -116,6 +129,14 @@ pub(crate) fn run(args: &GroupsArgs) -> anyhow::Result<()> {
             writeln!(out, "deleted group {group}")?;
         }
         GroupsCommand::ResetOffsets(reset) => reset_offsets(&mut client, reset, &mut out)?,
+        GroupsCommand::CopyOffsets { group, to, execute } => {
+            let target = Bootstrap {
+                bootstrap: to.clone(),
+                command_config: args.bootstrap.command_config.clone(),
+            };
+            let mut target = target.connect()?;
+            super::group_copy::copy_offsets(&mut client, &mut target, group, *execute, &mut out)?;
+        }
     }
     Ok(())
 }

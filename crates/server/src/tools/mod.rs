@@ -4,6 +4,7 @@
 pub(crate) mod acls;
 pub(crate) mod consume;
 pub(crate) mod dlq;
+mod group_copy;
 pub(crate) mod groups;
 pub(crate) mod offset;
 pub(crate) mod produce;

@@ -38,6 +38,7 @@ mod malformed;
 mod many_partitions;
 mod memory;
 mod metrics;
+mod migration;
 mod old_librdkafka;
 mod produce_errors;
 mod proxy;
