@@ -49,15 +49,16 @@ impl Broker {
     /// A broker serving `log`. SASL logins check the users in the data directory's
     /// credentials file (read at the first login; [`Broker::with_credentials`] checks it now).
     /// The client quotas are those stored in the data directory; if their file cannot be read,
-    /// the broker starts without quotas and says so (the daemon refuses to start instead,
-    /// through [`Broker::with_quotas`]).
+    /// the broker starts without quotas, says so, and refuses to change them (which would
+    /// replace the file); the daemon refuses to start instead, through
+    /// [`Broker::with_quotas`].
     pub fn new(log: logd::Log, config: BrokerConfig) -> Broker {
         let admin = Admin::new(log.clone(), Guard::default(), config.node_id);
         let observer: Arc<dyn BrokerObserver> = Arc::new(NoObserver);
         let credentials = Arc::new(CredentialStore::unloaded(log.dir()));
         let quotas = Arc::new(ClientQuotas::open(log.dir()).unwrap_or_else(|e| {
             tracing::error!(error = %e, "client quotas cannot be read; none are enforced");
-            ClientQuotas::empty(log.dir())
+            ClientQuotas::unreadable(log.dir(), e.to_string())
         }));
         Broker {
             budget: RequestBudget::new(config.max_inflight_request_bytes),

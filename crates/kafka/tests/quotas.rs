@@ -475,3 +475,31 @@ fn the_quota_apis_need_the_cluster_configs_permissions() {
     assert_eq!(refused[0].0, codes::CLUSTER_AUTHORIZATION_FAILED);
     assert!(broker.quotas().entries().is_empty());
 }
+
+#[test]
+fn a_broker_that_could_not_read_its_quotas_refuses_to_replace_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let damaged = dir.path().join(logd_kafka::quota::QUOTAS_FILE);
+    std::fs::write(&damaged, b"{\"format\": 1, \"quotas\": [").unwrap();
+    let broker = broker(dir.path());
+    assert!(broker.quotas().entries().is_empty());
+    let refused = alter(
+        &broker,
+        vec![(
+            vec![("client-id", Some("x"))],
+            vec![("producer_byte_rate", 1000.0, false)],
+        )],
+        false,
+    );
+    assert_eq!(refused[0].0, codes::KAFKA_STORAGE_ERROR);
+    assert!(
+        refused[0].1.contains("unreadable at start"),
+        "{}",
+        refused[0].1
+    );
+    assert_eq!(
+        std::fs::read(&damaged).unwrap(),
+        b"{\"format\": 1, \"quotas\": [",
+        "the damaged file is left for its owner to repair"
+    );
+}

@@ -22,7 +22,7 @@ pub use logd_protocol::quota::{CLIENT_ID, QuotaEntity, QuotaKey, USER};
 use logd_storage::{RealFs, Storage};
 use parking_lot::{Mutex, RwLock};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use pace::{BURST, Pace};
 pub use store::{QUOTAS_FILE, QuotaMap};
 
@@ -77,6 +77,8 @@ pub struct ClientQuotas {
     paces: Mutex<Paces>,
     /// Serializes changes (each rewrites the file).
     changing: Mutex<()>,
+    /// Why the file could not be read at start, when it could not (changes are refused).
+    unreadable: Option<String>,
 }
 
 impl ClientQuotas {
@@ -95,17 +97,20 @@ impl ClientQuotas {
             current: RwLock::new(Arc::new(quotas)),
             paces: Mutex::default(),
             changing: Mutex::new(()),
+            unreadable: None,
         })
     }
 
-    /// No quotas, changes stored in `dir`'s file (a broker whose file could not be read).
-    pub(crate) fn empty(dir: &Path) -> ClientQuotas {
+    /// No quotas, and every change refused: a broker whose file could not be read (`reason`)
+    /// must not replace it with what it knows.
+    pub(crate) fn unreadable(dir: &Path, reason: String) -> ClientQuotas {
         ClientQuotas {
             storage: Arc::new(RealFs),
             dir: dir.to_owned(),
             current: RwLock::default(),
             paces: Mutex::default(),
             changing: Mutex::new(()),
+            unreadable: Some(reason),
         }
     }
 
@@ -117,6 +122,14 @@ impl ClientQuotas {
     /// Applies `changes` (stored durably first; entities left without a quota are dropped).
     /// What clients were charged stays, so a lowered quota applies from the next request.
     pub fn alter(&self, changes: &[QuotaChange]) -> Result<()> {
+        if let Some(reason) = &self.unreadable {
+            return Err(Error::Quotas {
+                path: self.dir.join(QUOTAS_FILE),
+                reason: format!(
+                    "unreadable at start ({reason}); repair or remove it, then restart"
+                ),
+            });
+        }
         let _changing = self.changing.lock();
         let mut next = (**self.current.read()).clone();
         for (entity, values) in changes {
