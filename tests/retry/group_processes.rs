@@ -1,6 +1,8 @@
 //! Retry workers as processes in one group, on a Kafka cluster of three brokers (librdkafka's
-//! mock cluster, in this process; the group's coordinator on a broker that leads nothing of
-//! the topics) and on logd (its broker, in this process): three workers share a 6-partition
+//! mock cluster, in this process, the group's coordinator on a broker that leads nothing of
+//! the topics; and Apache Kafka itself, three KRaft nodes from `support/kafka_cluster.rs`,
+//! the topics' leaders spread over them) and on logd (its broker, in this process): three
+//! workers share a 6-partition
 //! source under the seed scenario's rules (transient failures, poison records, several tasks
 //! per key), one is SIGKILLed mid-run (from outside, or by itself as an append starts) and one
 //! joins later. Afterwards every task is processed or dead-lettered as its rule says (none
@@ -8,6 +10,7 @@
 //! disruptions repeat: Kafka's at-least-once), no record is handled more than the maximum
 //! attempts, each key's tasks were first processed in order, and every worker took a share.
 //! The same checker catches workers that commit before they append, when one dies in between.
+//! On Kafka, the dead letters are then listed and partly replayed through `DeadLetters`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,7 +19,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use logd_client::{Client, Remote};
-use logd_retry::{Headers, IdempotentAppender, OutRecord, Transport};
+use logd_retry::message::{DLQ_ORIGINAL_TOPIC, DLQ_REASON, DLQ_REPLAY_COUNT};
+use logd_retry::{
+    DeadLetters, Headers, IdempotentAppender, LetterFilter, Message, OutRecord, ReplayOptions,
+    Transport,
+};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::mocking::{MockCluster, MockCoordinator};
 
 use super::read_through;
@@ -129,6 +138,72 @@ fn workers_as_processes_share_a_cluster_group_survive_a_sigkill_and_lose_nothing
 }
 
 #[test]
+fn workers_as_processes_share_a_real_kafka_group_survive_a_sigkill_and_lose_nothing() {
+    let bootstrap = &crate::kafka_cluster::kafka_cluster().bootstrap;
+    Client::connect(bootstrap)
+        .unwrap()
+        .create_topic("tasks", PARTITIONS, &[])
+        .unwrap();
+    // The leaders spread over the brokers, so the workers fetch, append and commit across
+    // all three (the tiers and the dead-letter topic, which the workers create, likewise).
+    let metadata: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let leaders: BTreeSet<i32> = metadata
+        .fetch_metadata(Some("tasks"), Duration::from_secs(10))
+        .unwrap()
+        .topics()[0]
+        .partitions()
+        .iter()
+        .map(|p| p.leader())
+        .collect();
+    assert_eq!(leaders.len(), 3, "leaders of tasks: {leaders:?}");
+    scenario(bootstrap, Variant::KilledFromOutside).unwrap_or_else(|problem| panic!("{problem}"));
+
+    // The workers' dead letters through `DeadLetters` on the cluster, as `logd dlq` reads
+    // them: every failing task, with its origin; the permanent failures replayed to their
+    // original topic, the ones that ran out of attempts still pending afterwards.
+    let mut remote = Remote::new(Client::connect(bootstrap).unwrap());
+    let task = |m: &Message| -> u32 { m.header_str("task-id").unwrap().parse().unwrap() };
+    let mut letters = DeadLetters::new(&mut remote, "tasks.dlq");
+    let pending = letters.list(true).unwrap();
+    // A set: a kill between a letter's write and its commit writes it again (at-least-once
+    // without transactions), which the scenario's own checks bound.
+    let listed: BTreeSet<u32> = pending.iter().map(task).collect();
+    assert_eq!(listed, (0..TASKS).filter(|&t| !succeeds(t)).collect());
+    assert!(
+        pending
+            .iter()
+            .all(|m| m.header_str(DLQ_ORIGINAL_TOPIC) == Some("tasks")),
+        "a letter without its origin"
+    );
+    let permanent: BTreeSet<u32> = (0..TASKS).filter(|t| t.is_multiple_of(17)).collect();
+    let report = letters
+        .replay(&ReplayOptions {
+            filter: LetterFilter {
+                reason: Some("permanent".into()),
+                ..LetterFilter::default()
+            },
+            ..ReplayOptions::default()
+        })
+        .unwrap();
+    let permanent_letters = pending
+        .iter()
+        .filter(|m| m.header_str(DLQ_REASON) == Some("permanent"))
+        .count();
+    assert_eq!(report.replays.len(), permanent_letters);
+    let still: BTreeSet<u32> = letters.list(true).unwrap().iter().map(task).collect();
+    assert_eq!(still, listed.difference(&permanent).copied().collect());
+    let replayed: BTreeSet<u32> = read_through(&mut remote, "tasks", PARTITIONS as u32)
+        .iter()
+        .filter(|m| m.header_str(DLQ_REPLAY_COUNT) == Some("1"))
+        .map(task)
+        .collect();
+    assert_eq!(replayed, permanent);
+}
+
+#[test]
 fn workers_as_processes_share_a_logd_group_survive_a_sigkill_and_lose_nothing() {
     let (_dir, addr) = logd_with_tasks();
     // b dies as in the broken variant below, as its tenth append of a copy starts: here that
@@ -168,11 +243,11 @@ enum Variant {
     CommitBeforeAppend,
 }
 
-/// Three worker processes on the tasks of `bootstrap`, one killed, one added; then the checks:
-/// what they found wrong, if anything.
-fn scenario(first: &str, variant: Variant) -> Result<(), String> {
+/// Three worker processes on the tasks of `bootstrap` (one broker or a list), one killed, one
+/// added; then the checks: what they found wrong, if anything.
+fn scenario(bootstrap: &str, variant: Variant) -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
-    let mut remote = Remote::new(Client::connect(first).unwrap());
+    let mut remote = Remote::new(Client::connect(bootstrap).unwrap());
     let events_dir = dir.path().to_path_buf();
     let (options, b_options): (&[&str], &[&str]) = match variant {
         Variant::KilledFromOutside => (&[], &[]),
@@ -182,9 +257,9 @@ fn scenario(first: &str, variant: Variant) -> Result<(), String> {
             &["--commit-before-append", "--crash-at-append", "10"],
         ),
     };
-    let mut a = worker(first, "a", dir.path(), options);
-    let mut b = worker(first, "b", dir.path(), b_options);
-    let mut c = worker(first, "c", dir.path(), options);
+    let mut a = worker(bootstrap, "a", dir.path(), options);
+    let mut b = worker(bootstrap, "b", dir.path(), b_options);
+    let mut c = worker(bootstrap, "c", dir.path(), options);
     // The tasks go out once the three share the partitions, so each has work when b dies.
     let owning = |dir: &PathBuf| {
         let mut owns: BTreeMap<String, String> = BTreeMap::new();
@@ -230,7 +305,7 @@ fn scenario(first: &str, variant: Variant) -> Result<(), String> {
         b.kill().unwrap();
     }
     b.wait().unwrap();
-    let mut d = worker(first, "d", dir.path(), options);
+    let mut d = worker(bootstrap, "d", dir.path(), options);
     let expected_dead: BTreeSet<u32> = (0..TASKS).filter(|&t| !succeeds(t)).collect();
     let expected_processed = TASKS - expected_dead.len() as u32;
     // Until every task is processed or dead-lettered, or nothing happened for a while after

@@ -27,6 +27,7 @@ mod idempotence;
 mod intake;
 mod java_client;
 mod java_clients;
+#[path = "../../../../tests/support/kafka_cluster.rs"]
 mod kafka_cluster;
 mod kafka_cluster_tools;
 mod kafka_connect;
@@ -41,6 +42,8 @@ mod metrics;
 mod migration;
 mod old_librdkafka;
 mod produce_errors;
+#[path = "../../../../tests/support/provision.rs"]
+mod provision;
 mod proxy;
 mod python_env;
 mod quotas;
@@ -53,6 +56,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+pub use provision::{provisioning_lock, say, test_clients_dir};
 
 /// Polls `done` every 100 ms; fails the test after `timeout`, naming `what` it waited for.
 pub fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
@@ -277,28 +282,6 @@ pub fn python(script: &str, addr: &str) -> String {
     )
 }
 
-/// `target/test-clients/<sub>` (created): where the tests provision the clients they drive,
-/// beside CARGO_TARGET_TMPDIR (`<target>/tmp`), shared by every build profile and test binary.
-pub fn test_clients_dir(sub: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target directory")
-        .join("test-clients")
-        .join(sub);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
-    dir
-}
-
-/// Holds `<dir>/<name>.lock` until dropped: test binaries run in parallel, and one provisions
-/// a client while the others wait here.
-pub fn provisioning_lock(dir: &Path, name: &str) -> std::fs::File {
-    let path = dir.join(format!("{name}.lock"));
-    let lock = std::fs::File::create(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    lock.lock()
-        .unwrap_or_else(|e| panic!("lock {}: {e}", path.display()));
-    lock
-}
-
 /// A command running `script` with `args` in the test clients' Python environment.
 pub fn python_script(script: &str, args: &[&str]) -> Command {
     let mut command = Command::new(python_env::python3());
@@ -392,11 +375,4 @@ pub fn write_request(
         .write_all(&(body.len() as i32).to_be_bytes())
         .unwrap();
     stream.write_all(&body).unwrap();
-}
-
-/// Writes a line to the test process's stderr, which libtest does not capture (it captures only
-/// the print macros), so the user sees it in the run's output.
-pub fn say(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
 }

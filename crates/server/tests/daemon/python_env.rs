@@ -4,8 +4,10 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
+
+use super::provision::require;
 
 /// What the environment holds; it is rebuilt when this text changes.
 const REQUIREMENTS: &str = include_str!("requirements.txt");
@@ -70,13 +72,4 @@ fn provision() -> PathBuf {
     // Written last, so an interrupted install is redone by the next run.
     fs::write(&stamp, REQUIREMENTS).unwrap_or_else(|e| panic!("{}: {e}", stamp.display()));
     python
-}
-
-fn require(output: Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what}\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }

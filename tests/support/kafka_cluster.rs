@@ -1,10 +1,12 @@
 //! A real Apache Kafka beside logd in the tests: three KRaft nodes on loopback, each a
-//! controller and a broker, started from the pinned Maven jars (`java/kafka/pom.xml`) as
-//! `bin/kafka-server-start.sh` runs them, with small heaps, ACLs on (Kafka's
-//! `StandardAuthorizer`, `User:ANONYMOUS` a super user, as logd runs in the comparisons).
-//! The first test that needs it starts it; the tests of one run share it. A watchdog shell
-//! beside each node kills it and removes its data once the test process is gone, so no JVM
-//! outlives a run, however the run ends.
+//! controller and a broker, started from the pinned Maven jars (`kafka/pom.xml` beside this
+//! file, resolved into `target/test-clients/kafka`) as `bin/kafka-server-start.sh` runs them,
+//! with small heaps, ACLs on (Kafka's `StandardAuthorizer`, `User:ANONYMOUS` a super user, as
+//! logd runs in the comparisons). Mounted with `provision.rs` beside it by the daemon tests and
+//! by the scenario tests (the retry workers on a cluster): the first test of a test binary
+//! that needs it starts it, and that binary's tests share it. A watchdog shell beside each node
+//! kills it and removes its data once the test process is gone, so no JVM outlives a run,
+//! however the run ends.
 
 use std::fs;
 use std::net::TcpListener;
@@ -16,7 +18,15 @@ use std::time::{Duration, Instant};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
-use super::java_clients::kafka_jars;
+use super::provision::{Pinned, provision, say};
+
+/// Apache Kafka's broker, pinned.
+const KAFKA: Pinned = Pinned {
+    name: "kafka",
+    pom: include_str!("kafka/pom.xml"),
+    programs: None,
+    sources: &[],
+};
 
 /// The cluster id every node is formatted with (any valid one; each run's data is fresh).
 const CLUSTER_ID: &str = "bG9nZC10ZXN0cy1rYWZrYQ";
@@ -90,13 +100,20 @@ fn kafka_java(jars: &Path) -> String {
     )
 }
 
+/// The pinned Apache Kafka broker's jars (`lib/` under the returned directory), resolved on
+/// first use.
+fn kafka_jars() -> PathBuf {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| provision(&KAFKA)).clone()
+}
+
 fn start() -> KafkaCluster {
     let jars = kafka_jars().join("lib");
     let dir: PathBuf = std::env::temp_dir().join(format!("logd-kafka-{}", std::process::id()));
     fs::create_dir_all(&dir).unwrap();
     let ports = free_ports(2 * NODES);
     let (brokers, controllers) = ports.split_at(NODES);
-    super::say(&format!(
+    say(&format!(
         "logd tests: starting a {NODES}-node Apache Kafka cluster in {}",
         dir.display()
     ));
@@ -179,7 +196,7 @@ fn wait_for_brokers(bootstrap: &str, dir: &Path) {
             .map(|m| m.brokers().len())
             .unwrap_or(0);
         if brokers == NODES {
-            super::say(&format!(
+            say(&format!(
                 "logd tests: Kafka cluster up in {:.1} s",
                 start.elapsed().as_secs_f64()
             ));
