@@ -32,8 +32,8 @@ const KAFKA: Pinned = Pinned {
 const CLUSTER_ID: &str = "bG9nZC10ZXN0cy1rYWZrYQ";
 /// Nodes in the cluster.
 const NODES: usize = 3;
-/// How long the cluster may take to start on a busy 2-core machine.
-const START_TIMEOUT: Duration = Duration::from_secs(180);
+/// How long one attempt may take to start the cluster on a busy 2-core machine.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A running Kafka cluster.
 pub struct KafkaCluster {
@@ -49,15 +49,31 @@ pub fn kafka_cluster() -> &'static KafkaCluster {
     CLUSTER.get_or_init(start)
 }
 
-/// Loopback ports free now (each listener is closed before Kafka binds it).
-fn free_ports(count: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> = (0..count)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
+/// Loopback ports free now, below the kernel's ephemeral range: the other tests' brokers and
+/// clients bind port 0, which the kernel picks from that range, so one of them cannot take a
+/// node's port between this check and the node's bind (as it did once: a node's controller
+/// port answered Kafka's VOTE as logd, with UNSUPPORTED_VERSION).
+fn free_ports(count: usize, attempt: u32) -> Vec<u16> {
+    let ephemeral_from: u16 = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let low = 10_000u16;
+    let span = u32::from(ephemeral_from.saturating_sub(low).max(1000));
+    // Spread by process and attempt, so two test binaries at once start apart.
+    let mut candidate = (std::process::id() * 7919 + attempt * 104_729) % span;
+    let mut ports = Vec::new();
+    for _ in 0..span {
+        let port = low + candidate as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            ports.push(port);
+            if ports.len() == count {
+                return ports;
+            }
+        }
+        candidate = (candidate + 1) % span;
+    }
+    panic!("no {count} free loopback ports between {low} and {ephemeral_from}")
 }
 
 fn properties(node: usize, brokers: &[u16], controllers: &[u16], dir: &Path) -> String {
@@ -107,11 +123,39 @@ fn kafka_jars() -> PathBuf {
     ROOT.get_or_init(|| provision(&KAFKA)).clone()
 }
 
+/// Attempts at starting the cluster before the tests that need it fail: a node that cannot
+/// bind its port or join the quorum ends its attempt, and the next one starts afresh.
+const ATTEMPTS: u32 = 3;
+
 fn start() -> KafkaCluster {
+    let mut failures = Vec::new();
+    for attempt in 1..=ATTEMPTS {
+        match try_start(attempt) {
+            Ok(cluster) => return cluster,
+            Err(why) => {
+                say(&format!(
+                    "logd tests: the Kafka cluster's attempt {attempt} failed: {}",
+                    why.lines().next().unwrap_or_default()
+                ));
+                failures.push(format!("attempt {attempt}: {why}"));
+            }
+        }
+    }
+    panic!(
+        "the Kafka cluster did not start in {ATTEMPTS} attempts\n{}",
+        failures.join("\n")
+    )
+}
+
+/// One attempt in a directory of its own; on failure its nodes are stopped and their data
+/// removed before the reason is returned.
+fn try_start(attempt: u32) -> Result<KafkaCluster, String> {
     let jars = kafka_jars().join("lib");
-    let dir: PathBuf = std::env::temp_dir().join(format!("logd-kafka-{}", std::process::id()));
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("logd-kafka-{}-{attempt}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
-    let ports = free_ports(2 * NODES);
+    let ports = free_ports(2 * NODES, attempt);
     let (brokers, controllers) = ports.split_at(NODES);
     say(&format!(
         "logd tests: starting a {NODES}-node Apache Kafka cluster in {}",
@@ -134,24 +178,32 @@ fn start() -> KafkaCluster {
                 .expect("sh")
         })
         .collect();
+    let mut formatted = Ok(());
     for format in formats {
         let output = format.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "kafka-storage format failed:\n{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        if !output.status.success() && formatted.is_ok() {
+            formatted = Err(format!(
+                "kafka-storage format failed:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+    }
+    if let Err(why) = formatted {
+        let _ = fs::remove_dir_all(&dir);
+        return Err(why);
     }
     let test_process = std::process::id();
     let mut watchdogs = Vec::new();
     for node in 1..=NODES {
         // The node runs in the background of a shell that watches this process: when the
-        // test process is gone (however it ended), the node is killed and its data removed.
+        // test process is gone (however it ended), or the attempt is given up (`stop`), the
+        // node is killed and its data removed.
         let script = format!(
             "{java} kafka.Kafka '{dir}/node{node}.properties' > '{dir}/node{node}.log' 2>&1 &\n\
              kafka=$!\n\
-             while kill -0 {test_process} 2>/dev/null && kill -0 $kafka 2>/dev/null; do sleep 1; done\n\
+             while kill -0 {test_process} 2>/dev/null && kill -0 $kafka 2>/dev/null \\\n\
+               && [ ! -e '{dir}/stop' ]; do sleep 1; done\n\
              kill -9 $kafka 2>/dev/null\n\
              wait\n\
              rm -rf '{dir}/node{node}' '{dir}/node{node}.properties' '{dir}/node{node}.log'\n\
@@ -174,16 +226,25 @@ fn start() -> KafkaCluster {
         .map(|port| format!("127.0.0.1:{port}"))
         .collect::<Vec<_>>()
         .join(",");
-    wait_for_brokers(&bootstrap, &dir);
-    KafkaCluster {
-        bootstrap,
-        _watchdogs: watchdogs,
+    match wait_for_brokers(&bootstrap, &dir, &mut watchdogs) {
+        Ok(()) => Ok(KafkaCluster {
+            bootstrap,
+            _watchdogs: watchdogs,
+        }),
+        Err(why) => {
+            fs::write(dir.join("stop"), "").unwrap();
+            for mut watchdog in watchdogs {
+                let _ = watchdog.wait();
+            }
+            let _ = fs::remove_dir_all(&dir);
+            Err(why)
+        }
     }
 }
 
-/// Waits until every broker is in the cluster's metadata; on timeout, fails with each node's
-/// log.
-fn wait_for_brokers(bootstrap: &str, dir: &Path) {
+/// Waits until every broker is in the cluster's metadata; a node that ended (its watchdog
+/// with it) or the timeout fails the attempt, with the tail of each node's log.
+fn wait_for_brokers(bootstrap: &str, dir: &Path, watchdogs: &mut [Child]) -> Result<(), String> {
     let start = Instant::now();
     let client: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -200,9 +261,14 @@ fn wait_for_brokers(bootstrap: &str, dir: &Path) {
                 "logd tests: Kafka cluster up in {:.1} s",
                 start.elapsed().as_secs_f64()
             ));
-            return;
+            return Ok(());
         }
-        if start.elapsed() > START_TIMEOUT {
+        let ended: Vec<usize> = watchdogs
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(n, w)| w.try_wait().ok().flatten().map(|_| n + 1))
+            .collect();
+        if !ended.is_empty() || start.elapsed() > START_TIMEOUT {
             let logs: String = (1..=NODES)
                 .map(|n| {
                     let log =
@@ -214,9 +280,12 @@ fn wait_for_brokers(bootstrap: &str, dir: &Path) {
                     )
                 })
                 .collect();
-            panic!(
-                "the Kafka cluster did not start within {START_TIMEOUT:?} ({brokers} brokers up)\n{logs}"
-            );
+            let why = if ended.is_empty() {
+                format!("not up within {START_TIMEOUT:?}")
+            } else {
+                format!("nodes {ended:?} ended")
+            };
+            return Err(format!("{why} ({brokers} brokers up)\n{logs}"));
         }
         std::thread::sleep(Duration::from_millis(500));
     }
