@@ -30,7 +30,8 @@ pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {
         }
         logd::Error::InvalidTopicName { .. } => INVALID_TOPIC_EXCEPTION,
         logd::Error::TopicExists(_) => TOPIC_ALREADY_EXISTS,
-        logd::Error::InvalidConfig(_) => INVALID_CONFIG,
+        logd::Error::InvalidConfig(_) | logd::Error::InvalidGroupConfig(_) => INVALID_CONFIG,
+        logd::Error::GroupConfigs { .. } => KAFKA_STORAGE_ERROR,
         logd::Error::PolicyViolation(_) => POLICY_VIOLATION,
         logd::Error::UnknownProducerId { .. } => ResponseError::UnknownProducerId.code(),
         logd::Error::Storage(storage) => match storage {

@@ -258,21 +258,13 @@ fn table() -> Vec<Row> {
             api: "IncrementalAlterConfigs",
             needs: vec![(Topic, "orders", AlterConfigs, TOPIC)],
             granted: 0,
-            send: |b| {
-                let mut config = incremental_alter_configs_request::AlterableConfig::default();
-                config.name = s("retention.ms");
-                config.value = Some(s("60000"));
-                let mut resource =
-                    incremental_alter_configs_request::AlterConfigsResource::default();
-                resource.resource_type = 2;
-                resource.resource_name = s("orders");
-                resource.configs = vec![config];
-                let mut request = IncrementalAlterConfigsRequest::default();
-                request.resources = vec![resource];
-                let r: IncrementalAlterConfigsResponse =
-                    call(b, ApiKey::IncrementalAlterConfigs, 1, &request);
-                r.responses[0].error_code
-            },
+            send: |b| alter_config(b, 2, "orders", "retention.ms", "60000"),
+        },
+        Row {
+            api: "IncrementalAlterConfigs (group)",
+            needs: vec![(Group, "billing", AlterConfigs, GROUP)],
+            granted: 0,
+            send: |b| alter_config(b, 32, "billing", "share.delivery.count.limit", "3"),
         },
         Row {
             api: "DeleteTopics",
@@ -291,6 +283,12 @@ fn table() -> Vec<Row> {
             needs: vec![(Topic, "orders", DescribeConfigs, TOPIC)],
             granted: 0,
             send: |b| describe_configs(b, 2, "orders"),
+        },
+        Row {
+            api: "DescribeConfigs (group)",
+            needs: vec![(Group, "billing", DescribeConfigs, GROUP)],
+            granted: 0,
+            send: |b| describe_configs(b, 32, "billing"),
         },
         Row {
             api: "DescribeConfigs (broker)",
@@ -578,6 +576,20 @@ fn metadata(b: &Broker, name: &str, auto_create: bool) -> i16 {
     let topic = &r.topics[0];
     assert!(topic.error_code != 0 || !topic.partitions.is_empty());
     topic.error_code
+}
+
+fn alter_config(b: &Broker, resource_type: i8, name: &str, config: &str, value: &str) -> i16 {
+    let mut change = incremental_alter_configs_request::AlterableConfig::default();
+    change.name = s(config);
+    change.value = Some(s(value));
+    let mut resource = incremental_alter_configs_request::AlterConfigsResource::default();
+    resource.resource_type = resource_type;
+    resource.resource_name = s(name);
+    resource.configs = vec![change];
+    let mut request = IncrementalAlterConfigsRequest::default();
+    request.resources = vec![resource];
+    let r: IncrementalAlterConfigsResponse = call(b, ApiKey::IncrementalAlterConfigs, 1, &request);
+    r.responses[0].error_code
 }
 
 fn describe_configs(b: &Broker, resource_type: i8, name: &str) -> i16 {

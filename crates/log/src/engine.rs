@@ -62,6 +62,7 @@ pub(crate) struct Shared {
     pub(crate) topics: TopicRegistry,
     pub(crate) offsets: OffsetStore,
     pub(crate) coordinator: Coordinator,
+    pub(crate) group_configs: crate::group_configs::GroupConfigs,
     pub(crate) producer_ids: ProducerIds,
     pub(crate) appends: AppendSignal,
     /// The cleaner's memory of each compacted partition.

@@ -54,6 +54,17 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// The group configs' file cannot be read or written.
+    #[error("group configs {path}: {reason}")]
+    GroupConfigs {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A group config Kafka would refuse (its INVALID_CONFIG), with Kafka's message.
+    #[error("invalid group config: {0}")]
+    InvalidGroupConfig(String),
     /// No such topic.
     #[error("topic {0} does not exist")]
     UnknownTopic(String),

@@ -37,6 +37,7 @@ mod engine;
 mod error;
 pub mod group;
 mod group_admin;
+pub mod group_configs;
 mod headers;
 mod housekeeper;
 mod housekeeping;
@@ -60,6 +61,7 @@ pub use consumer::{
 pub use engine::Log;
 pub use error::{Error, Result};
 pub use group_admin::{GroupDescription, GroupPartitionLag};
+pub use group_configs::{GroupConfigEntry, GroupConfigType};
 pub use logd_storage::{HeaderVisitor, Headers};
 // Every type of the lower crates that appears in this crate's public signatures, so that a
 // user of `logd` alone can name them.

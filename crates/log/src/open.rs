@@ -74,8 +74,10 @@ impl Log {
                     path: dir.join(crate::group::GROUPS_DIR),
                     reason,
                 })?;
+        let group_configs = crate::group_configs::GroupConfigs::open(storage.clone(), &dir)?;
         let shared = Arc::new(Shared {
             coordinator,
+            group_configs,
             dir,
             storage,
             config,

@@ -50,8 +50,9 @@ pub use config::{FsyncPolicy, LogConfig};
 pub use crc::crc32c;
 pub use error::{Error, Result};
 pub use io::{
-    CachedFs, CrashMode, DirLock, FaultKind, RealFs, SimFs, SplitMix64, Storage, StorageFile,
-    create_dir_durable, disk_space, lock_holder, read_file, replace_file,
+    CachedFs, CrashMode, DirLock, FaultKind, PowerCutStore, RealFs, SimFs, SplitMix64, Storage,
+    StorageFile, check_every_power_cut, create_dir_durable, disk_space, lock_holder, read_file,
+    replace_file,
 };
 pub use log::PartitionLog;
 pub use log::clean::{CleanOptions, CleanReport, Dirtiness};

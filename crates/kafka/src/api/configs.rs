@@ -1,9 +1,10 @@
 //! The config APIs: DescribeConfigs (v1-4: every Kafka topic config with its value, source
-//! and, from v3, type; the broker, which has no dynamic configs), IncrementalAlterConfigs (v0-1:
-//! SET and DELETE per config) and the legacy AlterConfigs (v0-2: the configs given replace
-//! every config set on the topic, the others go back to the broker's default, as MirrorMaker 2
-//! and older admin clients expect). One mapping of names (`topic_configs.rs`); the engine
-//! applies a change durably, all of a resource's or none.
+//! and, from v3, type; the broker, which has no dynamic configs; a group's configs, in
+//! `group_configs.rs`), IncrementalAlterConfigs (v0-1: SET and DELETE per config) and the
+//! legacy AlterConfigs (v0-2: the configs given replace every config set on the topic or group,
+//! the others go back to the default, as MirrorMaker 2 and older admin clients expect). One
+//! mapping of topic config names (`topic_configs.rs`); the engine applies a change durably,
+//! all of a resource's or none.
 
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
@@ -27,6 +28,7 @@ use crate::topic_configs::{set_topic_configs, topic_configs};
 /// Kafka's resource types in the config APIs.
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
+const RESOURCE_GROUP: i8 = 32;
 /// Config sources: set on the topic, or the broker's default (CreateTopics' answer too).
 pub(super) const SOURCE_TOPIC: i8 = 1;
 pub(super) const SOURCE_DEFAULT: i8 = 5;
@@ -36,7 +38,7 @@ const OP_DELETE: i8 = 1;
 const OP_APPEND: i8 = 2;
 const OP_SUBTRACT: i8 = 3;
 
-fn text(s: impl Into<String>) -> StrBytes {
+pub(super) fn text(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
 
@@ -71,6 +73,13 @@ impl ConfigsApi {
                     .guard
                     .allowed_on_cluster(&peer.caller, Operation::DescribeConfigs))
                 .then_some(codes::CLUSTER_AUTHORIZATION_FAILED),
+                RESOURCE_GROUP => (!self.guard.allowed(
+                    &peer.caller,
+                    Operation::DescribeConfigs,
+                    ResourceType::Group,
+                    &resource.resource_name,
+                ))
+                .then_some(codes::GROUP_AUTHORIZATION_FAILED),
                 _ => None,
             };
             if let Some(code) = refused {
@@ -112,6 +121,13 @@ impl ConfigsApi {
                 },
                 // The broker has no dynamic configs to show; an empty answer is Kafka's for that.
                 RESOURCE_BROKER => {}
+                RESOURCE_GROUP => super::group_configs::describe(
+                    &self.log,
+                    &mut result,
+                    version,
+                    request.include_synonyms,
+                    wanted,
+                ),
                 _ => result.error_code = codes::INVALID_REQUEST,
             }
             response.results.push(result);
@@ -133,7 +149,22 @@ impl ConfigsApi {
                 resource.resource_type,
                 &resource.resource_name,
                 peer,
-                || self.alter_topic(&resource, request.validate_only),
+                || {
+                    let changes = incremental_changes(&resource)?;
+                    match resource.resource_type {
+                        RESOURCE_GROUP => super::group_configs::alter(
+                            &self.log,
+                            &resource.resource_name,
+                            &changes,
+                            request.validate_only,
+                        ),
+                        _ => self.alter_topic(
+                            &resource.resource_name,
+                            changes,
+                            request.validate_only,
+                        ),
+                    }
+                },
             );
             let mut result = AlterConfigsResourceResponse::default();
             result.resource_type = resource.resource_type;
@@ -161,7 +192,7 @@ impl ConfigsApi {
                 resource.resource_type,
                 &resource.resource_name,
                 peer,
-                || self.replace_topic_configs(&resource, request.validate_only),
+                || self.replace_configs(&resource, request.validate_only),
             );
             let mut result = alter_configs_response::AlterConfigsResourceResponse::default();
             result.resource_type = resource.resource_type;
@@ -175,15 +206,15 @@ impl ConfigsApi {
         response
     }
 
-    /// The checks both alter APIs make of a resource before `alter_topic` changes a topic:
-    /// ALTER_CONFIGS on the topic (or the cluster, for the broker, which has no dynamic configs
-    /// on logd); any other resource type is INVALID_REQUEST.
+    /// The checks both alter APIs make of a resource before `alter` changes a topic or a
+    /// group: ALTER_CONFIGS on it (or on the cluster, for the broker, which has no dynamic
+    /// configs on logd); any other resource type is INVALID_REQUEST.
     fn alter_resource(
         &self,
         resource_type: i8,
         name: &str,
         peer: &Peer,
-        alter_topic: impl FnOnce() -> Result<(), (i16, String)>,
+        alter: impl FnOnce() -> Result<(), (i16, String)>,
     ) -> Result<(), (i16, String)> {
         let refused = |code| Err((code, "Authorization failed.".into()));
         match resource_type {
@@ -197,7 +228,18 @@ impl ConfigsApi {
             {
                 refused(codes::TOPIC_AUTHORIZATION_FAILED)
             }
-            RESOURCE_TOPIC => alter_topic(),
+            RESOURCE_TOPIC => alter(),
+            RESOURCE_GROUP
+                if !self.guard.allowed(
+                    &peer.caller,
+                    Operation::AlterConfigs,
+                    ResourceType::Group,
+                    name,
+                ) =>
+            {
+                refused(codes::GROUP_AUTHORIZATION_FAILED)
+            }
+            RESOURCE_GROUP => alter(),
             RESOURCE_BROKER
                 if !self
                     .guard
@@ -216,8 +258,8 @@ impl ConfigsApi {
         }
     }
 
-    /// The configs of `resource` as the topic's whole set.
-    fn replace_topic_configs(
+    /// The configs of `resource` as the topic's or group's whole set.
+    fn replace_configs(
         &self,
         resource: &kafka_protocol::messages::alter_configs_request::AlterConfigsResource,
         validate_only: bool,
@@ -229,16 +271,23 @@ impl ConfigsApi {
                 .insert(config.name.as_str(), config.value.as_deref())
                 .is_some()
             {
-                return Err((
-                    codes::INVALID_REQUEST,
-                    format!("config {} is given twice", config.name.as_str()),
-                ));
+                return Err(duplicate_keys());
             }
+        }
+        // Every config set and not given goes back to the default; the given ones are set (a
+        // null value is the default too).
+        if resource.resource_type == RESOURCE_GROUP {
+            let configs = self.log.group_configs(name);
+            let mut changes: Vec<(&str, Option<&str>)> = configs
+                .iter()
+                .filter(|entry| entry.set && !given.contains_key(entry.name))
+                .map(|entry| (entry.name, None))
+                .collect();
+            changes.extend(given);
+            return super::group_configs::alter(&self.log, name, &changes, validate_only);
         }
         let current = self.current_config(name)?;
         let default = self.log.default_topic_config();
-        // Every config set on the topic and not given goes back to the default; the given ones
-        // are set (a null value is the default too).
         let mut changes: Vec<(&str, Option<&str>)> = topic_configs(&current, default)
             .into_iter()
             .filter(|entry| entry.set && !given.contains_key(entry.name))
@@ -250,42 +299,10 @@ impl ConfigsApi {
 
     fn alter_topic(
         &self,
-        resource: &AlterConfigsResource,
+        name: &str,
+        changes: Vec<(&str, Option<&str>)>,
         validate_only: bool,
     ) -> Result<(), (i16, String)> {
-        let name = resource.resource_name.as_str();
-        let mut seen = std::collections::HashSet::new();
-        let mut changes = Vec::new();
-        for change in &resource.configs {
-            if !seen.insert(change.name.as_str()) {
-                return Err((
-                    codes::INVALID_REQUEST,
-                    format!("config {} is changed twice", change.name.as_str()),
-                ));
-            }
-            match change.config_operation {
-                OP_SET => changes.push((
-                    change.name.as_str(),
-                    Some(change.value.as_deref().unwrap_or_default()),
-                )),
-                OP_DELETE => changes.push((change.name.as_str(), None)),
-                OP_APPEND | OP_SUBTRACT => {
-                    return Err((
-                        codes::INVALID_CONFIG,
-                        format!(
-                            "{} is not a list config: APPEND and SUBTRACT do not apply",
-                            change.name.as_str()
-                        ),
-                    ));
-                }
-                other => {
-                    return Err((
-                        codes::INVALID_REQUEST,
-                        format!("unknown config operation {other}"),
-                    ));
-                }
-            }
-        }
         let current = self.current_config(name)?;
         self.change_topic(name, current, changes, validate_only)
     }
@@ -325,4 +342,57 @@ impl ConfigsApi {
                 })
         }
     }
+}
+
+/// A config's change: a value to set, or `None` for back to the default.
+type Change<'a> = (&'a str, Option<&'a str>);
+
+/// Kafka's refusal of a request naming a config twice.
+fn duplicate_keys() -> (i16, String) {
+    (
+        codes::INVALID_REQUEST,
+        "Error due to duplicate config keys".into(),
+    )
+}
+
+/// An IncrementalAlterConfigs resource's changes (`None`: back to the default), refused as
+/// Kafka refuses them: a name twice, SET without a value, or APPEND and SUBTRACT, which apply
+/// to list configs only (logd has none that may change so).
+fn incremental_changes(resource: &AlterConfigsResource) -> Result<Vec<Change<'_>>, (i16, String)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut changes = Vec::new();
+    for change in &resource.configs {
+        let name = change.name.as_str();
+        if !seen.insert(name) {
+            return Err(duplicate_keys());
+        }
+        match (change.config_operation, change.value.as_deref()) {
+            (OP_SET, Some(value)) => changes.push((name, Some(value))),
+            (OP_SET, None) => {
+                return Err((
+                    codes::INVALID_REQUEST,
+                    format!("Null value not supported for : {name}"),
+                ));
+            }
+            (OP_DELETE, _) => changes.push((name, None)),
+            (op @ (OP_APPEND | OP_SUBTRACT), _) => {
+                let op = if op == OP_APPEND {
+                    "APPEND"
+                } else {
+                    "SUBTRACT"
+                };
+                return Err((
+                    codes::INVALID_CONFIG,
+                    format!("Can't {op} to key {name} because its type is not LIST."),
+                ));
+            }
+            (other, _) => {
+                return Err((
+                    codes::INVALID_REQUEST,
+                    format!("unknown config operation {other}"),
+                ));
+            }
+        }
+    }
+    Ok(changes)
 }

@@ -9,6 +9,7 @@ mod cluster;
 mod configs;
 mod fetch;
 mod group_admin;
+mod group_configs;
 mod group_offsets;
 mod membership;
 mod offsets;

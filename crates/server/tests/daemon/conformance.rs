@@ -2,8 +2,8 @@
 //! consumer (librdkafka 2.16) and `logd topics alter`: a topic created with the broker's
 //! default partition count (KIP-464, which librdkafka sends only to brokers serving CreateTopics
 //! v4+), partitions added and seen by a subscribed consumer, topic configs altered
-//! incrementally and described back, and consumer groups listed by state and described with
-//! the state Kafka reports.
+//! incrementally and described back, group configs set and described (GROUP resources), and
+//! consumer groups listed by state and described with the state Kafka reports.
 
 use super::{Daemon, logd, python_script};
 
@@ -46,6 +46,30 @@ try:
     print("BAD accepted")
 except KafkaException as e:
     print("BAD", e.args[0].name())
+
+# Group configs (GROUP resources, type 32), which need no group yet.
+group = ConfigResource(ResourceType.GROUP, "workers", incremental_configs=[
+    ConfigEntry("share.record.lock.duration.ms", "20000", incremental_operation=AlterConfigOpType.SET),
+    ConfigEntry("share.delivery.count.limit", "4", incremental_operation=AlterConfigOpType.SET)])
+for r, f in a.incremental_alter_configs([group]).items():
+    f.result()
+for r, f in a.describe_configs([ConfigResource(ResourceType.GROUP, "workers")]).items():
+    e = f.result()
+    print("GROUP CONFIGS", e["share.record.lock.duration.ms"].value, e["share.record.lock.duration.ms"].source,
+        e["share.delivery.count.limit"].value, e["share.isolation.level"].value, e["share.isolation.level"].source)
+bad = ConfigResource(ResourceType.GROUP, "workers", incremental_configs=[
+    ConfigEntry("share.delivery.count.limit", "11", incremental_operation=AlterConfigOpType.SET)])
+try:
+    a.incremental_alter_configs([bad])[bad].result()
+    print("BAD GROUP CONFIG accepted")
+except KafkaException as e:
+    print("BAD GROUP CONFIG", e.args[0].name(), e.args[0].str())
+
+# The legacy AlterConfigs replaces the group's whole set, as on Kafka 4.4.
+legacy = ConfigResource(ResourceType.GROUP, "workers", set_config={"share.delivery.count.limit": "5"})
+a.alter_configs([legacy])[legacy].result()
+for r, f in a.describe_configs([ConfigResource(ResourceType.GROUP, "workers")]).items():
+    print("GROUP SET", sorted((k, v.value) for k, v in f.result().items() if v.source == 8))
 
 # A subscribed consumer sees partitions added while it runs.
 for t, f in a.create_topics([NewTopic("grow", num_partitions=1)]).items():
@@ -114,6 +138,10 @@ fn confluent_kafkas_admin_client_creates_grows_alters_and_lists_as_on_kafka() {
         // Source 1: DYNAMIC_TOPIC_CONFIG, set on the topic.
         "RETENTION 3600000 1",
         "BAD INVALID_CONFIG",
+        // Source 8: GROUP_CONFIG, set on the group; 5: the default.
+        "GROUP CONFIGS 20000 8 4 read_uncommitted 5",
+        "BAD GROUP CONFIG INVALID_CONFIG share.delivery.count.limit must be in the range 2 to 10 inclusive.",
+        "GROUP SET [('share.delivery.count.limit', '5')]",
         "NEW PARTITION 2",
         "EMPTY ['growers', 'idle']",
         "STABLE []",

@@ -8,6 +8,7 @@
 mod cache;
 mod real;
 mod sim;
+mod sim_store;
 
 use std::fmt;
 use std::io;
@@ -19,6 +20,7 @@ use bytes::Bytes;
 pub use cache::CachedFs;
 pub use real::RealFs;
 pub use sim::{CrashMode, FaultKind, SimFs, SplitMix64};
+pub use sim_store::{PowerCutStore, check_every_power_cut};
 
 /// A file system: the directory operations the log uses.
 pub trait Storage: Send + Sync + fmt::Debug {

@@ -17,10 +17,12 @@ import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.AlterConfigsOptions;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.DescribeConfigsOptions;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.LogDirDescription;
@@ -74,8 +76,7 @@ public class AdminCalls {
     try {
       result = call.run();
     } catch (Exception e) {
-      Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-      result = cause.getClass().getSimpleName();
+      result = cause(e).getClass().getSimpleName();
     }
     System.out.println(name + ": " + result);
   }
@@ -147,6 +148,154 @@ public class AdminCalls {
       shown.add(name + "=" + entry.value() + " (" + entry.source() + ")");
     }
     return String.join(", ", shown);
+  }
+
+  /** Every config of group `group` as described, sorted, with sources, types and synonyms. */
+  static String groupConfigs(Admin admin, String group) throws Exception {
+    ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+    Config config =
+        admin
+            .describeConfigs(List.of(resource), new DescribeConfigsOptions().includeSynonyms(true))
+            .all()
+            .get()
+            .get(resource);
+    Set<String> shown = new TreeSet<>();
+    for (ConfigEntry e : config.entries()) {
+      List<String> synonyms = new ArrayList<>();
+      for (ConfigEntry.ConfigSynonym s : e.synonyms()) {
+        synonyms.add(s.name() + "=" + s.value() + "/" + s.source());
+      }
+      shown.add(e.name() + "=" + e.value() + " (" + e.source() + "," + e.type() + ",ro="
+          + e.isReadOnly() + ",sensitive=" + e.isSensitive() + ") " + synonyms);
+    }
+    return String.join("; ", shown);
+  }
+
+  /** What an alteration of group configs answered: ok, or the refusal's class and message. */
+  static String alterGroup(Admin admin, String group, boolean validateOnly, AlterConfigOp... ops) {
+    ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+    try {
+      admin
+          .incrementalAlterConfigs(
+              Map.of(resource, List.of(ops)), new AlterConfigsOptions().validateOnly(validateOnly))
+          .all()
+          .get();
+      return "ok";
+    } catch (Exception e) {
+      Throwable cause = cause(e);
+      return cause.getClass().getSimpleName() + ": " + cause.getMessage();
+    }
+  }
+
+  /** What failed: the cause of a future's ExecutionException, or the exception itself. */
+  static Throwable cause(Exception e) {
+    return e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+  }
+
+  static AlterConfigOp set(String name, String value) {
+    return new AlterConfigOp(new ConfigEntry(name, value), AlterConfigOp.OpType.SET);
+  }
+
+  static AlterConfigOp delete(String name) {
+    return new AlterConfigOp(new ConfigEntry(name, null), AlterConfigOp.OpType.DELETE);
+  }
+
+  /**
+   * Group configs (Kafka 4.4's, on GROUP resources): their defaults, values set and shown as
+   * Kafka normalises them, every kind of refusal with its message, validation only, and back to
+   * the defaults. A group's configs need no group: this one never has a member.
+   */
+  static void groupConfigCalls(Admin admin, String group) throws Exception {
+    call("describeConfigs group defaults", () -> groupConfigs(admin, group));
+    AlterConfigOp[] sets = {
+      set("share.delivery.count.limit", " 3 "),
+      set("share.record.lock.duration.ms", "15000"),
+      set("share.auto.offset.reset", "by_duration:PT1H"),
+      set("share.isolation.level", "read_committed"),
+      set("errors.deadletterqueue.topic.name", "dlq." + group),
+      set("errors.deadletterqueue.copy.record.enable", "TRUE"),
+      set("consumer.session.timeout.ms", "50000"),
+      set("consumer.assignor.offload.enable", "false"),
+      set("streams.rack.aware.assignment.tags", " a , b "),
+    };
+    call(
+        "incrementalAlterConfigs group set",
+        () ->
+            alterGroup(admin, group, false, sets)
+                + " "
+                + eventually(
+                    () -> groupConfigs(admin, group), v -> v.toString().contains("by_duration")));
+    String[][] refused = {
+      {"nope.config", "1"},
+      {"share.delivery.count.limit", "1"},
+      {"share.delivery.count.limit", "11"},
+      {"share.delivery.count.limit", ""},
+      {"share.record.lock.duration.ms", "999"},
+      {"share.record.lock.duration.ms", "3700000"},
+      {"share.partition.max.record.locks", "4001"},
+      {"share.session.timeout.ms", "44000"},
+      {"share.heartbeat.interval.ms", "16000"},
+      {"consumer.session.timeout.ms", "5000"},
+      {"consumer.heartbeat.interval.ms", "abc"},
+      {"share.auto.offset.reset", "EARLIEST"},
+      {"share.auto.offset.reset", "by_duration:-PT1H"},
+      {"share.isolation.level", "READ_COMMITTED"},
+      {"errors.deadletterqueue.copy.record.enable", "yes"},
+      {"streams.num.standby.replicas", "3"},
+      {"streams.assignor.name", "foo"},
+      {"streams.rack.aware.assignment.tags", "a,,b"},
+    };
+    for (String[] r : refused) {
+      call(
+          "incrementalAlterConfigs group " + r[0] + "=" + r[1],
+          () -> alterGroup(admin, group, false, set(r[0], r[1])));
+    }
+    call(
+        "incrementalAlterConfigs group null value",
+        () -> alterGroup(admin, group, false, set("share.delivery.count.limit", null)));
+    call(
+        "incrementalAlterConfigs group twice",
+        () ->
+            alterGroup(
+                admin,
+                group,
+                false,
+                set("share.delivery.count.limit", "3"),
+                set("share.delivery.count.limit", "4")));
+    call(
+        "incrementalAlterConfigs group append",
+        () ->
+            alterGroup(
+                admin,
+                group,
+                false,
+                new AlterConfigOp(
+                    new ConfigEntry("streams.rack.aware.assignment.tags", "c"),
+                    AlterConfigOp.OpType.APPEND)));
+    call(
+        "incrementalAlterConfigs group empty name",
+        () -> alterGroup(admin, "", false, set("share.delivery.count.limit", "3")));
+    call("describeConfigs group empty name", () -> groupConfigs(admin, ""));
+    call(
+        "incrementalAlterConfigs group validateOnly",
+        () ->
+            alterGroup(admin, group, true, set("share.delivery.count.limit", "9"))
+                + " "
+                + groupConfigs(admin, group).contains("share.delivery.count.limit=3 "));
+    // Every one set back to its default, and a name Kafka does not know (a no-op there).
+    List<AlterConfigOp> deletes = new ArrayList<>();
+    for (AlterConfigOp op : sets) {
+      deletes.add(delete(op.configEntry().name()));
+    }
+    deletes.add(delete("nope.config"));
+    call(
+        "incrementalAlterConfigs group delete",
+        () ->
+            alterGroup(admin, group, false, deletes.toArray(new AlterConfigOp[0]))
+                + " "
+                + eventually(
+                    () -> groupConfigs(admin, group),
+                    v -> !v.toString().contains("GROUP_CONFIG")));
   }
 
   static String partitions(Admin admin, String topic) throws Exception {
@@ -300,6 +449,8 @@ public class AdminCalls {
           return eventually(
               () -> configs(admin, a, "retention.ms"), v -> !v.toString().contains("7200000"));
         });
+
+    groupConfigCalls(admin, prefix + ".configured");
 
     // Partitions.
     call(
