@@ -32,6 +32,8 @@ pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {
         logd::Error::TopicExists(_) => TOPIC_ALREADY_EXISTS,
         logd::Error::InvalidConfig(_) | logd::Error::InvalidGroupConfig(_) => INVALID_CONFIG,
         logd::Error::GroupConfigs { .. } => KAFKA_STORAGE_ERROR,
+        logd::Error::InvalidRecordState(_) => ResponseError::InvalidRecordState.code(),
+        logd::Error::InvalidShareAcknowledgement(_) => INVALID_REQUEST,
         logd::Error::PolicyViolation(_) => POLICY_VIOLATION,
         logd::Error::UnknownProducerId { .. } => ResponseError::UnknownProducerId.code(),
         logd::Error::Storage(storage) => match storage {

@@ -65,6 +65,14 @@ pub enum Error {
     /// A group config Kafka would refuse (its INVALID_CONFIG), with Kafka's message.
     #[error("invalid group config: {0}")]
     InvalidGroupConfig(String),
+    /// A share-group acknowledgement of a record the member does not hold, or that is not
+    /// acquired (Kafka's INVALID_RECORD_STATE); nothing of the request applies.
+    #[error("invalid record state: {0}")]
+    InvalidRecordState(String),
+    /// A malformed share-group acknowledgement, or one past the acquired records (Kafka's
+    /// INVALID_REQUEST); nothing of the request applies.
+    #[error("invalid acknowledgement: {0}")]
+    InvalidShareAcknowledgement(String),
     /// No such topic.
     #[error("topic {0} does not exist")]
     UnknownTopic(String),

@@ -47,6 +47,7 @@ mod priority;
 mod producer;
 mod producer_ids;
 mod registry;
+pub mod share;
 mod topic;
 mod topic_admin;
 

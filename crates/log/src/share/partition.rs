@@ -1,0 +1,437 @@
+//! One share-partition's record states, as Kafka's `SharePartition` keeps them (KIP-932): the
+//! start offset (every record below it is done with), the end of what was ever acquired, and
+//! between them each record's state (available, acquired by a member until its lock expires,
+//! acknowledged, archived) and delivery count. No clock and no I/O: every call takes `now`
+//! in milliseconds, so the wire and embedded share consumers drive the same rules, and model
+//! tests can drive it through every interleaving.
+//!
+//! Kafka's rules kept here: acquiring counts a delivery and takes a lock for
+//! `share.record.lock.duration.ms`; a record released, whose lock expired or whose member left
+//! becomes available again, or archived once its delivery count reached
+//! `share.delivery.count.limit`; ACCEPT acknowledges, REJECT (and GAP, for an offset with no
+//! record) archives; an acknowledgement of a record the member does not hold, or that is not
+//! acquired, is INVALID_RECORD_STATE and one past what was acquired INVALID_REQUEST, and either
+//! changes nothing of the request; no new record is acquired while
+//! `share.partition.max.record.locks` records are between start and end. logd's own addition:
+//! a released or expired record may wait an exponential backoff before it is available again,
+//! without holding back the records after it.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+
+/// How a member acknowledges a record (Kafka's `AcknowledgeType` codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcknowledgeType {
+    /// 0: the offset holds no record for the member (compacted away, a control batch).
+    Gap,
+    /// 1: processed.
+    Accept,
+    /// 2: give it back, to be delivered again.
+    Release,
+    /// 3: unprocessable: archive it (and dead-letter it, where the group says so).
+    Reject,
+}
+
+impl AcknowledgeType {
+    /// The type of Kafka's code, `None` for a code Kafka does not define.
+    pub fn from_code(code: i8) -> Option<AcknowledgeType> {
+        match code {
+            0 => Some(AcknowledgeType::Gap),
+            1 => Some(AcknowledgeType::Accept),
+            2 => Some(AcknowledgeType::Release),
+            3 => Some(AcknowledgeType::Reject),
+            _ => None,
+        }
+    }
+}
+
+/// A record's state (Kafka's `RecordState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordState {
+    /// To be acquired.
+    Available,
+    /// Held by a member until its lock expires.
+    Acquired,
+    /// Processed: never delivered again.
+    Acknowledged,
+    /// Done with, unprocessed: rejected, past the delivery limit, or below the log's start.
+    Archived,
+}
+
+/// The limits a share-partition works under: the group's configs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareLimits {
+    /// `share.record.lock.duration.ms`.
+    pub lock_duration_ms: i64,
+    /// `share.delivery.count.limit`.
+    pub delivery_count_limit: u16,
+    /// `share.partition.max.record.locks`: records between start and end.
+    pub max_record_locks: u32,
+    /// logd's redelivery backoff: the wait before a record released or expired after its first
+    /// delivery is available again; 0 (the default) is Kafka's at once.
+    pub backoff_ms: i64,
+    /// The backoff's cap.
+    pub backoff_max_ms: i64,
+}
+
+impl Default for ShareLimits {
+    fn default() -> ShareLimits {
+        ShareLimits {
+            lock_duration_ms: 30_000,
+            delivery_count_limit: 5,
+            max_record_locks: 2_000,
+            backoff_ms: 0,
+            backoff_max_ms: 0,
+        }
+    }
+}
+
+impl ShareLimits {
+    /// The wait before a record delivered `delivery_count` times is available again:
+    /// `backoff * 2^(count - 1)`, capped, and a jitter of up to a quarter of it so that records
+    /// released together do not all come back at once (derived from the offset, so the state
+    /// machine stays deterministic).
+    fn backoff(&self, delivery_count: u16, offset: i64) -> i64 {
+        if self.backoff_ms <= 0 {
+            return 0;
+        }
+        let exponent = u32::from(delivery_count.saturating_sub(1)).min(30);
+        let wait = self
+            .backoff_ms
+            .saturating_mul(1 << exponent)
+            .min(self.backoff_max_ms.max(self.backoff_ms));
+        let mut seed = logd_storage::SplitMix64::new(offset as u64 ^ u64::from(delivery_count));
+        wait + seed.below(wait as u64 / 4 + 1) as i64
+    }
+}
+
+/// A record's entry while it is between start and end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct InFlight {
+    state: RecordState,
+    delivery_count: u16,
+    /// The member holding it, while acquired.
+    member: Option<String>,
+    /// When an acquired record's lock expires; when an available one may be acquired.
+    until_ms: i64,
+}
+
+/// Records acquired by one call: `first..=last`, each delivered `delivery_count` times now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcquiredRecords {
+    /// The first offset.
+    pub first_offset: i64,
+    /// The last offset.
+    pub last_offset: i64,
+    /// Deliveries so far, this one included.
+    pub delivery_count: u16,
+}
+
+/// Why a record was archived without being accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveReason {
+    /// A member rejected it.
+    Rejected,
+    /// It was delivered `share.delivery.count.limit` times and given back again.
+    DeliveryLimit,
+}
+
+/// A record archived without being accepted: what a dead-letter topic receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Archived {
+    /// Its offset.
+    pub offset: i64,
+    /// Why.
+    pub reason: ArchiveReason,
+    /// How many times it was delivered.
+    pub delivery_count: u16,
+}
+
+/// One share-partition's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharePartition {
+    start_offset: i64,
+    /// The offset after the last ever acquired (`start_offset` when nothing is in flight).
+    end_offset: i64,
+    /// Every offset in `start_offset..end_offset`.
+    records: BTreeMap<i64, InFlight>,
+}
+
+impl SharePartition {
+    /// A share-partition that starts at `start_offset` (from `share.auto.offset.reset`).
+    pub fn new(start_offset: i64) -> SharePartition {
+        SharePartition {
+            start_offset,
+            end_offset: start_offset,
+            records: BTreeMap::new(),
+        }
+    }
+
+    /// The share-partition start offset: every record below it is acknowledged or archived.
+    pub fn start_offset(&self) -> i64 {
+        self.start_offset
+    }
+
+    /// The offset after the last record ever acquired.
+    pub fn end_offset(&self) -> i64 {
+        self.end_offset
+    }
+
+    /// Offset `offset`'s state and delivery count, while it is between start and end.
+    pub fn record(&self, offset: i64) -> Option<(RecordState, u16)> {
+        self.records
+            .get(&offset)
+            .map(|r| (r.state, r.delivery_count))
+    }
+
+    /// How many records are in each state between start and end: available, acquired,
+    /// acknowledged, archived.
+    pub fn counts(&self) -> [usize; 4] {
+        let mut counts = [0; 4];
+        for record in self.records.values() {
+            counts[record.state as usize] += 1;
+        }
+        counts
+    }
+
+    /// Acquires for `member` at most `max_records` records below `log_end` (the partition's
+    /// end, or its last stable offset): available ones first, in offset order, then records
+    /// never delivered, while fewer than `max_record_locks` records are between start and
+    /// end. Each acquisition counts a delivery and locks the record until
+    /// `now + lock_duration_ms`.
+    pub fn acquire(
+        &mut self,
+        member: &str,
+        log_end: i64,
+        max_records: usize,
+        limits: &ShareLimits,
+        now_ms: i64,
+    ) -> Vec<AcquiredRecords> {
+        let mut acquired: Vec<AcquiredRecords> = Vec::new();
+        let take = |offset: i64, record: &mut InFlight, acquired: &mut Vec<AcquiredRecords>| {
+            record.state = RecordState::Acquired;
+            record.delivery_count = record.delivery_count.saturating_add(1);
+            record.member = Some(member.to_owned());
+            record.until_ms = now_ms.saturating_add(limits.lock_duration_ms);
+            match acquired.last_mut() {
+                Some(last)
+                    if last.last_offset + 1 == offset
+                        && last.delivery_count == record.delivery_count =>
+                {
+                    last.last_offset = offset;
+                }
+                _ => acquired.push(AcquiredRecords {
+                    first_offset: offset,
+                    last_offset: offset,
+                    delivery_count: record.delivery_count,
+                }),
+            }
+        };
+        let mut count = 0;
+        for (&offset, record) in self.records.range_mut(..log_end) {
+            if count == max_records {
+                return acquired;
+            }
+            if record.state == RecordState::Available && record.until_ms <= now_ms {
+                take(offset, record, &mut acquired);
+                count += 1;
+            }
+        }
+        let window_end = self
+            .start_offset
+            .saturating_add(i64::from(limits.max_record_locks));
+        while count < max_records && self.end_offset < log_end.min(window_end) {
+            let offset = self.end_offset;
+            let mut record = InFlight {
+                state: RecordState::Available,
+                delivery_count: 0,
+                member: None,
+                until_ms: 0,
+            };
+            take(offset, &mut record, &mut acquired);
+            self.records.insert(offset, record);
+            self.end_offset += 1;
+            count += 1;
+        }
+        acquired
+    }
+
+    /// Applies `member`'s acknowledgements: per batch, its first and last offset and either
+    /// one type for all of it or one per offset. All or nothing: a record the member does not
+    /// hold is [`Error::InvalidRecordState`], an offset past the end or a malformed batch
+    /// [`Error::InvalidShareAcknowledgement`]. Offsets below the start (archived already, say
+    /// by the log's retention) are skipped. Returns the records archived unaccepted.
+    pub fn acknowledge(
+        &mut self,
+        member: &str,
+        batches: &[(i64, i64, Vec<AcknowledgeType>)],
+        limits: &ShareLimits,
+        now_ms: i64,
+    ) -> Result<Vec<Archived>> {
+        let mut changes: BTreeMap<i64, AcknowledgeType> = BTreeMap::new();
+        for (first, last, types) in batches {
+            let (first, last) = (*first, *last);
+            let length = last.checked_sub(first).and_then(|n| n.checked_add(1));
+            let Some(length) = length.filter(|&n| n > 0) else {
+                return Err(Error::InvalidShareAcknowledgement(format!(
+                    "batch {first}-{last}: the last offset is below the first"
+                )));
+            };
+            if types.is_empty() || (types.len() > 1 && types.len() as i64 != length) {
+                return Err(Error::InvalidShareAcknowledgement(format!(
+                    "batch {first}-{last}: {} acknowledge types for {length} offsets",
+                    types.len()
+                )));
+            }
+            if last >= self.end_offset {
+                return Err(Error::InvalidShareAcknowledgement(format!(
+                    "batch {first}-{last}: the last offset is past the acquired records"
+                )));
+            }
+            for offset in first.max(self.start_offset)..=last {
+                let index = if types.len() == 1 {
+                    0
+                } else {
+                    (offset - first) as usize
+                };
+                let record = &self.records[&offset];
+                if record.state != RecordState::Acquired {
+                    return Err(Error::InvalidRecordState(format!(
+                        "offset {offset} is not acquired"
+                    )));
+                }
+                if record.member.as_deref() != Some(member) {
+                    return Err(Error::InvalidRecordState(format!(
+                        "member {member} is not the owner of offset {offset}"
+                    )));
+                }
+                // A second acknowledgement of an offset in one request finds it no longer
+                // acquired, as Kafka applies batches in turn.
+                if changes.insert(offset, types[index]).is_some() {
+                    return Err(Error::InvalidRecordState(format!(
+                        "offset {offset} is acknowledged twice"
+                    )));
+                }
+            }
+        }
+        let mut archived = Vec::new();
+        for (offset, kind) in changes {
+            let record = self.records.get_mut(&offset).expect("checked above");
+            match kind {
+                AcknowledgeType::Accept => settle(record, RecordState::Acknowledged),
+                AcknowledgeType::Gap => settle(record, RecordState::Archived),
+                AcknowledgeType::Reject => {
+                    settle(record, RecordState::Archived);
+                    archived.push(Archived {
+                        offset,
+                        reason: ArchiveReason::Rejected,
+                        delivery_count: record.delivery_count,
+                    });
+                }
+                AcknowledgeType::Release => {
+                    archived.extend(give_back(offset, record, limits, now_ms));
+                }
+            }
+        }
+        self.advance_start();
+        Ok(archived)
+    }
+
+    /// Gives back every record `member` holds, as when it leaves the group or its session
+    /// expires; returns those archived at the delivery limit.
+    pub fn release_member(
+        &mut self,
+        member: &str,
+        limits: &ShareLimits,
+        now_ms: i64,
+    ) -> Vec<Archived> {
+        self.give_back_where(limits, now_ms, |r| r.member.as_deref() == Some(member))
+    }
+
+    /// Gives back every acquired record whose lock expired by `now`; returns those archived
+    /// at the delivery limit.
+    pub fn expire_locks(&mut self, limits: &ShareLimits, now_ms: i64) -> Vec<Archived> {
+        self.give_back_where(limits, now_ms, |r| r.until_ms <= now_ms)
+    }
+
+    /// When the next acquired lock expires, if any is held.
+    pub fn next_expiry_ms(&self) -> Option<i64> {
+        self.records
+            .values()
+            .filter(|r| r.state == RecordState::Acquired)
+            .map(|r| r.until_ms)
+            .min()
+    }
+
+    /// Moves the start to `offset` (the log's start moved past it, or an operator reset the
+    /// group's offsets there): records below it are archived and forgotten, held ones
+    /// included, and acknowledgements of them later are ignored. A start moved forward past
+    /// the end leaves nothing in flight.
+    pub fn move_start(&mut self, offset: i64) {
+        if offset > self.start_offset {
+            self.records = self.records.split_off(&offset);
+            self.start_offset = offset;
+            self.end_offset = self.end_offset.max(offset);
+        }
+    }
+
+    fn give_back_where(
+        &mut self,
+        limits: &ShareLimits,
+        now_ms: i64,
+        holds: impl Fn(&InFlight) -> bool,
+    ) -> Vec<Archived> {
+        let mut archived = Vec::new();
+        for (&offset, record) in self.records.iter_mut() {
+            if record.state == RecordState::Acquired && holds(record) {
+                archived.extend(give_back(offset, record, limits, now_ms));
+            }
+        }
+        self.advance_start();
+        archived
+    }
+
+    /// Moves the start past the acknowledged and archived records at its head.
+    fn advance_start(&mut self) {
+        while let Some(entry) = self.records.first_entry() {
+            if !matches!(
+                entry.get().state,
+                RecordState::Acknowledged | RecordState::Archived
+            ) {
+                break;
+            }
+            self.start_offset = *entry.key() + 1;
+            entry.remove();
+        }
+        if self.records.is_empty() {
+            self.start_offset = self.end_offset;
+        }
+    }
+}
+
+fn settle(record: &mut InFlight, state: RecordState) {
+    record.state = state;
+    record.member = None;
+}
+
+/// An acquired record given back: available again (after the backoff), or archived once it
+/// was delivered the limit's number of times.
+fn give_back(
+    offset: i64,
+    record: &mut InFlight,
+    limits: &ShareLimits,
+    now_ms: i64,
+) -> Option<Archived> {
+    if record.delivery_count >= limits.delivery_count_limit {
+        settle(record, RecordState::Archived);
+        return Some(Archived {
+            offset,
+            reason: ArchiveReason::DeliveryLimit,
+            delivery_count: record.delivery_count,
+        });
+    }
+    settle(record, RecordState::Available);
+    record.until_ms = now_ms.saturating_add(limits.backoff(record.delivery_count, offset));
+    None
+}
