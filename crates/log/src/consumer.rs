@@ -125,6 +125,25 @@ pub struct ConsumerRecord {
     pub headers: Vec<(Bytes, Option<Bytes>)>,
 }
 
+impl ConsumerRecord {
+    /// Record `record` of `topic`-`partition` as consumers get it.
+    pub(crate) fn new(topic: Arc<str>, partition: u32, record: Record) -> ConsumerRecord {
+        ConsumerRecord {
+            topic,
+            partition,
+            offset: record.offset,
+            timestamp: record.timestamp,
+            key: record.key,
+            value: record.value,
+            headers: record
+                .headers
+                .into_iter()
+                .map(|h| (h.key, h.value))
+                .collect(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Membership {
     member_id: String,
@@ -330,19 +349,7 @@ impl Consumer {
                     return false;
                 }
                 position = record.offset + 1;
-                records.push(ConsumerRecord {
-                    topic: topic.clone(),
-                    partition: tp.partition,
-                    offset: record.offset,
-                    timestamp: record.timestamp,
-                    key: record.key,
-                    value: record.value,
-                    headers: record
-                        .headers
-                        .into_iter()
-                        .map(|h| (h.key, h.value))
-                        .collect(),
-                });
+                records.push(ConsumerRecord::new(topic.clone(), tp.partition, record));
                 true
             })?;
             if records.len() < limit {

@@ -63,6 +63,7 @@ pub(crate) struct Shared {
     pub(crate) offsets: OffsetStore,
     pub(crate) coordinator: Coordinator,
     pub(crate) group_configs: crate::group_configs::GroupConfigs,
+    pub(crate) shares: crate::share::ShareStates,
     pub(crate) producer_ids: ProducerIds,
     pub(crate) appends: AppendSignal,
     /// The cleaner's memory of each compacted partition.

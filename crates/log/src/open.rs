@@ -75,9 +75,13 @@ impl Log {
                     reason,
                 })?;
         let group_configs = crate::group_configs::GroupConfigs::open(storage.clone(), &dir)?;
+        let shares = crate::share::ShareStates::open(storage.clone(), &dir, |group| {
+            crate::share::limits(&group_configs, group)
+        })?;
         let shared = Arc::new(Shared {
             coordinator,
             group_configs,
+            shares,
             dir,
             storage,
             config,

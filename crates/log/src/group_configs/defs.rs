@@ -263,7 +263,7 @@ const SESSION: Bound = Bound::Range(45_000, 60_000);
 const HEARTBEAT: Bound = Bound::Range(5_000, 15_000);
 const ASSIGNMENT: Bound = Bound::Range(0, 15_000);
 
-/// Every group config of Kafka 4.4, in Kafka's order.
+/// Every group config of Kafka 4.4, in Kafka's order, then logd's own.
 pub(crate) const DEFS: &[Def] = &[
     int(
         "consumer.session.timeout.ms",
@@ -443,9 +443,25 @@ pub(crate) const DEFS: &[Def] = &[
         "false",
         "errors.deadletterqueue.copy.record.enable",
     ),
+    // logd's own, named so they cannot clash with Kafka's, hidden as Kafka's internal configs
+    // are until set: a share group's redelivery backoff (0: at once, as Kafka).
+    internal(int(
+        "logd.share.redelivery.backoff.ms",
+        0,
+        Bound::None,
+        "0",
+        "logd.share.redelivery.backoff.ms",
+    )),
+    internal(int(
+        "logd.share.redelivery.backoff.max.ms",
+        0,
+        Bound::None,
+        "60000",
+        "logd.share.redelivery.backoff.max.ms",
+    )),
 ];
 
-/// The definition of `name`, if Kafka has such a group config.
+/// The definition of `name`, if Kafka (or logd) has such a group config.
 pub(crate) fn def(name: &str) -> Option<&'static Def> {
     DEFS.iter().find(|d| d.name == name)
 }

@@ -17,6 +17,7 @@ use logd_storage::Storage;
 use parking_lot::Mutex;
 
 pub use defs::GroupConfigType;
+pub(crate) use defs::duration_ms;
 use store::GroupConfigMap;
 pub use store::decode;
 
@@ -77,6 +78,20 @@ impl GroupConfigs {
                 })
             })
             .collect()
+    }
+
+    /// The value of config `name` in effect for `group` (empty for a name not defined).
+    pub(crate) fn value(&self, group: &str, name: &str) -> String {
+        let groups = self.groups.lock();
+        match groups.get(group).and_then(|configs| configs.get(name)) {
+            Some(value) => value.clone(),
+            None => defs::def(name).map_or_else(String::new, |d| d.default.to_owned()),
+        }
+    }
+
+    /// The integer config `name` in effect for `group` (stored values passed their checks).
+    pub(crate) fn int(&self, group: &str, name: &str) -> i64 {
+        self.value(group, name).parse().unwrap_or_default()
     }
 
     fn alter(

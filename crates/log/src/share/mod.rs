@@ -1,14 +1,27 @@
 //! Share groups (KIP-932): queues on the log, where any number of members read the same
 //! partitions and each record is acquired, acknowledged and redelivered on its own.
-//! `partition.rs` is one share-partition's record states and their rules; the coordinator
-//! that assigns members, the durable state and the wire APIs build on it (issue 34).
+//! `partition.rs` is one share-partition's record states and their rules; `persist.rs` their
+//! durable form (a state log in `shares/`); `store.rs` every share-partition of the engine,
+//! live over the durable state; `engine_api.rs` `Log`'s share calls under each group's
+//! configs; `consumer.rs` the embedded [`ShareConsumer`]. Every member reads every partition of
+//! its topics (records, not partitions, are what members share); the wire APIs are to come.
 
+mod consumer;
+mod engine_api;
 mod partition;
+mod persist;
+mod store;
 
+pub use consumer::{AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
+pub(crate) use engine_api::limits;
 pub use partition::{
     AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, RecordState, ShareLimits,
     SharePartition,
 };
+pub use store::SharePartitionState;
+pub(crate) use store::ShareStates;
 
+#[cfg(test)]
+mod consumer_tests;
 #[cfg(test)]
 mod tests;

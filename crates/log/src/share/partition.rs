@@ -168,6 +168,32 @@ impl SharePartition {
         }
     }
 
+    /// A share-partition as saved: offsets `start..end` with each record's state (available,
+    /// acknowledged or archived) and delivery count; the start moves past a settled head.
+    pub(crate) fn restored(
+        start: i64,
+        end: i64,
+        records: impl Iterator<Item = (i64, RecordState, u16)>,
+    ) -> SharePartition {
+        let mut restored = SharePartition {
+            start_offset: start,
+            end_offset: end,
+            records: records
+                .map(|(offset, state, delivery_count)| {
+                    let record = InFlight {
+                        state,
+                        delivery_count,
+                        member: None,
+                        until_ms: 0,
+                    };
+                    (offset, record)
+                })
+                .collect(),
+        };
+        restored.advance_start();
+        restored
+    }
+
     /// The share-partition start offset: every record below it is acknowledged or archived.
     pub fn start_offset(&self) -> i64 {
         self.start_offset
@@ -374,6 +400,24 @@ impl SharePartition {
             self.start_offset = offset;
             self.end_offset = self.end_offset.max(offset);
         }
+    }
+
+    /// Archives every available record delivered `limit` times: after a restart, the records
+    /// held when the engine stopped, given back as if their locks expired. Returns them.
+    pub(crate) fn archive_at_limit(&mut self, limit: u16) -> Vec<Archived> {
+        let mut archived = Vec::new();
+        for (&offset, record) in self.records.iter_mut() {
+            if record.state == RecordState::Available && record.delivery_count >= limit {
+                settle(record, RecordState::Archived);
+                archived.push(Archived {
+                    offset,
+                    reason: ArchiveReason::DeliveryLimit,
+                    delivery_count: record.delivery_count,
+                });
+            }
+        }
+        self.advance_start();
+        archived
     }
 
     fn give_back_where(
