@@ -33,7 +33,9 @@ pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {
         logd::Error::InvalidConfig(_) | logd::Error::InvalidGroupConfig(_) => INVALID_CONFIG,
         logd::Error::GroupConfigs { .. } => KAFKA_STORAGE_ERROR,
         logd::Error::InvalidRecordState(_) => ResponseError::InvalidRecordState.code(),
-        logd::Error::InvalidShareAcknowledgement(_) => INVALID_REQUEST,
+        logd::Error::InvalidShareRequest(_) => INVALID_REQUEST,
+        logd::Error::FencedMemberEpoch { .. } => ResponseError::FencedMemberEpoch.code(),
+        logd::Error::Group(e) => for_group_error(*e),
         logd::Error::PolicyViolation(_) => POLICY_VIOLATION,
         logd::Error::UnknownProducerId { .. } => ResponseError::UnknownProducerId.code(),
         logd::Error::Storage(storage) => match storage {

@@ -267,6 +267,35 @@ fn table() -> Vec<Row> {
             send: |b| alter_config(b, 32, "billing", "share.delivery.count.limit", "3"),
         },
         Row {
+            api: "ShareGroupHeartbeat",
+            needs: vec![
+                (Group, "billing", Read, GROUP),
+                (Topic, "orders", Describe, TOPIC),
+            ],
+            granted: 0,
+            send: |b| {
+                let mut request = ShareGroupHeartbeatRequest::default();
+                request.group_id = GroupId(s("billing"));
+                request.member_id = s("member-1");
+                request.subscribed_topic_names = Some(vec![TopicName(s("orders"))]);
+                let r: ShareGroupHeartbeatResponse =
+                    call(b, ApiKey::ShareGroupHeartbeat, 1, &request);
+                r.error_code
+            },
+        },
+        Row {
+            api: "ShareFetch",
+            needs: vec![(Group, "billing", Read, GROUP)],
+            granted: 0,
+            send: |b| {
+                let mut request = ShareFetchRequest::default();
+                request.group_id = Some(GroupId(s("billing")));
+                request.member_id = Some(s("member-1"));
+                let r: ShareFetchResponse = call(b, ApiKey::ShareFetch, 1, &request);
+                r.error_code
+            },
+        },
+        Row {
             api: "DeleteTopics",
             needs: vec![(Topic, "orders", Delete, TOPIC)],
             granted: 0,

@@ -113,6 +113,28 @@ fn request(key: ApiKey) -> Option<RequestKind> {
             r.topics = vec![topic];
             RequestKind::OffsetForLeaderEpoch(r)
         }
+        ApiKey::ShareGroupHeartbeat => {
+            let mut r = ShareGroupHeartbeatRequest::default();
+            r.group_id = GroupId(StrBytes::from_static_str("g"));
+            r.member_id = StrBytes::from_static_str("m");
+            r.subscribed_topic_names = Some(vec![t()]);
+            RequestKind::ShareGroupHeartbeat(r)
+        }
+        ApiKey::ShareFetch => {
+            let mut r = ShareFetchRequest::default();
+            r.group_id = Some(GroupId(StrBytes::from_static_str("g")));
+            r.member_id = Some(StrBytes::from_static_str("m"));
+            r.max_records = 10;
+            r.max_bytes = 1 << 20;
+            RequestKind::ShareFetch(r)
+        }
+        ApiKey::ShareAcknowledge => {
+            let mut r = ShareAcknowledgeRequest::default();
+            r.group_id = Some(GroupId(StrBytes::from_static_str("g")));
+            r.member_id = Some(StrBytes::from_static_str("m"));
+            r.share_session_epoch = -1;
+            RequestKind::ShareAcknowledge(r)
+        }
         ApiKey::SaslHandshake => RequestKind::SaslHandshake(SaslHandshakeRequest::default()),
         ApiKey::SaslAuthenticate => {
             RequestKind::SaslAuthenticate(SaslAuthenticateRequest::default())

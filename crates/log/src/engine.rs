@@ -64,6 +64,7 @@ pub(crate) struct Shared {
     pub(crate) coordinator: Coordinator,
     pub(crate) group_configs: crate::group_configs::GroupConfigs,
     pub(crate) shares: crate::share::ShareStates,
+    pub(crate) share_groups: crate::share::ShareGroups,
     pub(crate) producer_ids: ProducerIds,
     pub(crate) appends: AppendSignal,
     /// The cleaner's memory of each compacted partition.

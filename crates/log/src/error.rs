@@ -69,10 +69,21 @@ pub enum Error {
     /// acquired (Kafka's INVALID_RECORD_STATE); nothing of the request applies.
     #[error("invalid record state: {0}")]
     InvalidRecordState(String),
-    /// A malformed share-group acknowledgement, or one past the acquired records (Kafka's
-    /// INVALID_REQUEST); nothing of the request applies.
-    #[error("invalid acknowledgement: {0}")]
-    InvalidShareAcknowledgement(String),
+    /// A malformed share-group request, or an acknowledgement past the acquired records
+    /// (Kafka's INVALID_REQUEST); nothing of the request applies.
+    #[error("invalid share-group request: {0}")]
+    InvalidShareRequest(String),
+    /// A share-group heartbeat with an epoch other than the member's (Kafka's
+    /// FENCED_MEMBER_EPOCH): the member rejoins.
+    #[error("member {member} sent epoch {epoch}, its epoch is {current}")]
+    FencedMemberEpoch {
+        /// The member.
+        member: String,
+        /// The epoch it sent.
+        epoch: i32,
+        /// Its epoch.
+        current: i32,
+    },
     /// No such topic.
     #[error("topic {0} does not exist")]
     UnknownTopic(String),

@@ -82,6 +82,7 @@ impl Log {
             coordinator,
             group_configs,
             shares,
+            share_groups: Default::default(),
             dir,
             storage,
             config,

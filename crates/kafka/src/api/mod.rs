@@ -15,6 +15,7 @@ mod membership;
 mod offsets;
 mod produce;
 mod quotas;
+mod share;
 mod topic_partitions;
 mod topics;
 mod users;
@@ -43,6 +44,7 @@ use membership::MembershipApi;
 use offsets::OffsetsApi;
 use produce::ProduceApi;
 use quotas::QuotasApi;
+use share::ShareApi;
 use topic_partitions::TopicPartitionsApi;
 use topics::TopicsApi;
 use users::UsersApi;
@@ -63,6 +65,7 @@ pub(crate) struct Apis {
     acls: AclsApi,
     users: UsersApi,
     quotas: QuotasApi,
+    share: ShareApi,
 }
 
 impl Apis {
@@ -139,6 +142,7 @@ impl Apis {
                 guard: guard.clone(),
                 quotas: quotas.clone(),
             },
+            share: ShareApi::new(log.clone(), guard.clone(), config.node_id),
         }
     }
 
@@ -276,6 +280,15 @@ impl Apis {
             ),
             RequestKind::AlterClientQuotas(request) => {
                 ResponseKind::AlterClientQuotas(self.quotas.alter_client_quotas(request, peer))
+            }
+            RequestKind::ShareGroupHeartbeat(request) => {
+                ResponseKind::ShareGroupHeartbeat(self.share.share_group_heartbeat(request, peer))
+            }
+            RequestKind::ShareFetch(request) => {
+                ResponseKind::ShareFetch(self.share.share_fetch(request, peer))
+            }
+            RequestKind::ShareAcknowledge(request) => {
+                ResponseKind::ShareAcknowledge(self.share.share_acknowledge(request, peer))
             }
             other => {
                 // The version table admits only the APIs above.

@@ -41,6 +41,11 @@ pub(super) const I32: Field = Fixed(4);
 pub(super) const I64: Field = Fixed(8);
 pub(super) const BOOL: Field = Fixed(1);
 
+/// Share-group acknowledgements: first and last offset, then the types.
+fn acknowledgement_batches() -> Field {
+    CompactArray(vec![I64, I64, CompactArray(vec![I8]), Tags])
+}
+
 /// The body layout of `key` at `version`, for the versions logd serves.
 pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
     let v = version;
@@ -262,6 +267,43 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
                 Tags,
             ],
         },
+        // Share groups (KIP-932), version 1 only; a topic id is 16 bytes.
+        ApiKey::ShareGroupHeartbeat => vec![
+            CompactStr,
+            CompactStr,
+            I32,
+            CompactStr,
+            CompactArray(vec![CompactStr]),
+            Tags,
+        ],
+        ApiKey::ShareFetch => vec![
+            CompactStr,
+            CompactStr,
+            I32,
+            I32,
+            I32,
+            I32,
+            I32,
+            I32,
+            CompactArray(vec![
+                Fixed(16),
+                CompactArray(vec![I32, acknowledgement_batches(), Tags]),
+                Tags,
+            ]),
+            CompactArray(vec![Fixed(16), CompactArray(vec![I32]), Tags]),
+            Tags,
+        ],
+        ApiKey::ShareAcknowledge => vec![
+            CompactStr,
+            CompactStr,
+            I32,
+            CompactArray(vec![
+                Fixed(16),
+                CompactArray(vec![I32, acknowledgement_batches(), Tags]),
+                Tags,
+            ]),
+            Tags,
+        ],
         ApiKey::DescribeProducers => vec![
             CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
             Tags,

@@ -240,9 +240,15 @@ fn workload(fs: &SimFs) -> Answered {
         return (acquired, accepted, None);
     };
     for step in 0..6i64 {
-        let Ok((ranges, _)) =
-            states.acquire(key.clone(), "m", 8 + 4 * step, 3, &limits, step, || Ok(0))
-        else {
+        let Ok((ranges, _, ())) = states.acquire(
+            key.clone(),
+            "m",
+            3,
+            &limits,
+            step,
+            || Ok(0),
+            |_| Ok((i64::MIN, 8 + 4 * step, ())),
+        ) else {
             return (acquired, accepted, None);
         };
         for r in &ranges {
@@ -287,9 +293,15 @@ fn a_power_cut_never_redelivers_an_answered_acceptance_nor_undercounts_a_deliver
             let _ = image.create_dir_all(Path::new("/d"));
             let recovered = ShareStates::open(Arc::new(image), Path::new("/d"), |_| limits)
                 .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: reopen failed: {e}"));
-            let Ok((ranges, _)) =
-                recovered.acquire(key.clone(), "n", 100, 100, &limits, 99, || Ok(0))
-            else {
+            let Ok((ranges, _, ())) = recovered.acquire(
+                key.clone(),
+                "n",
+                100,
+                &limits,
+                99,
+                || Ok(0),
+                |_| Ok((i64::MIN, 100, ())),
+            ) else {
                 panic!("cut {cut} {mode:?}: acquire after recovery failed");
             };
             let again: BTreeMap<i64, u16> = ranges

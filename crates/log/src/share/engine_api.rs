@@ -8,6 +8,9 @@ use crate::engine::Log;
 use crate::error::{Error, Result};
 use crate::group_configs::{GroupConfigs, duration_ms};
 
+use std::collections::BTreeMap;
+
+use super::group::{ShareHeartbeat, ShareMemberDescription};
 use super::partition::{AcknowledgeType, AcquiredRecords, Archived, ShareLimits};
 use super::store::SharePartitionState;
 
@@ -39,6 +42,51 @@ impl Log {
         max_records: usize,
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>)> {
         let log = self.partition(topic, partition)?;
+        let end = log.high_watermark().0;
+        let (acquired, archived, ()) =
+            self.share_acquire_in(group, member, topic, partition, max_records, |_| {
+                Ok((i64::MIN, end, ()))
+            })?;
+        Ok((acquired, archived))
+    }
+
+    /// As [`Log::share_acquire`], for a fetch that answers with the log's bytes: reads at most
+    /// `max_bytes` of `topic`-`partition` from where the share-partition's next record to
+    /// hand out is, and acquires only records those bytes hold (so none is locked that the
+    /// answer lacks). Returns the records acquired, those archived, and the bytes.
+    pub fn share_fetch(
+        &self,
+        group: &str,
+        member: &str,
+        topic: &str,
+        partition: u32,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, bytes::Bytes)> {
+        let log = self.partition(topic, partition)?;
+        let now = self.clock().now_ms();
+        self.share_acquire_in(group, member, topic, partition, max_records, |sp| {
+            let end = log.high_watermark().0;
+            let from = sp.next_fetch_offset(now).max(log.log_start_offset().0);
+            if from >= end || max_bytes == 0 {
+                return Ok((from, from, bytes::Bytes::new()));
+            }
+            let bytes = log.read(logd_storage::Offset(from), max_bytes)?;
+            let covered = logd_storage::batch::offset_after(&bytes).map_or(from, |o| o.min(end));
+            Ok((from, covered, bytes))
+        })
+    }
+
+    fn share_acquire_in<T>(
+        &self,
+        group: &str,
+        member: &str,
+        topic: &str,
+        partition: u32,
+        max_records: usize,
+        window: impl FnOnce(&super::SharePartition) -> Result<(i64, i64, T)>,
+    ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, T)> {
+        let log = self.partition(topic, partition)?;
         let configs = &self.shared.group_configs;
         let limits = limits(configs, group);
         let now = self.clock().now_ms();
@@ -60,15 +108,9 @@ impl Log {
                 }
             })
         };
-        self.shared.shares.acquire(
-            key,
-            member,
-            log.high_watermark().0,
-            max_records,
-            &limits,
-            now,
-            start,
-        )
+        self.shared
+            .shares
+            .acquire(key, member, max_records, &limits, now, start, window)
     }
 
     /// Applies `member`'s acknowledgements of `topic`-`partition` in share group `group`: per
@@ -101,6 +143,65 @@ impl Log {
         self.shared
             .shares
             .release_member(group, member, &limits, self.clock().now_ms())
+    }
+
+    /// A ShareGroupHeartbeat of `member` in share group `group` (epoch 0 joins with
+    /// `subscribed`, -1 leaves, any other must be the member's). Members silent for the group's
+    /// `share.session.timeout.ms` are removed and their records given back, as is a leaving
+    /// member's. The heartbeat interval to answer is [`Log::share_heartbeat_interval_ms`].
+    pub fn share_heartbeat(
+        &self,
+        group: &str,
+        member: &str,
+        member_epoch: i32,
+        subscribed: Option<Vec<String>>,
+    ) -> Result<ShareHeartbeat> {
+        let configs = &self.shared.group_configs;
+        let now = self.clock().now_ms();
+        let assign = |topics: &[String]| -> BTreeMap<String, Vec<u32>> {
+            topics
+                .iter()
+                .filter_map(|t| Some((t.clone(), (0..self.partition_count(t).ok()?).collect())))
+                .collect()
+        };
+        let (answer, expired) = self.shared.share_groups.heartbeat(
+            group,
+            member,
+            member_epoch,
+            subscribed,
+            configs.int(group, "share.session.timeout.ms"),
+            now,
+            assign,
+        );
+        for gone in &expired {
+            tracing::info!(
+                group,
+                member = gone.as_str(),
+                "share-group member's session expired"
+            );
+            self.share_leave(group, gone)?;
+        }
+        if member_epoch == -1 {
+            self.share_leave(group, member)?;
+        }
+        answer
+    }
+
+    /// The heartbeat interval of share group `group` (`share.heartbeat.interval.ms`).
+    pub fn share_heartbeat_interval_ms(&self, group: &str) -> i64 {
+        self.shared
+            .group_configs
+            .int(group, "share.heartbeat.interval.ms")
+    }
+
+    /// Whether `member` is a member of share group `group`.
+    pub fn is_share_member(&self, group: &str, member: &str) -> bool {
+        self.shared.share_groups.is_member(group, member)
+    }
+
+    /// Share group `group`'s epoch and members, `None` when it has none.
+    pub fn share_group_members(&self, group: &str) -> Option<(i32, Vec<ShareMemberDescription>)> {
+        self.shared.share_groups.describe(group)
     }
 
     /// The share-partitions of share group `group`: start and end offsets and records in

@@ -3,17 +3,21 @@
 //! `partition.rs` is one share-partition's record states and their rules; `persist.rs` their
 //! durable form (a state log in `shares/`); `store.rs` every share-partition of the engine,
 //! live over the durable state; `engine_api.rs` `Log`'s share calls under each group's
-//! configs; `consumer.rs` the embedded [`ShareConsumer`]. Every member reads every partition of
+//! configs; `group.rs` membership (ShareGroupHeartbeat's rules); `consumer.rs` the embedded
+//! [`ShareConsumer`]. Every member reads every partition of
 //! its topics (records, not partitions, are what members share); the wire APIs are to come.
 
 mod consumer;
 mod engine_api;
+mod group;
 mod partition;
 mod persist;
 mod store;
 
 pub use consumer::{AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
 pub(crate) use engine_api::limits;
+pub(crate) use group::ShareGroups;
+pub use group::{ShareHeartbeat, ShareMemberDescription};
 pub use partition::{
     AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, RecordState, ShareLimits,
     SharePartition,

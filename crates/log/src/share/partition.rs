@@ -234,6 +234,29 @@ impl SharePartition {
         limits: &ShareLimits,
         now_ms: i64,
     ) -> Vec<AcquiredRecords> {
+        self.acquire_between(member, i64::MIN, log_end, max_records, limits, now_ms)
+    }
+
+    /// Where the next fetch for this share-partition reads from: its first record available
+    /// by `now`, or its end.
+    pub fn next_fetch_offset(&self, now_ms: i64) -> i64 {
+        self.records
+            .iter()
+            .find(|(_, r)| r.state == RecordState::Available && r.until_ms <= now_ms)
+            .map_or(self.end_offset, |(&offset, _)| offset)
+    }
+
+    /// As [`SharePartition::acquire`], taking available records from `from` on only: those a
+    /// fetch read from there holds.
+    pub(crate) fn acquire_between(
+        &mut self,
+        member: &str,
+        from: i64,
+        log_end: i64,
+        max_records: usize,
+        limits: &ShareLimits,
+        now_ms: i64,
+    ) -> Vec<AcquiredRecords> {
         let mut acquired: Vec<AcquiredRecords> = Vec::new();
         let take = |offset: i64, record: &mut InFlight, acquired: &mut Vec<AcquiredRecords>| {
             record.state = RecordState::Acquired;
@@ -255,7 +278,7 @@ impl SharePartition {
             }
         };
         let mut count = 0;
-        for (&offset, record) in self.records.range_mut(..log_end) {
+        for (&offset, record) in self.records.range_mut(from..log_end.max(from)) {
             if count == max_records {
                 return acquired;
             }
@@ -286,7 +309,7 @@ impl SharePartition {
     /// Applies `member`'s acknowledgements: per batch, its first and last offset and either
     /// one type for all of it or one per offset. All or nothing: a record the member does not
     /// hold is [`Error::InvalidRecordState`], an offset past the end or a malformed batch
-    /// [`Error::InvalidShareAcknowledgement`]. Offsets below the start (archived already, say
+    /// [`Error::InvalidShareRequest`]. Offsets below the start (archived already, say
     /// by the log's retention) are skipped. Returns the records archived unaccepted.
     pub fn acknowledge(
         &mut self,
@@ -300,18 +323,18 @@ impl SharePartition {
             let (first, last) = (*first, *last);
             let length = last.checked_sub(first).and_then(|n| n.checked_add(1));
             let Some(length) = length.filter(|&n| n > 0) else {
-                return Err(Error::InvalidShareAcknowledgement(format!(
+                return Err(Error::InvalidShareRequest(format!(
                     "batch {first}-{last}: the last offset is below the first"
                 )));
             };
             if types.is_empty() || (types.len() > 1 && types.len() as i64 != length) {
-                return Err(Error::InvalidShareAcknowledgement(format!(
+                return Err(Error::InvalidShareRequest(format!(
                     "batch {first}-{last}: {} acknowledge types for {length} offsets",
                     types.len()
                 )));
             }
             if last >= self.end_offset {
-                return Err(Error::InvalidShareAcknowledgement(format!(
+                return Err(Error::InvalidShareRequest(format!(
                     "batch {first}-{last}: the last offset is past the acquired records"
                 )));
             }

@@ -89,21 +89,23 @@ impl ShareStates {
         })
     }
 
-    /// Acquires for `member` (see [`SharePartition::acquire`]), first giving back records
-    /// whose locks expired; a share-partition seen for the first time starts at `start()`.
-    /// Returns once the acquisition is durable, with the records archived on the way.
+    /// Acquires for `member` (see [`SharePartition::acquire`]) within the window `window`
+    /// gives (from the share-partition: where available records are taken from, the end new
+    /// ones stop at, and what the caller read there), first giving back records whose locks
+    /// expired; a share-partition seen for the first time starts at `start()`. Returns once the
+    /// acquisition is durable, with the records archived on the way and what `window` read.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn acquire(
+    pub(crate) fn acquire<T>(
         &self,
         key: ShareKey,
         member: &str,
-        log_end: i64,
         max_records: usize,
         limits: &ShareLimits,
         now_ms: i64,
         start: impl FnOnce() -> Result<i64>,
-    ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>)> {
-        let (acquired, archived, written) = {
+        window: impl FnOnce(&SharePartition) -> Result<(i64, i64, T)>,
+    ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, T)> {
+        let (acquired, archived, read, written) = {
             let mut live = self.live.lock();
             let mut last = None;
             if !live.contains_key(&key) {
@@ -122,7 +124,9 @@ impl ShareStates {
                     archived.iter().map(|a| (a.offset, Settled::Archived)),
                 ))?);
             }
-            let acquired = partition.acquire(member, log_end, max_records, limits, now_ms);
+            let (from, end, read) = window(partition)?;
+            let acquired =
+                partition.acquire_between(member, from, end, max_records, limits, now_ms);
             for range in &acquired {
                 last = Some(self.write(ShareRecord::Acquired {
                     key: key.clone(),
@@ -130,10 +134,10 @@ impl ShareStates {
                     last: range.last_offset,
                 })?);
             }
-            (acquired, archived, last)
+            (acquired, archived, read, last)
         };
         self.wait(written)?;
-        Ok((acquired, archived))
+        Ok((acquired, archived, read))
     }
 
     /// Applies `member`'s acknowledgements (see [`SharePartition::acknowledge`]), first giving

@@ -127,7 +127,7 @@ fn bad_acknowledgements_are_refused_with_kafkas_codes_and_change_nothing() {
             "{batches:?}: {refused}"
         );
         assert!(
-            invalid_state || matches!(refused, Error::InvalidShareAcknowledgement(_)),
+            invalid_state || matches!(refused, Error::InvalidShareRequest(_)),
             "{batches:?}: {refused}"
         );
         assert_eq!(sp, before, "{batches:?} changed the state");

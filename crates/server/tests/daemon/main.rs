@@ -50,6 +50,7 @@ mod quotas;
 mod retry;
 mod sarama;
 mod security;
+mod share_groups;
 mod topic_configs;
 
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,476 @@
+//! Share groups on the wire (KIP-932, version 1): ShareGroupHeartbeat, ShareFetch (share
+//! sessions and their epochs, acknowledgements carried on fetches, a long poll) and
+//! ShareAcknowledge, over the engine's share groups (`logd::share`), which own every rule. A
+//! share session is (group, member): epoch 0 opens it with the partitions named, each later
+//! request must carry the next epoch and adds partitions or forgets them, -1 closes it
+//! (acknowledging, fetching nothing). READ on the group (GROUP_AUTHORIZATION_FAILED) and on
+//! each topic (TOPIC_AUTHORIZATION_FAILED, per partition) as Kafka checks them.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::share_fetch_response::{
+    AcquiredRecords, PartitionData, ShareFetchableTopicResponse,
+};
+use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
+use kafka_protocol::messages::{
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, share_acknowledge_response,
+};
+use kafka_protocol::protocol::StrBytes;
+use logd::share::AcknowledgeType;
+use parking_lot::Mutex;
+
+use crate::acl::{Operation, ResourceType};
+use crate::admin::Guard;
+use crate::auth::Peer;
+use crate::codes;
+use crate::engine_codes::for_engine_error;
+
+/// Records per fetch when the request names no maximum.
+const DEFAULT_MAX_RECORDS: usize = 500;
+
+fn text(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+type Answers = std::collections::BTreeMap<([u8; 16], i32), PartitionData>;
+
+/// The answer for `key`, begun with the leader (this node) if not yet there.
+fn partition_data(answers: &mut Answers, node_id: i32, key: ([u8; 16], i32)) -> &mut PartitionData {
+    answers.entry(key).or_insert_with(|| {
+        let mut d = PartitionData::default();
+        d.partition_index = key.1;
+        d.current_leader.leader_id = node_id;
+        d
+    })
+}
+
+/// A share session: the partitions it fetches (topic id, partition) and its next epoch.
+#[derive(Debug, Default)]
+struct Session {
+    partitions: BTreeSet<([u8; 16], i32)>,
+    next_epoch: i32,
+}
+
+/// ShareGroupHeartbeat, ShareFetch and ShareAcknowledge.
+#[derive(Debug)]
+pub(super) struct ShareApi {
+    pub(super) log: logd::Log,
+    pub(super) guard: Guard,
+    pub(super) node_id: i32,
+    sessions: Mutex<HashMap<(String, String), Session>>,
+}
+
+/// An acknowledgement batch as the wire carries it.
+type WireBatch = (i64, i64, Vec<i8>);
+
+impl ShareApi {
+    pub(super) fn new(log: logd::Log, guard: Guard, node_id: i32) -> ShareApi {
+        ShareApi {
+            log,
+            guard,
+            node_id,
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The group and member a fetch or acknowledgement names, if both are there and the
+    /// caller may read the group; else the code that refuses it.
+    fn caller<'r>(
+        &self,
+        group: Option<&'r kafka_protocol::messages::GroupId>,
+        member: Option<&'r StrBytes>,
+        peer: &Peer,
+    ) -> Result<(&'r str, &'r str), i16> {
+        let (Some(group), Some(member)) = (group, member) else {
+            return Err(codes::INVALID_REQUEST);
+        };
+        if !self.may_read_group(peer, group) {
+            return Err(codes::GROUP_AUTHORIZATION_FAILED);
+        }
+        Ok((group.0.as_str(), member.as_str()))
+    }
+
+    fn may_read_group(&self, peer: &Peer, group: &str) -> bool {
+        self.guard
+            .allowed(&peer.caller, Operation::Read, ResourceType::Group, group)
+    }
+
+    pub(super) fn share_group_heartbeat(
+        &self,
+        request: ShareGroupHeartbeatRequest,
+        peer: &Peer,
+    ) -> ShareGroupHeartbeatResponse {
+        let mut response = ShareGroupHeartbeatResponse::default();
+        let group = request.group_id.0.as_str();
+        if !self.may_read_group(peer, group) {
+            response.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+            return response;
+        }
+        let subscribed: Option<Vec<String>> = request
+            .subscribed_topic_names
+            .map(|names| names.iter().map(|t| t.0.to_string()).collect());
+        if let Some(topics) = &subscribed
+            && let Some(refused) = topics.iter().find(|t| {
+                !self
+                    .guard
+                    .allowed(&peer.caller, Operation::Describe, ResourceType::Topic, t)
+            })
+        {
+            response.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+            response.error_message = Some(text(format!("Topic {refused} is not authorized.")));
+            return response;
+        }
+        let member = request.member_id.as_str();
+        match self
+            .log
+            .share_heartbeat(group, member, request.member_epoch, subscribed)
+        {
+            Ok(beat) => {
+                response.member_id = Some(text(member));
+                response.member_epoch = beat.member_epoch;
+                response.heartbeat_interval_ms =
+                    i32::try_from(self.log.share_heartbeat_interval_ms(group)).unwrap_or(5_000);
+                response.assignment = beat.assignment.map(|assigned| {
+                    let mut assignment = Assignment::default();
+                    assignment.topic_partitions = assigned
+                        .into_iter()
+                        .filter_map(|(topic, partitions)| {
+                            let (id, _) = self.log.topic_id_and_partitions(&topic).ok()?;
+                            let mut tp = TopicPartitions::default();
+                            tp.topic_id = uuid::Uuid::from_bytes(id);
+                            tp.partitions = partitions.iter().map(|&p| p as i32).collect();
+                            Some(tp)
+                        })
+                        .collect();
+                    assignment
+                });
+            }
+            Err(e) => {
+                response.error_code = for_engine_error(&e);
+                response.error_message = Some(text(e.to_string()));
+            }
+        }
+        response
+    }
+
+    /// The session of (`group`, `member`) after a request at `epoch` naming `named` and
+    /// forgetting `forgotten`: its partitions, or the error code that refuses the request.
+    fn session(
+        &self,
+        group: &str,
+        member: &str,
+        epoch: i32,
+        named: &[([u8; 16], i32)],
+        forgotten: &[([u8; 16], i32)],
+    ) -> Result<BTreeSet<([u8; 16], i32)>, i16> {
+        let mut sessions = self.sessions.lock();
+        let key = (group.to_owned(), member.to_owned());
+        match epoch {
+            0 => {
+                let session = Session {
+                    partitions: named.iter().copied().collect(),
+                    next_epoch: 1,
+                };
+                let partitions = session.partitions.clone();
+                sessions.insert(key, session);
+                Ok(partitions)
+            }
+            -1 => Ok(sessions
+                .remove(&key)
+                .map(|s| s.partitions)
+                .unwrap_or_default()),
+            epoch => {
+                let Some(session) = sessions.get_mut(&key) else {
+                    return Err(ResponseError::ShareSessionNotFound.code());
+                };
+                if epoch != session.next_epoch {
+                    return Err(ResponseError::InvalidShareSessionEpoch.code());
+                }
+                session.next_epoch = if epoch == i32::MAX { 1 } else { epoch + 1 };
+                session.partitions.extend(named.iter().copied());
+                for f in forgotten {
+                    session.partitions.remove(f);
+                }
+                Ok(session.partitions.clone())
+            }
+        }
+    }
+
+    /// Applies one partition's acknowledgements: the code and message to answer.
+    fn acknowledge(
+        &self,
+        group: &str,
+        member: &str,
+        topic: Option<&str>,
+        partition: i32,
+        batches: &[WireBatch],
+    ) -> (i16, Option<String>) {
+        let Some(topic) = topic else {
+            return (codes::UNKNOWN_TOPIC_ID, None);
+        };
+        let mut converted = Vec::with_capacity(batches.len());
+        for (first, last, types) in batches {
+            let Some(types) = types
+                .iter()
+                .map(|&t| AcknowledgeType::from_code(t))
+                .collect::<Option<Vec<_>>>()
+            else {
+                return (
+                    codes::INVALID_REQUEST,
+                    Some(format!("an acknowledge type of {types:?} is unknown")),
+                );
+            };
+            converted.push((*first, *last, types));
+        }
+        match self
+            .log
+            .share_acknowledge(group, member, topic, partition as u32, &converted)
+        {
+            Ok(_) => (0, None),
+            Err(e) => (for_engine_error(&e), Some(e.to_string())),
+        }
+    }
+
+    pub(super) fn share_fetch(
+        &self,
+        request: ShareFetchRequest,
+        peer: &Peer,
+    ) -> ShareFetchResponse {
+        let mut response = ShareFetchResponse::default();
+        let (group, member) =
+            match self.caller(request.group_id.as_ref(), request.member_id.as_ref(), peer) {
+                Ok(caller) => caller,
+                Err(code) => {
+                    response.error_code = code;
+                    return response;
+                }
+            };
+        response.acquisition_lock_timeout_ms = self
+            .log
+            .group_configs(group)
+            .iter()
+            .find(|c| c.name == "share.record.lock.duration.ms")
+            .and_then(|c| c.value.parse().ok())
+            .unwrap_or(30_000);
+        let named: Vec<([u8; 16], i32)> = request
+            .topics
+            .iter()
+            .flat_map(|t| {
+                let id = *t.topic_id.as_bytes();
+                t.partitions.iter().map(move |p| (id, p.partition_index))
+            })
+            .collect();
+        let forgotten: Vec<([u8; 16], i32)> = request
+            .forgotten_topics_data
+            .iter()
+            .flat_map(|t| {
+                let id = *t.topic_id.as_bytes();
+                t.partitions.iter().map(move |&p| (id, p))
+            })
+            .collect();
+        let partitions = match self.session(
+            group,
+            member,
+            request.share_session_epoch,
+            &named,
+            &forgotten,
+        ) {
+            Ok(partitions) => partitions,
+            Err(code) => {
+                response.error_code = code;
+                return response;
+            }
+        };
+        // Answers per partition: (topic id, partition) to its data.
+        let mut answers = Answers::new();
+        for t in &request.topics {
+            let id = *t.topic_id.as_bytes();
+            let name = self.log.topic_name_by_id(&id);
+            for p in t
+                .partitions
+                .iter()
+                .filter(|p| !p.acknowledgement_batches.is_empty())
+            {
+                let batches: Vec<WireBatch> = p
+                    .acknowledgement_batches
+                    .iter()
+                    .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
+                    .collect();
+                let (code, message) =
+                    self.acknowledge(group, member, name.as_deref(), p.partition_index, &batches);
+                let d = partition_data(&mut answers, self.node_id, (id, p.partition_index));
+                d.acknowledge_error_code = code;
+                d.acknowledge_error_message = message.map(text);
+            }
+        }
+        if request.share_session_epoch != -1 {
+            let max_records = usize::try_from(request.max_records)
+                .ok()
+                .filter(|&n| n > 0)
+                .unwrap_or(DEFAULT_MAX_RECORDS);
+            let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0).max(1);
+            let deadline =
+                Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
+            loop {
+                let seen = self.log.append_count();
+                let got = self.fetch_once(group, member, &partitions, max_records, max_bytes, peer);
+                let any = got
+                    .iter()
+                    .any(|(_, d)| !d.acquired_records.is_empty() || d.error_code != 0);
+                for (key, fetched) in got {
+                    let d = partition_data(&mut answers, self.node_id, key);
+                    d.error_code = fetched.error_code;
+                    d.error_message = fetched.error_message;
+                    d.records = fetched.records;
+                    d.acquired_records = fetched.acquired_records;
+                }
+                let now = Instant::now();
+                if any || now >= deadline {
+                    break;
+                }
+                // Wake on an append; come back for locks that expire meanwhile too.
+                self.log
+                    .wait_for_append(seen, (deadline - now).min(Duration::from_millis(200)));
+            }
+        }
+        let mut by_topic: std::collections::BTreeMap<[u8; 16], Vec<PartitionData>> =
+            Default::default();
+        for ((id, _), d) in answers {
+            by_topic.entry(id).or_default().push(d);
+        }
+        response.responses = by_topic
+            .into_iter()
+            .map(|(id, partitions)| {
+                let mut t = ShareFetchableTopicResponse::default();
+                t.topic_id = uuid::Uuid::from_bytes(id);
+                t.partitions = partitions;
+                t
+            })
+            .collect();
+        response
+    }
+
+    /// One look at the session's partitions: what each acquired for the member (only those
+    /// with records or an error).
+    fn fetch_once(
+        &self,
+        group: &str,
+        member: &str,
+        partitions: &BTreeSet<([u8; 16], i32)>,
+        max_records: usize,
+        max_bytes: usize,
+        peer: &Peer,
+    ) -> Vec<(([u8; 16], i32), PartitionData)> {
+        let mut out = Vec::new();
+        let mut records_left = max_records;
+        let mut bytes_left = max_bytes;
+        for &(id, partition) in partitions {
+            if records_left == 0 || bytes_left == 0 {
+                break;
+            }
+            let mut d = PartitionData::default();
+            d.partition_index = partition;
+            let Some(topic) = self.log.topic_name_by_id(&id) else {
+                d.error_code = codes::UNKNOWN_TOPIC_ID;
+                out.push(((id, partition), d));
+                continue;
+            };
+            if !self
+                .guard
+                .allowed(&peer.caller, Operation::Read, ResourceType::Topic, &topic)
+            {
+                d.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                out.push(((id, partition), d));
+                continue;
+            }
+            match self.log.share_fetch(
+                group,
+                member,
+                &topic,
+                partition as u32,
+                records_left,
+                bytes_left,
+            ) {
+                Ok((acquired, _, bytes)) if !acquired.is_empty() => {
+                    records_left -= acquired
+                        .iter()
+                        .map(|r| (r.last_offset - r.first_offset + 1) as usize)
+                        .sum::<usize>()
+                        .min(records_left);
+                    bytes_left = bytes_left.saturating_sub(bytes.len());
+                    d.records = Some(Bytes::from(BytesMut::from(&bytes[..])));
+                    d.acquired_records = acquired
+                        .into_iter()
+                        .map(|r| {
+                            let mut a = AcquiredRecords::default();
+                            a.first_offset = r.first_offset;
+                            a.last_offset = r.last_offset;
+                            a.delivery_count = r.delivery_count as i16;
+                            a
+                        })
+                        .collect();
+                    out.push(((id, partition), d));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    d.error_code = for_engine_error(&e);
+                    d.error_message = Some(text(e.to_string()));
+                    out.push(((id, partition), d));
+                }
+            }
+        }
+        out
+    }
+
+    pub(super) fn share_acknowledge(
+        &self,
+        request: ShareAcknowledgeRequest,
+        peer: &Peer,
+    ) -> ShareAcknowledgeResponse {
+        let mut response = ShareAcknowledgeResponse::default();
+        let (group, member) =
+            match self.caller(request.group_id.as_ref(), request.member_id.as_ref(), peer) {
+                Ok(caller) => caller,
+                Err(code) => {
+                    response.error_code = code;
+                    return response;
+                }
+            };
+        if request.share_session_epoch == 0 {
+            response.error_code = codes::INVALID_REQUEST;
+            response.error_message = Some(text("ShareAcknowledge cannot open a share session"));
+            return response;
+        }
+        if let Err(code) = self.session(group, member, request.share_session_epoch, &[], &[]) {
+            response.error_code = code;
+            return response;
+        }
+        for t in &request.topics {
+            let id = *t.topic_id.as_bytes();
+            let name = self.log.topic_name_by_id(&id);
+            let mut topic = share_acknowledge_response::ShareAcknowledgeTopicResponse::default();
+            topic.topic_id = t.topic_id;
+            for p in &t.partitions {
+                let batches: Vec<WireBatch> = p
+                    .acknowledgement_batches
+                    .iter()
+                    .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
+                    .collect();
+                let (code, message) =
+                    self.acknowledge(group, member, name.as_deref(), p.partition_index, &batches);
+                let mut d = share_acknowledge_response::PartitionData::default();
+                d.partition_index = p.partition_index;
+                d.error_code = code;
+                d.error_message = message.map(text);
+                d.current_leader.leader_id = self.node_id;
+                topic.partitions.push(d);
+            }
+            response.responses.push(topic);
+        }
+        response
+    }
+}

@@ -1,0 +1,213 @@
+//! Share groups on the wire, request by request, with Kafka's codes: membership and its
+//! epochs, share sessions and their epochs, records acquired by a fetch and acknowledged by the
+//! next one or by ShareAcknowledge, and the refusals of acknowledgements a member may not make.
+
+mod common;
+
+use common::{call, s};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::share_acknowledge_request::{
+    AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch,
+};
+use kafka_protocol::messages::share_fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::*;
+use logd::{Config, Log, TopicConfig};
+use logd_kafka::{Broker, BrokerConfig};
+use logd_storage::batch::{BatchBuilder, Compression};
+
+fn broker(dir: &std::path::Path) -> (Broker, uuid::Uuid) {
+    let log = Log::open(dir, Config::default()).unwrap();
+    log.create_topic(
+        "jobs",
+        TopicConfig {
+            partitions: 1,
+            ..TopicConfig::default()
+        },
+    )
+    .unwrap();
+    let mut batch = BatchBuilder::new(Compression::None);
+    for i in 0..5 {
+        batch.push(i, None, Some(format!("job-{i}").as_bytes()), &[]);
+    }
+    log.append("jobs", 0, &mut batch.build(0).unwrap()).unwrap();
+    log.alter_group_configs(
+        "workers",
+        &[("share.auto.offset.reset", Some("earliest"))],
+        false,
+    )
+    .unwrap();
+    let (id, _) = log.topic_id_and_partitions("jobs").unwrap();
+    (
+        Broker::new(log, BrokerConfig::default()),
+        uuid::Uuid::from_bytes(id),
+    )
+}
+
+fn heartbeat(b: &Broker, member: &str, epoch: i32) -> ShareGroupHeartbeatResponse {
+    let mut request = ShareGroupHeartbeatRequest::default();
+    request.group_id = GroupId(s("workers"));
+    request.member_id = s(member);
+    request.member_epoch = epoch;
+    if epoch == 0 {
+        request.subscribed_topic_names = Some(vec![TopicName(s("jobs"))]);
+    }
+    call(b, ApiKey::ShareGroupHeartbeat, 1, &request)
+}
+
+fn fetch(
+    b: &Broker,
+    member: &str,
+    epoch: i32,
+    topic: Option<uuid::Uuid>,
+    acks: Vec<(i64, i64, Vec<i8>)>,
+) -> ShareFetchResponse {
+    let mut request = ShareFetchRequest::default();
+    request.group_id = Some(GroupId(s("workers")));
+    request.member_id = Some(s(member));
+    request.share_session_epoch = epoch;
+    request.max_records = 100;
+    request.max_bytes = 1 << 20;
+    if let Some(id) = topic {
+        let mut partition = FetchPartition::default();
+        partition.acknowledgement_batches = acks
+            .into_iter()
+            .map(|(first, last, types)| {
+                let mut batch = share_fetch_request::AcknowledgementBatch::default();
+                batch.first_offset = first;
+                batch.last_offset = last;
+                batch.acknowledge_types = types;
+                batch
+            })
+            .collect();
+        let mut t = FetchTopic::default();
+        t.topic_id = id;
+        t.partitions = vec![partition];
+        request.topics = vec![t];
+    }
+    call(b, ApiKey::ShareFetch, 1, &request)
+}
+
+fn acknowledge(
+    b: &Broker,
+    member: &str,
+    epoch: i32,
+    topic: uuid::Uuid,
+    (first, last, types): (i64, i64, Vec<i8>),
+) -> ShareAcknowledgeResponse {
+    let mut batch = AcknowledgementBatch::default();
+    batch.first_offset = first;
+    batch.last_offset = last;
+    batch.acknowledge_types = types;
+    let mut partition = AcknowledgePartition::default();
+    partition.acknowledgement_batches = vec![batch];
+    let mut t = AcknowledgeTopic::default();
+    t.topic_id = topic;
+    t.partitions = vec![partition];
+    let mut request = ShareAcknowledgeRequest::default();
+    request.group_id = Some(GroupId(s("workers")));
+    request.member_id = Some(s(member));
+    request.share_session_epoch = epoch;
+    request.topics = vec![t];
+    call(b, ApiKey::ShareAcknowledge, 1, &request)
+}
+
+#[test]
+fn members_join_heartbeat_and_are_fenced_by_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, topic) = broker(dir.path());
+    let joined = heartbeat(&b, "a", 0);
+    assert_eq!(joined.error_code, 0);
+    assert!(joined.member_epoch > 0);
+    assert_eq!(joined.heartbeat_interval_ms, 5_000);
+    let assignment = joined.assignment.expect("an assignment on joining");
+    assert_eq!(assignment.topic_partitions[0].topic_id, topic);
+    assert_eq!(assignment.topic_partitions[0].partitions, [0]);
+    // The same epoch again: no new assignment.
+    let again = heartbeat(&b, "a", joined.member_epoch);
+    assert_eq!(
+        (again.error_code, again.member_epoch),
+        (0, joined.member_epoch)
+    );
+    assert!(again.assignment.is_none());
+    let stale = heartbeat(&b, "a", joined.member_epoch + 7);
+    assert_eq!(stale.error_code, ResponseError::FencedMemberEpoch.code());
+    assert_eq!(
+        heartbeat(&b, "nobody", 3).error_code,
+        ResponseError::UnknownMemberId.code()
+    );
+    assert_eq!(
+        heartbeat(&b, "", 0).error_code,
+        ResponseError::InvalidRequest.code()
+    );
+    let left = heartbeat(&b, "a", -1);
+    assert_eq!((left.error_code, left.member_epoch), (0, -1));
+}
+
+#[test]
+fn sessions_fetch_acknowledge_and_refuse_with_kafkas_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, topic) = broker(dir.path());
+    heartbeat(&b, "a", 0);
+    heartbeat(&b, "b", 0);
+    // A session epoch that was never opened.
+    assert_eq!(
+        fetch(&b, "a", 1, None, vec![]).error_code,
+        ResponseError::ShareSessionNotFound.code()
+    );
+    let first = fetch(&b, "a", 0, Some(topic), vec![]);
+    assert_eq!(first.error_code, 0);
+    assert_eq!(first.acquisition_lock_timeout_ms, 30_000);
+    let p = &first.responses[0].partitions[0];
+    assert_eq!(
+        (
+            p.acquired_records[0].first_offset,
+            p.acquired_records[0].last_offset
+        ),
+        (0, 4)
+    );
+    assert_eq!(p.acquired_records[0].delivery_count, 1);
+    assert!(p.records.as_ref().is_some_and(|r| !r.is_empty()));
+    // Epoch 1 next; 5 is refused.
+    assert_eq!(
+        fetch(&b, "a", 5, None, vec![]).error_code,
+        ResponseError::InvalidShareSessionEpoch.code()
+    );
+    // b holds nothing: its acknowledgement is refused, and changes nothing.
+    fetch(&b, "b", 0, Some(topic), vec![]);
+    let refused = acknowledge(&b, "b", 1, topic, (0, 1, vec![1]));
+    assert_eq!(
+        refused.responses[0].partitions[0].error_code,
+        ResponseError::InvalidRecordState.code()
+    );
+    let past = acknowledge(&b, "b", 2, topic, (0, 9, vec![1]));
+    assert_eq!(
+        past.responses[0].partitions[0].error_code,
+        ResponseError::InvalidRequest.code()
+    );
+    // a accepts 0-1 and releases 2-4 on its next fetch, which takes 2-4 again (count 2).
+    let next = fetch(&b, "a", 1, Some(topic), vec![(0, 4, vec![1, 1, 2, 2, 2])]);
+    let p = &next.responses[0].partitions[0];
+    assert_eq!(p.acknowledge_error_code, 0);
+    assert_eq!(
+        (
+            p.acquired_records[0].first_offset,
+            p.acquired_records[0].delivery_count
+        ),
+        (2, 2)
+    );
+    // An unknown acknowledge type.
+    let unknown = acknowledge(&b, "a", 2, topic, (2, 2, vec![9]));
+    assert_eq!(
+        unknown.responses[0].partitions[0].error_code,
+        ResponseError::InvalidRequest.code()
+    );
+    // Accepted with ShareAcknowledge; the session closes with -1.
+    let done = acknowledge(&b, "a", 3, topic, (2, 4, vec![1]));
+    assert_eq!(done.responses[0].partitions[0].error_code, 0);
+    let closed = fetch(&b, "a", -1, None, vec![]);
+    assert_eq!(closed.error_code, 0);
+    assert_eq!(
+        fetch(&b, "a", 4, None, vec![]).error_code,
+        ResponseError::ShareSessionNotFound.code()
+    );
+}

@@ -1,0 +1,194 @@
+//! Share groups (KIP-932) with Kafka's own `KafkaShareConsumer` (kafka-clients 4.4, in
+//! `java/src/ShareConsumers.java`) against a real daemon: members dividing one partition with
+//! each record accepted once; release (counted again), reject (never again) and the delivery
+//! limit; a member killed with SIGKILL while it holds records, which reach another member
+//! after the lock duration with their count raised; and logd itself killed with SIGKILL, after
+//! which nothing acknowledged comes again and what was held does, counted.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use super::Daemon;
+use super::java_clients::java;
+
+/// Runs a mode of the program to its end; its output lines.
+fn run(addr: &str, args: &[&str]) -> Vec<String> {
+    let mut all = vec![addr];
+    all.extend_from_slice(args);
+    let output = java("ShareConsumers", &all).output().expect("java");
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "ShareConsumers {args:?}:\n{printed}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    printed.lines().map(str::to_owned).collect()
+}
+
+/// Each `GOT offset count` line: offset to delivery count.
+fn got(lines: &[String]) -> BTreeMap<i64, i16> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("GOT "))
+        .map(|l| {
+            let (offset, count) = l.split_once(' ').unwrap();
+            (offset.parse().unwrap(), count.parse().unwrap())
+        })
+        .collect()
+}
+
+/// Starts `hold TOPIC GROUP accept`: returns the process, the offsets it accepted and those
+/// it holds (with their counts) once it says it holds them.
+fn hold(
+    addr: &str,
+    topic: &str,
+    group: &str,
+    accept: &str,
+) -> (Child, Vec<i64>, BTreeMap<i64, i16>) {
+    let mut child = java("ShareConsumers", &[addr, "hold", topic, group, accept])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("java");
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let (mut accepted, mut held) = (Vec::new(), BTreeMap::new());
+    for line in out.lines() {
+        let line = line.unwrap();
+        if let Some(offset) = line.strip_prefix("ACCEPTED ") {
+            accepted.push(offset.parse().unwrap());
+        } else if let Some(rest) = line.strip_prefix("HELD ") {
+            let (offset, count) = rest.split_once(' ').unwrap();
+            held.insert(offset.parse().unwrap(), count.parse().unwrap());
+        } else if line == "HOLDING" {
+            return (child, accepted, held);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the holding consumer ended before it held records");
+}
+
+/// Drains the group (quiet for `quiet_ms` at the end): exactly `expected` come, each record
+/// the killed consumer held with its count raised by one, any other once, or twice if the
+/// killed client had fetched it ahead without handing it out.
+fn drain_and_check(
+    addr: &str,
+    quiet_ms: &str,
+    expected: std::ops::Range<i64>,
+    held: &BTreeMap<i64, i16>,
+) {
+    let lines = run(addr, &["drain", "jobs", "workers", quiet_ms]);
+    let drained = got(&lines);
+    assert_eq!(
+        drained.keys().copied().collect::<Vec<_>>(),
+        expected.collect::<Vec<_>>(),
+        "{lines:#?}"
+    );
+    for (offset, count) in &drained {
+        match held.get(offset) {
+            Some(before) => assert_eq!(*count, before + 1, "offset {offset}: {lines:#?}"),
+            None => assert!((1..=2).contains(count), "offset {offset}: {lines:#?}"),
+        }
+    }
+}
+
+#[test]
+fn java_share_consumers_divide_one_partition_and_accept_each_record_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    run(&daemon.addr, &["setup", "jobs", "workers", "200"]);
+    let lines = run(&daemon.addr, &["share", "jobs", "workers", "200"]);
+    assert!(lines.contains(&"SEEN 200".to_owned()), "{lines:#?}");
+    assert!(
+        !lines.iter().any(|l| l.starts_with("DUPLICATE")),
+        "{lines:#?}"
+    );
+    // Both members got records of the one partition.
+    for member in ["MEMBER 0 ", "MEMBER 1 "] {
+        let count: usize = lines
+            .iter()
+            .find_map(|l| l.strip_prefix(member))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(count > 0, "{member}got nothing: {lines:#?}");
+    }
+}
+
+#[test]
+fn released_records_come_again_counted_rejected_ones_never_and_the_limit_archives() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    run(
+        &daemon.addr,
+        &[
+            "setup",
+            "jobs",
+            "workers",
+            "4",
+            "share.delivery.count.limit=3",
+        ],
+    );
+    let lines = run(&daemon.addr, &["release-reject", "jobs", "workers"]);
+    let deliveries: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("DELIVERY "))
+        .collect();
+    // As Apache Kafka 4.4 answered the same program: offset 0, released each time, comes
+    // three times and is then archived; offset 1, rejected, once.
+    assert_eq!(
+        deliveries,
+        ["0 1", "1 1", "2 1", "3 1", "0 2", "0 3"],
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn a_killed_members_records_reach_another_after_the_lock_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    run(
+        &daemon.addr,
+        &[
+            "setup",
+            "jobs",
+            "workers",
+            "10",
+            "share.record.lock.duration.ms=15000",
+        ],
+    );
+    let (mut holder, accepted, held) = hold(&daemon.addr, "jobs", "workers", "3");
+    assert_eq!(accepted, [0, 1, 2]);
+    assert!(
+        !held.is_empty() && held.values().all(|&c| c == 1),
+        "{held:?}"
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let killed = Instant::now();
+    // Quiet for up to 20 s: the held records come only once their locks expire.
+    drain_and_check(&daemon.addr, "20000", 3..10, &held);
+    // The held ones waited for their locks (15 s from when they were taken).
+    assert!(
+        killed.elapsed() > Duration::from_secs(5),
+        "{:?}",
+        killed.elapsed()
+    );
+}
+
+#[test]
+fn after_logd_is_killed_nothing_acknowledged_comes_again_and_held_records_come_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--fsync", "always"]);
+    let addr = daemon.addr.clone();
+    run(&addr, &["setup", "jobs", "workers", "10"]);
+    let (mut holder, accepted, held) = hold(&addr, "jobs", "workers", "4");
+    assert_eq!(accepted, [0, 1, 2, 3]);
+    daemon.kill();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let _restarted = Daemon::start_on(dir.path(), &addr, &["--fsync", "always"]);
+    drain_and_check(&addr, "8000", 4..10, &held);
+}
