@@ -284,6 +284,22 @@ fn table() -> Vec<Row> {
             },
         },
         Row {
+            api: "ShareGroupDescribe",
+            needs: vec![(Group, "billing", Describe, GROUP)],
+            granted: 0,
+            send: |b| {
+                let mut request = ShareGroupDescribeRequest::default();
+                request.group_ids = vec![GroupId(s("billing"))];
+                let r: ShareGroupDescribeResponse =
+                    call(b, ApiKey::ShareGroupDescribe, 1, &request);
+                // A group that is no share group is not found, once the caller may look.
+                match r.groups[0].error_code {
+                    69 => 0,
+                    code => code,
+                }
+            },
+        },
+        Row {
             api: "ShareFetch",
             needs: vec![(Group, "billing", Read, GROUP)],
             granted: 0,

@@ -139,8 +139,60 @@ fn members_join_heartbeat_and_are_fenced_by_epoch() {
         heartbeat(&b, "", 0).error_code,
         ResponseError::InvalidRequest.code()
     );
-    let left = heartbeat(&b, "a", -1);
-    assert_eq!((left.error_code, left.member_epoch), (0, -1));
+    heartbeat(&b, "b", 0);
+    // Described and listed while it has members.
+    let described = describe(&b, &["workers", "nothing"]);
+    let group = &described.groups[0];
+    assert_eq!(
+        (group.error_code, group.group_state.as_str()),
+        (0, "Stable")
+    );
+    assert_eq!(group.assignor_name.as_str(), "simple");
+    let mut members: Vec<&str> = group.members.iter().map(|m| m.member_id.as_str()).collect();
+    members.sort();
+    assert_eq!(members, ["a", "b"]);
+    let a = group
+        .members
+        .iter()
+        .find(|m| m.member_id.as_str() == "a")
+        .unwrap();
+    assert_eq!(a.client_id.as_str(), "tester");
+    assert_eq!(a.subscribed_topic_names[0].0.as_str(), "jobs");
+    assert_eq!(a.assignment.topic_partitions[0].topic_id, topic);
+    assert_eq!(
+        described.groups[1].error_code,
+        ResponseError::GroupIdNotFound.code()
+    );
+    assert_eq!(listed(&b), [("workers".to_owned(), "Stable".to_owned())]);
+    for member in ["a", "b"] {
+        let left = heartbeat(&b, member, -1);
+        assert_eq!((left.error_code, left.member_epoch), (0, -1));
+    }
+    assert_eq!(listed(&b), [("workers".to_owned(), "Empty".to_owned())]);
+    assert_eq!(
+        describe(&b, &["workers"]).groups[0].group_state.as_str(),
+        "Empty"
+    );
+}
+
+fn describe(b: &Broker, groups: &[&str]) -> ShareGroupDescribeResponse {
+    let mut request = ShareGroupDescribeRequest::default();
+    request.group_ids = groups.iter().map(|g| GroupId(s(g))).collect();
+    call(b, ApiKey::ShareGroupDescribe, 1, &request)
+}
+
+/// The share groups ListGroups lists (filtered by type), with their states.
+fn listed(b: &Broker) -> Vec<(String, String)> {
+    let mut request = ListGroupsRequest::default();
+    request.types_filter = vec![s("share")];
+    let r: ListGroupsResponse = call(b, ApiKey::ListGroups, 5, &request);
+    r.groups
+        .iter()
+        .map(|g| {
+            assert_eq!(g.protocol_type.as_str(), "share");
+            (g.group_id.0.to_string(), g.group_state.to_string())
+        })
+        .collect()
 }
 
 #[test]

@@ -120,6 +120,11 @@ fn request(key: ApiKey) -> Option<RequestKind> {
             r.subscribed_topic_names = Some(vec![t()]);
             RequestKind::ShareGroupHeartbeat(r)
         }
+        ApiKey::ShareGroupDescribe => {
+            let mut r = ShareGroupDescribeRequest::default();
+            r.group_ids = vec![GroupId(StrBytes::from_static_str("g"))];
+            RequestKind::ShareGroupDescribe(r)
+        }
         ApiKey::ShareFetch => {
             let mut r = ShareFetchRequest::default();
             r.group_id = Some(GroupId(StrBytes::from_static_str("g")));

@@ -86,19 +86,26 @@ impl GroupAdminApi {
             .filter(|(state, _)| {
                 wanted(&request.states_filter, state) && wanted(&request.types_filter, CLASSIC)
             })
-            .map(|(state, id)| {
-                let mut group = ListedGroup::default();
-                group.group_id = GroupId(str_bytes(id));
-                group.protocol_type = str_bytes("consumer");
-                if version >= 4 {
-                    group.group_state = str_bytes(state);
-                }
-                if version >= 5 {
-                    group.group_type = str_bytes(CLASSIC);
-                }
-                group
-            })
+            .map(|(state, id)| listed(id, "consumer", state, CLASSIC, version))
             .collect();
+        // Share groups (KIP-932): type and protocol `share`, Stable with members, else Empty.
+        let share_groups = self.log.share_group_ids().into_iter().filter(|id| {
+            all || self
+                .guard
+                .allows(&peer.caller, Operation::Describe, ResourceType::Group, id)
+        });
+        for id in share_groups {
+            let members = self
+                .log
+                .share_group_members(&id)
+                .map_or(0, |(_, m)| m.len());
+            let state = if members > 0 { "Stable" } else { "Empty" };
+            if wanted(&request.states_filter, state) && wanted(&request.types_filter, "share") {
+                response
+                    .groups
+                    .push(listed(id, "share", state, "share", version));
+            }
+        }
         response
     }
 
@@ -221,4 +228,18 @@ impl GroupAdminApi {
         }
         response
     }
+}
+
+/// A ListGroups entry, with the fields `version` carries.
+fn listed(id: String, protocol_type: &str, state: &str, kind: &str, version: i16) -> ListedGroup {
+    let mut group = ListedGroup::default();
+    group.group_id = GroupId(str_bytes(id));
+    group.protocol_type = str_bytes(protocol_type);
+    if version >= 4 {
+        group.group_state = str_bytes(state);
+    }
+    if version >= 5 {
+        group.group_type = str_bytes(kind);
+    }
+    group
 }

@@ -281,8 +281,11 @@ impl Apis {
             RequestKind::AlterClientQuotas(request) => {
                 ResponseKind::AlterClientQuotas(self.quotas.alter_client_quotas(request, peer))
             }
-            RequestKind::ShareGroupHeartbeat(request) => {
-                ResponseKind::ShareGroupHeartbeat(self.share.share_group_heartbeat(request, peer))
+            RequestKind::ShareGroupHeartbeat(request) => ResponseKind::ShareGroupHeartbeat(
+                self.share.share_group_heartbeat(request, client_id, peer),
+            ),
+            RequestKind::ShareGroupDescribe(request) => {
+                ResponseKind::ShareGroupDescribe(self.share.share_group_describe(request, peer))
             }
             RequestKind::ShareFetch(request) => {
                 ResponseKind::ShareFetch(self.share.share_fetch(request, peer))

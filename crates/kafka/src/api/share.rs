@@ -17,7 +17,9 @@ use kafka_protocol::messages::share_fetch_response::{
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::{
     ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
-    ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, share_acknowledge_response,
+    ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse, TopicName, share_acknowledge_response,
+    share_group_describe_response,
 };
 use kafka_protocol::protocol::StrBytes;
 use logd::share::AcknowledgeType;
@@ -102,6 +104,7 @@ impl ShareApi {
     pub(super) fn share_group_heartbeat(
         &self,
         request: ShareGroupHeartbeatRequest,
+        client_id: &str,
         peer: &Peer,
     ) -> ShareGroupHeartbeatResponse {
         let mut response = ShareGroupHeartbeatResponse::default();
@@ -125,10 +128,13 @@ impl ShareApi {
             return response;
         }
         let member = request.member_id.as_str();
-        match self
-            .log
-            .share_heartbeat(group, member, request.member_epoch, subscribed)
-        {
+        match self.log.share_heartbeat(
+            group,
+            member,
+            request.member_epoch,
+            subscribed,
+            (client_id, &peer.member_host()),
+        ) {
             Ok(beat) => {
                 response.member_id = Some(text(member));
                 response.member_epoch = beat.member_epoch;
@@ -153,6 +159,76 @@ impl ShareApi {
                 response.error_code = for_engine_error(&e);
                 response.error_message = Some(text(e.to_string()));
             }
+        }
+        response
+    }
+
+    /// ShareGroupDescribe: each group's state, epochs and members with their subscriptions and
+    /// assignments; DESCRIBE on the group; a group that is not a share group is
+    /// GROUP_ID_NOT_FOUND.
+    pub(super) fn share_group_describe(
+        &self,
+        request: ShareGroupDescribeRequest,
+        peer: &Peer,
+    ) -> ShareGroupDescribeResponse {
+        use share_group_describe_response::{Assignment, DescribedGroup, Member, TopicPartitions};
+        let mut response = ShareGroupDescribeResponse::default();
+        let known = self.log.share_group_ids();
+        for id in request.group_ids {
+            let mut group = DescribedGroup::default();
+            group.group_id = id.clone();
+            group.authorized_operations = i32::MIN;
+            let name = id.0.as_str();
+            if !self
+                .guard
+                .allowed(&peer.caller, Operation::Describe, ResourceType::Group, name)
+            {
+                group.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+            } else if !known.iter().any(|k| k == name) {
+                group.error_code = codes::GROUP_ID_NOT_FOUND;
+                group.error_message = Some(text(format!("Group {name} not found.")));
+            } else {
+                let (epoch, members) = self.log.share_group_members(name).unwrap_or_default();
+                group.group_state = text(if members.is_empty() {
+                    "Empty"
+                } else {
+                    "Stable"
+                });
+                group.group_epoch = epoch;
+                group.assignment_epoch = epoch;
+                group.assignor_name = text("simple");
+                group.members = members
+                    .into_iter()
+                    .map(|m| {
+                        let mut member = Member::default();
+                        member.member_id = text(m.member_id);
+                        member.member_epoch = m.member_epoch;
+                        member.client_id = text(m.client_id);
+                        member.client_host = text(m.client_host);
+                        member.subscribed_topic_names = m
+                            .subscribed
+                            .into_iter()
+                            .map(|t| TopicName(text(t)))
+                            .collect();
+                        let mut assignment = Assignment::default();
+                        assignment.topic_partitions = m
+                            .assignment
+                            .into_iter()
+                            .filter_map(|(topic, partitions)| {
+                                let (id, _) = self.log.topic_id_and_partitions(&topic).ok()?;
+                                let mut tp = TopicPartitions::default();
+                                tp.topic_id = uuid::Uuid::from_bytes(id);
+                                tp.topic_name = TopicName(text(topic));
+                                tp.partitions = partitions.iter().map(|&p| p as i32).collect();
+                                Some(tp)
+                            })
+                            .collect();
+                        member.assignment = assignment;
+                        member
+                    })
+                    .collect();
+            }
+            response.groups.push(group);
         }
         response
     }

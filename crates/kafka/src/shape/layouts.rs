@@ -276,6 +276,7 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             CompactArray(vec![CompactStr]),
             Tags,
         ],
+        ApiKey::ShareGroupDescribe => vec![CompactArray(vec![CompactStr]), BOOL, Tags],
         ApiKey::ShareFetch => vec![
             CompactStr,
             CompactStr,

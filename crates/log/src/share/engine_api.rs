@@ -155,6 +155,7 @@ impl Log {
         member: &str,
         member_epoch: i32,
         subscribed: Option<Vec<String>>,
+        client: (&str, &str),
     ) -> Result<ShareHeartbeat> {
         let configs = &self.shared.group_configs;
         let now = self.clock().now_ms();
@@ -169,6 +170,7 @@ impl Log {
             member,
             member_epoch,
             subscribed,
+            client,
             configs.int(group, "share.session.timeout.ms"),
             now,
             assign,
@@ -199,7 +201,18 @@ impl Log {
         self.shared.share_groups.is_member(group, member)
     }
 
-    /// Share group `group`'s epoch and members, `None` when it has none.
+    /// Every share group: those with members since the engine started and those with share
+    /// state, sorted.
+    pub fn share_group_ids(&self) -> Vec<String> {
+        let mut ids = self.shared.share_groups.ids();
+        ids.extend(self.shared.shares.group_ids());
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Share group `group`'s epoch and members, `None` when it had none since the engine
+    /// started.
     pub fn share_group_members(&self, group: &str) -> Option<(i32, Vec<ShareMemberDescription>)> {
         self.shared.share_groups.describe(group)
     }

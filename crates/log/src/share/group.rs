@@ -5,7 +5,8 @@
 //! the topics it subscribes to (members share partitions; records, not partitions, are what
 //! they divide), and a member's epoch moves to the group's when its assignment changes. A
 //! member silent for `share.session.timeout.ms` is removed and its records given back.
-//! Membership is not durable, as in Kafka members rejoin after a coordinator restart.
+//! Membership is not durable: as in Kafka, members rejoin after a coordinator restart. A group
+//! stays (empty, with its epoch) after its last member leaves.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +18,8 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Member {
     epoch: i32,
+    client_id: String,
+    client_host: String,
     subscribed: Vec<String>,
     /// What it was last given: topic to partitions.
     assignment: BTreeMap<String, Vec<u32>>,
@@ -43,6 +46,10 @@ pub struct ShareHeartbeat {
 pub struct ShareMemberDescription {
     /// Its id.
     pub member_id: String,
+    /// The client id it joined with.
+    pub client_id: String,
+    /// The host it joined from.
+    pub client_host: String,
     /// Its epoch.
     pub member_epoch: i32,
     /// The topics it subscribes to.
@@ -68,6 +75,7 @@ impl ShareGroups {
         member: &str,
         member_epoch: i32,
         subscribed: Option<Vec<String>>,
+        client: (&str, &str),
         session_timeout_ms: i64,
         now_ms: i64,
         assign: impl Fn(&[String]) -> BTreeMap<String, Vec<u32>>,
@@ -88,10 +96,7 @@ impl ShareGroups {
         if !expired.is_empty() {
             g.epoch += 1;
         }
-        let answer = Self::beat(g, member, member_epoch, subscribed, now_ms, assign);
-        if g.members.is_empty() {
-            groups.remove(group);
-        }
+        let answer = Self::beat(g, member, member_epoch, subscribed, client, now_ms, assign);
         (answer, expired)
     }
 
@@ -100,6 +105,7 @@ impl ShareGroups {
         member: &str,
         member_epoch: i32,
         subscribed: Option<Vec<String>>,
+        (client_id, client_host): (&str, &str),
         now_ms: i64,
         assign: impl Fn(&[String]) -> BTreeMap<String, Vec<u32>>,
     ) -> Result<ShareHeartbeat> {
@@ -129,6 +135,8 @@ impl ShareGroups {
                     member.to_owned(),
                     Member {
                         epoch: 0,
+                        client_id: client_id.to_owned(),
+                        client_host: client_host.to_owned(),
                         subscribed,
                         assignment: BTreeMap::new(),
                         last_heard_ms: now_ms,
@@ -175,7 +183,13 @@ impl ShareGroups {
             .is_some_and(|g| g.members.contains_key(member))
     }
 
-    /// The members of `group` and its epoch, `None` if it has no members.
+    /// Every share group that had a member since the engine started.
+    pub(crate) fn ids(&self) -> Vec<String> {
+        self.groups.lock().keys().cloned().collect()
+    }
+
+    /// The members of `group` and its epoch, `None` if it never had one since the engine
+    /// started.
     pub(crate) fn describe(&self, group: &str) -> Option<(i32, Vec<ShareMemberDescription>)> {
         let groups = self.groups.lock();
         let g = groups.get(group)?;
@@ -185,6 +199,8 @@ impl ShareGroups {
                 .iter()
                 .map(|(id, m)| ShareMemberDescription {
                     member_id: id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
                     member_epoch: m.epoch,
                     subscribed: m.subscribed.clone(),
                     assignment: m.assignment.clone(),

@@ -230,6 +230,13 @@ impl ShareStates {
         Ok(archived)
     }
 
+    /// Every group with share state.
+    pub(crate) fn group_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.live.lock().keys().map(|k| k.0.clone()).collect();
+        ids.dedup();
+        ids
+    }
+
     /// Every share-partition of group `group`.
     pub(crate) fn describe(&self, group: &str) -> Vec<SharePartitionState> {
         self.live
