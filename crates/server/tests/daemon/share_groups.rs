@@ -1,5 +1,6 @@
 //! Share groups (KIP-932) with Kafka's own `KafkaShareConsumer` (kafka-clients 4.4, in
-//! `java/src/ShareConsumers.java`) against a real daemon: members dividing one partition with
+//! `java/src/ShareConsumers.java`) and confluent-kafka's `ShareConsumer` (librdkafka 2.16)
+//! against a real daemon: members dividing one partition with
 //! each record accepted once; release (counted again), reject (never again) and the delivery
 //! limit; a member killed with SIGKILL while it holds records, which reach another member
 //! after the lock duration with their count raised; and logd itself killed with SIGKILL, after
@@ -10,8 +11,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use super::Daemon;
 use super::java_clients::java;
+use super::{Daemon, python_script};
 
 /// Runs a mode of the program to its end; its output lines.
 fn run(addr: &str, args: &[&str]) -> Vec<String> {
@@ -191,4 +192,77 @@ fn after_logd_is_killed_nothing_acknowledged_comes_again_and_held_records_come_c
     holder.wait().unwrap();
     let _restarted = Daemon::start_on(dir.path(), &addr, &["--fsync", "always"]);
     drain_and_check(&addr, "8000", 4..10, &held);
+}
+
+const CONFLUENT_SHARE: &str = r#"
+import sys, time
+from confluent_kafka import ShareConsumer, Producer, AcknowledgeType
+from confluent_kafka.admin import (AdminClient, NewTopic, ConfigResource, ConfigEntry,
+    AlterConfigOpType, ResourceType)
+addr = sys.argv[1]
+a = AdminClient({"bootstrap.servers": addr})
+for t, f in a.create_topics([NewTopic("jobs", num_partitions=1)]).items():
+    f.result()
+r = ConfigResource(ResourceType.GROUP, "workers", incremental_configs=[
+    ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+for _, f in a.incremental_alter_configs([r]).items():
+    f.result()
+p = Producer({"bootstrap.servers": addr})
+for i in range(60):
+    p.produce("jobs", f"job-{i}".encode())
+p.flush(10)
+members = [ShareConsumer({"bootstrap.servers": addr, "group.id": "workers",
+    "share.acknowledgement.mode": "explicit"}) for _ in range(2)]
+for m in members:
+    m.subscribe(["jobs"])
+accepted, deliveries = {}, []
+end = time.time() + 60
+while len(accepted) < 59 and time.time() < end:
+    for i, m in enumerate(members):
+        for msg in m.poll(0.5):
+            if msg.error():
+                print("ERROR", msg.error())
+                continue
+            deliveries.append((msg.offset(), msg.delivery_count()))
+            if msg.offset() == 0 and msg.delivery_count() == 1:
+                m.acknowledge(msg, AcknowledgeType.RELEASE)
+            elif msg.offset() == 1:
+                m.acknowledge(msg, AcknowledgeType.REJECT)
+            else:
+                if msg.offset() in accepted:
+                    print("TWICE", msg.offset())
+                accepted[msg.offset()] = i
+                m.acknowledge(msg, AcknowledgeType.ACCEPT)
+        m.commit_sync()
+for m in members:
+    m.close()
+print("ACCEPTED", len(accepted), "BY", sorted(set(accepted.values())))
+print("OFFSET0", [c for o, c in deliveries if o == 0])
+print("OFFSET1", [c for o, c in deliveries if o == 1])
+"#;
+
+#[test]
+fn confluent_kafkas_share_consumers_divide_release_and_reject() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let out = python_script(CONFLUENT_SHARE, &[&daemon.addr])
+        .output()
+        .expect("python3");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // Every record but the rejected one accepted once, by both members between them; the
+    // released one again with its count raised; the rejected one never again.
+    for expected in ["ACCEPTED 59 BY [0, 1]", "OFFSET0 [1, 2]", "OFFSET1 [1]"] {
+        assert!(
+            stdout.contains(expected),
+            "{expected:?} missing:\n{stdout}\n{stderr}"
+        );
+    }
+    assert!(
+        !stdout.contains("TWICE") && !stdout.contains("ERROR"),
+        "{stdout}"
+    );
 }
