@@ -262,4 +262,38 @@ fn sessions_fetch_acknowledge_and_refuse_with_kafkas_codes() {
         fetch(&b, "a", 4, None, vec![]).error_code,
         ResponseError::ShareSessionNotFound.code()
     );
+    // Every record accepted: the share-partition starts after them.
+    let offsets = share_offsets(&b, "workers", None);
+    let partition = &offsets.groups[0].topics[0].partitions[0];
+    assert_eq!((partition.error_code, partition.start_offset), (0, 5));
+    let named = share_offsets(&b, "workers", Some(vec![0, 7]));
+    let partitions = &named.groups[0].topics[0].partitions;
+    assert_eq!(partitions[0].start_offset, 5);
+    assert_eq!(
+        partitions[1].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    assert_eq!(
+        share_offsets(&b, "nothing", None).groups[0].error_code,
+        ResponseError::GroupIdNotFound.code()
+    );
+}
+
+fn share_offsets(
+    b: &Broker,
+    group: &str,
+    partitions: Option<Vec<i32>>,
+) -> DescribeShareGroupOffsetsResponse {
+    use describe_share_group_offsets_request::*;
+    let mut g = DescribeShareGroupOffsetsRequestGroup::default();
+    g.group_id = GroupId(s(group));
+    g.topics = partitions.map(|partitions| {
+        let mut t = DescribeShareGroupOffsetsRequestTopic::default();
+        t.topic_name = TopicName(s("jobs"));
+        t.partitions = partitions;
+        vec![t]
+    });
+    let mut request = DescribeShareGroupOffsetsRequest::default();
+    request.groups = vec![g];
+    call(b, ApiKey::DescribeShareGroupOffsets, 0, &request)
 }

@@ -125,6 +125,14 @@ fn request(key: ApiKey) -> Option<RequestKind> {
             r.group_ids = vec![GroupId(StrBytes::from_static_str("g"))];
             RequestKind::ShareGroupDescribe(r)
         }
+        ApiKey::DescribeShareGroupOffsets => {
+            let mut group =
+                describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup::default();
+            group.group_id = GroupId(StrBytes::from_static_str("g"));
+            let mut r = DescribeShareGroupOffsetsRequest::default();
+            r.groups = vec![group];
+            RequestKind::DescribeShareGroupOffsets(r)
+        }
         ApiKey::ShareFetch => {
             let mut r = ShareFetchRequest::default();
             r.group_id = Some(GroupId(StrBytes::from_static_str("g")));

@@ -287,6 +287,11 @@ impl Apis {
             RequestKind::ShareGroupDescribe(request) => {
                 ResponseKind::ShareGroupDescribe(self.share.share_group_describe(request, peer))
             }
+            RequestKind::DescribeShareGroupOffsets(request) => {
+                ResponseKind::DescribeShareGroupOffsets(
+                    self.share.describe_share_group_offsets(request, peer),
+                )
+            }
             RequestKind::ShareFetch(request) => {
                 ResponseKind::ShareFetch(self.share.share_fetch(request, peer))
             }

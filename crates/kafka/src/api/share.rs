@@ -16,9 +16,10 @@ use kafka_protocol::messages::share_fetch_response::{
 };
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::{
-    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
-    ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse, TopicName, share_acknowledge_response,
+    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
+    describe_share_group_offsets_response, share_acknowledge_response,
     share_group_describe_response,
 };
 use kafka_protocol::protocol::StrBytes;
@@ -227,6 +228,91 @@ impl ShareApi {
                         member
                     })
                     .collect();
+            }
+            response.groups.push(group);
+        }
+        response
+    }
+
+    /// DescribeShareGroupOffsets: each share-partition's start offset (-1 where the group has
+    /// not read the partition yet), for the partitions named or, with none, every one the group
+    /// has read; DESCRIBE on the group and on each topic.
+    pub(super) fn describe_share_group_offsets(
+        &self,
+        request: DescribeShareGroupOffsetsRequest,
+        peer: &Peer,
+    ) -> DescribeShareGroupOffsetsResponse {
+        use describe_share_group_offsets_response::{
+            DescribeShareGroupOffsetsResponseGroup as Group,
+            DescribeShareGroupOffsetsResponsePartition as Partition,
+            DescribeShareGroupOffsetsResponseTopic as Topic,
+        };
+        let mut response = DescribeShareGroupOffsetsResponse::default();
+        let known = self.log.share_group_ids();
+        for wanted in request.groups {
+            let mut group = Group::default();
+            group.group_id = wanted.group_id.clone();
+            let name = wanted.group_id.0.as_str();
+            if !self
+                .guard
+                .allowed(&peer.caller, Operation::Describe, ResourceType::Group, name)
+            {
+                group.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+                response.groups.push(group);
+                continue;
+            }
+            if !known.iter().any(|k| k == name) {
+                group.error_code = codes::GROUP_ID_NOT_FOUND;
+                group.error_message = Some(text(format!("Group {name} not found.")));
+                response.groups.push(group);
+                continue;
+            }
+            let starts: std::collections::BTreeMap<(String, u32), i64> = self
+                .log
+                .share_partitions(name)
+                .into_iter()
+                .map(|p| ((p.topic, p.partition), p.start_offset))
+                .collect();
+            let asked: Vec<(String, Vec<i32>)> = match wanted.topics {
+                Some(topics) => topics
+                    .into_iter()
+                    .map(|t| (t.topic_name.0.to_string(), t.partitions))
+                    .collect(),
+                None => {
+                    let mut all: std::collections::BTreeMap<String, Vec<i32>> = Default::default();
+                    for (topic, partition) in starts.keys() {
+                        all.entry(topic.clone())
+                            .or_default()
+                            .push(*partition as i32);
+                    }
+                    all.into_iter().collect()
+                }
+            };
+            for (topic_name, partitions) in asked {
+                let mut topic = Topic::default();
+                topic.topic_name = TopicName(text(topic_name.clone()));
+                let id = self.log.topic_id_and_partitions(&topic_name).ok();
+                topic.topic_id = uuid::Uuid::from_bytes(id.map_or([0; 16], |(id, _)| id));
+                let refused = !self.guard.allowed(
+                    &peer.caller,
+                    Operation::Describe,
+                    ResourceType::Topic,
+                    &topic_name,
+                );
+                for index in partitions {
+                    let mut p = Partition::default();
+                    p.partition_index = index;
+                    p.start_offset = -1;
+                    if refused {
+                        p.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                    } else if id.is_none_or(|(_, count)| index < 0 || index as u32 >= count) {
+                        p.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
+                    } else if let Some(start) = starts.get(&(topic_name.clone(), index as u32)) {
+                        p.start_offset = *start;
+                    }
+                    topic.partitions.push(p);
+                }
+                group.topics.push(topic);
             }
             response.groups.push(group);
         }

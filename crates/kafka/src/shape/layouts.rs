@@ -277,6 +277,14 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             Tags,
         ],
         ApiKey::ShareGroupDescribe => vec![CompactArray(vec![CompactStr]), BOOL, Tags],
+        ApiKey::DescribeShareGroupOffsets => vec![
+            CompactArray(vec![
+                CompactStr,
+                CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
+                Tags,
+            ]),
+            Tags,
+        ],
         ApiKey::ShareFetch => vec![
             CompactStr,
             CompactStr,

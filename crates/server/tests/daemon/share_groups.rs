@@ -116,6 +116,32 @@ fn java_share_consumers_divide_one_partition_and_accept_each_record_once() {
             .unwrap();
         assert!(count > 0, "{member}got nothing: {lines:#?}");
     }
+    // Kafka's own tool (kafka-share-groups.sh) lists the group and describes where it is.
+    let tool = |args: &[&str]| {
+        let mut all = vec!["--bootstrap-server", daemon.addr.as_str()];
+        all.extend_from_slice(args);
+        let out = java(
+            "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+            &all,
+        )
+        .output()
+        .expect("java");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(tool(&["--list"]).lines().any(|l| l == "workers"));
+    let described = tool(&["--describe", "--group", "workers"]);
+    let row: Vec<&str> = described
+        .lines()
+        .find(|l| l.starts_with("workers"))
+        .unwrap_or_else(|| panic!("{described}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..4], ["workers", "jobs", "0", "200"], "{described}");
 }
 
 #[test]
