@@ -173,6 +173,15 @@ fn members_join_heartbeat_and_are_fenced_by_epoch() {
         describe(&b, &["workers"]).groups[0].group_state.as_str(),
         "Empty"
     );
+    // An empty share group is deleted as any group is.
+    let mut request = DeleteGroupsRequest::default();
+    request.groups_names = vec![GroupId(s("workers"))];
+    let deleted: DeleteGroupsResponse = call(&b, ApiKey::DeleteGroups, 2, &request);
+    assert_eq!(deleted.results[0].error_code, 0);
+    assert_eq!(
+        describe(&b, &["workers"]).groups[0].error_code,
+        ResponseError::GroupIdNotFound.code()
+    );
 }
 
 fn describe(b: &Broker, groups: &[&str]) -> ShareGroupDescribeResponse {

@@ -97,9 +97,12 @@ impl Log {
     /// such a group: one the coordinator knows (an empty group whose offsets were all deleted
     /// still exists, as on Kafka, until it is deleted) or one with committed offsets.
     pub fn delete_group(&self, group: &str) -> Result<bool> {
+        // A share group with members is refused, as a classic one is.
+        let was_share_group = self.shared.share_groups.delete(group)?;
+        let had_share_state = self.shared.shares.delete_group(group)?;
         let known = self.shared.coordinator.delete_group(group)?;
         let had_offsets = self.shared.offsets.delete_group(group)?;
-        Ok(known || had_offsets)
+        Ok(known || had_offsets || was_share_group || had_share_state)
     }
 
     /// Plans (and with `execute`, applies) an offset reset for `group` on `topics` (all

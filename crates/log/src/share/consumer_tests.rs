@@ -223,6 +223,35 @@ fn after_a_restart_acknowledged_records_stay_done_and_held_ones_come_back_counte
     );
 }
 
+#[test]
+fn a_share_group_is_deleted_durably_once_it_has_no_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(0));
+    let log = setup(dir.path(), clock.clone(), 3);
+    earliest(&log);
+    let mut m = member(&log, AcknowledgementMode::Implicit);
+    assert_eq!(m.poll(Duration::ZERO).unwrap().len(), 3);
+    m.close().unwrap();
+    log.share_heartbeat("workers", "w", 0, Some(vec!["jobs".into()]), ("c", "/h"))
+        .unwrap();
+    assert!(matches!(
+        log.delete_group("workers"),
+        Err(crate::Error::Group(crate::group::GroupError::NonEmptyGroup))
+    ));
+    assert_eq!(log.share_partitions("workers").len(), 1);
+    log.share_heartbeat("workers", "w", -1, None, ("c", "/h"))
+        .unwrap();
+    assert!(log.delete_group("workers").unwrap());
+    assert!(!log.delete_group("workers").unwrap());
+    assert!(log.share_group_ids().is_empty());
+    drop(log);
+    let log = setup(dir.path(), clock, 0);
+    assert!(log.share_group_ids().is_empty());
+    // The group's configs stay, as on Kafka: it starts again from the earliest record.
+    let mut again = member(&log, AcknowledgementMode::Implicit);
+    assert_eq!(again.poll(Duration::ZERO).unwrap().len(), 3);
+}
+
 /// What the power-cut workload was answered: offsets acquired (with their counts), offsets
 /// whose acceptance was answered, and the one whose acceptance was sent when the power went.
 type Answered = (BTreeMap<i64, u16>, BTreeSet<i64>, Option<i64>);

@@ -175,6 +175,18 @@ impl ShareGroups {
         })
     }
 
+    /// Forgets share group `group` (whether it was one); refused while it has members.
+    pub(crate) fn delete(&self, group: &str) -> Result<bool> {
+        let mut groups = self.groups.lock();
+        match groups.get(group) {
+            Some(g) if !g.members.is_empty() => {
+                Err(Error::Group(crate::group::GroupError::NonEmptyGroup))
+            }
+            Some(_) => Ok(groups.remove(group).is_some()),
+            None => Ok(false),
+        }
+    }
+
     /// Whether `member` is in `group`.
     pub(crate) fn is_member(&self, group: &str, member: &str) -> bool {
         self.groups

@@ -230,6 +230,23 @@ impl ShareStates {
         Ok(archived)
     }
 
+    /// Deletes group `group`'s share state, durably; whether it had any.
+    pub(crate) fn delete_group(&self, group: &str) -> Result<bool> {
+        let written = {
+            let mut live = self.live.lock();
+            let before = live.len();
+            live.retain(|key, _| key.0 != group);
+            if live.len() == before {
+                return Ok(false);
+            }
+            self.write(ShareRecord::GroupDeleted {
+                group: group.to_owned(),
+            })?
+        };
+        self.wait(Some(written))?;
+        Ok(true)
+    }
+
     /// Every group with share state.
     pub(crate) fn group_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self.live.lock().keys().map(|k| k.0.clone()).collect();
