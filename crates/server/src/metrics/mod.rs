@@ -56,6 +56,8 @@ pub(crate) struct Metrics {
     fsync_latency: Histogram,
     connections: Gauge,
     consumer_lag: Family<Labels, Gauge>,
+    share_records: Family<Labels, Gauge>,
+    share_lag: Family<Labels, Gauge>,
     oldest_unconsumed: Family<Labels, FloatGauge>,
     dlq_depth: Family<Labels, Gauge>,
     dlq_oldest: Family<Labels, FloatGauge>,
@@ -101,6 +103,8 @@ impl Metrics {
             fsync_latency: latency_histogram(),
             connections: Gauge::default(),
             consumer_lag: Family::default(),
+            share_records: Family::default(),
+            share_lag: Family::default(),
             oldest_unconsumed: Family::default(),
             dlq_depth: Family::default(),
             dlq_oldest: Family::default(),
@@ -175,6 +179,16 @@ impl Metrics {
             "consumer_lag",
             "Records between a group's committed offset and the partition's end",
             m.consumer_lag.clone(),
+        );
+        registry.register(
+            "share_records",
+            "Records of a share group's partition between its start and end, by state (available, acquired, acknowledged, archived)",
+            m.share_records.clone(),
+        );
+        registry.register(
+            "share_lag",
+            "Records between a share group's start offset on a partition and the partition's end",
+            m.share_lag.clone(),
         );
         registry.register_with_unit(
             "consumer_oldest_unconsumed_age",
@@ -351,6 +365,7 @@ impl Metrics {
         }
         if let Some(log) = self.log.get() {
             self.refresh_groups(log);
+            self.refresh_share_groups(log);
             self.refresh_dead_letters(log);
             self.refresh_producers(log);
             self.refresh_cleaner(log);
@@ -384,6 +399,39 @@ impl Metrics {
             self.oldest_unconsumed
                 .get_or_create(&vec![("group", group)])
                 .set(age_seconds(now, oldest));
+        }
+    }
+
+    fn refresh_share_groups(&self, log: &Log) {
+        self.share_records.clear();
+        self.share_lag.clear();
+        for group in log.share_group_ids() {
+            for p in log.share_partitions(&group) {
+                let labels = |extra: Option<&str>| {
+                    let mut labels = vec![
+                        ("group", group.clone()),
+                        ("topic", p.topic.clone()),
+                        ("partition", p.partition.to_string()),
+                    ];
+                    if let Some(state) = extra {
+                        labels.push(("state", state.to_owned()));
+                    }
+                    labels
+                };
+                for (state, count) in ["available", "acquired", "acknowledged", "archived"]
+                    .iter()
+                    .zip(p.counts)
+                {
+                    self.share_records
+                        .get_or_create(&labels(Some(state)))
+                        .set(count as i64);
+                }
+                if let Ok(log) = log.partition(&p.topic, p.partition) {
+                    self.share_lag
+                        .get_or_create(&labels(None))
+                        .set((log.high_watermark().0 - p.start_offset).max(0));
+                }
+            }
         }
     }
 

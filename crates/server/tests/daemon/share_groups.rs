@@ -175,7 +175,7 @@ fn released_records_come_again_counted_rejected_ones_never_and_the_limit_archive
 #[test]
 fn a_killed_members_records_reach_another_after_the_lock_duration() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path(), &[]);
+    let daemon = Daemon::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
     run(
         &daemon.addr,
         &[
@@ -192,6 +192,17 @@ fn a_killed_members_records_reach_another_after_the_lock_duration() {
         !held.is_empty() && held.values().all(|&c| c == 1),
         "{held:?}"
     );
+    // /metrics shows what the group holds and how far it has to go.
+    let scraped = super::metrics::scrape(daemon.metrics.as_deref().unwrap());
+    let series = |name: &str, state: &str| {
+        let labels = r#"group="workers",topic="jobs",partition="0""#;
+        match state {
+            "" => scraped[&format!("{name}{{{labels}}}")],
+            state => scraped[&format!(r#"{name}{{{labels},state="{state}"}}"#)],
+        }
+    };
+    assert!(series("logd_share_records", "acquired") >= held.len() as f64);
+    assert_eq!(series("logd_share_lag", ""), 7.0);
     holder.kill().unwrap();
     holder.wait().unwrap();
     let killed = Instant::now();
