@@ -36,6 +36,13 @@ impl Housekeeper {
             .collect();
         Housekeeper { stop, threads }
     }
+
+    /// Wakes the threads from their pause without stopping them: each starts its next round
+    /// now and takes its pause anew.
+    pub(crate) fn wake(&self) {
+        let _waiting = self.stop.0.lock();
+        self.stop.1.notify_all();
+    }
 }
 
 impl Drop for Housekeeper {

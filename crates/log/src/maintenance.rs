@@ -58,6 +58,13 @@ impl Log {
     /// How often housekeeping runs for every `IntervalMs` topic to keep its promise: half the
     /// smallest such interval (so each partition's last sync stays younger than its interval
     /// and appends leave the syncing to housekeeping), or a second when there is none.
+    /// Wakes the engine's threads (see [`crate::housekeeper::Housekeeper::wake`]), if running.
+    pub(crate) fn wake_housekeeping(&self) {
+        if let Some(housekeeper) = self.shared.housekeeper.lock().as_ref() {
+            housekeeper.wake();
+        }
+    }
+
     pub(crate) fn tick_period(&self) -> Duration {
         self.shared
             .topics

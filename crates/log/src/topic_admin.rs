@@ -57,6 +57,14 @@ impl Log {
                 id,
             )
         })?;
+        if matches!(
+            topic.config.read().fsync,
+            logd_storage::FsyncPolicy::Interval(_)
+        ) {
+            // The housekeeping thread may be asleep for a whole second (its pause when no
+            // topic had an interval); wake it to shorten its pause to this topic's.
+            self.wake_housekeeping();
+        }
         self.describe(&topic)
     }
 
