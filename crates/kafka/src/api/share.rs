@@ -3,8 +3,10 @@
 //! ShareAcknowledge, over the engine's share groups (`logd::share`), which own every rule. A
 //! share session is (group, member): epoch 0 opens it with the partitions named, each later
 //! request must carry the next epoch and adds partitions or forgets them, -1 closes it
-//! (acknowledging, fetching nothing). READ on the group (GROUP_AUTHORIZATION_FAILED) and on
-//! each topic (TOPIC_AUTHORIZATION_FAILED, per partition) as Kafka checks them.
+//! (acknowledging, fetching nothing). READ on the group (GROUP_AUTHORIZATION_FAILED) for all
+//! three; a fetch also needs READ on each topic it reads (TOPIC_AUTHORIZATION_FAILED, per
+//! partition). An acknowledgement checks no topic: it applies only to records the member was
+//! handed, which a fetch it was allowed made.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};

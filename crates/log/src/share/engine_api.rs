@@ -44,7 +44,7 @@ impl Log {
         let log = self.partition(topic, partition)?;
         let end = log.high_watermark().0;
         let (acquired, archived, ()) =
-            self.share_acquire_in(group, member, topic, partition, max_records, |_| {
+            self.share_acquire_in(group, member, topic, partition, &log, max_records, |_| {
                 Ok((i64::MIN, end, ()))
             })?;
         Ok((acquired, archived))
@@ -65,7 +65,7 @@ impl Log {
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, bytes::Bytes)> {
         let log = self.partition(topic, partition)?;
         let now = self.clock().now_ms();
-        self.share_acquire_in(group, member, topic, partition, max_records, |sp| {
+        self.share_acquire_in(group, member, topic, partition, &log, max_records, |sp| {
             let end = log.high_watermark().0;
             let from = sp.next_fetch_offset(now).max(log.log_start_offset().0);
             if from >= end || max_bytes == 0 {
@@ -77,16 +77,18 @@ impl Log {
         })
     }
 
+    /// The acquisition both calls share, on `log` (`topic`-`partition`, looked up once).
+    #[allow(clippy::too_many_arguments)]
     fn share_acquire_in<T>(
         &self,
         group: &str,
         member: &str,
         topic: &str,
         partition: u32,
+        log: &logd_storage::PartitionLog,
         max_records: usize,
         window: impl FnOnce(&super::SharePartition) -> Result<(i64, i64, T)>,
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, T)> {
-        let log = self.partition(topic, partition)?;
         let configs = &self.shared.group_configs;
         let limits = limits(configs, group);
         let now = self.clock().now_ms();
