@@ -31,6 +31,13 @@ pub struct Config {
     /// synced before they close; see `logd_storage::CachedFs`), so partitions are limited by
     /// disk and memory rather than descriptors; `None` keeps every file open.
     pub max_open_files: Option<usize>,
+    /// A share group's dead-letter topic must start with this (Kafka's
+    /// `errors.deadletterqueue.topic.name.prefix`, `dlq.`); empty allows any name.
+    pub dead_letter_topic_prefix: String,
+    /// Create a share group's missing dead-letter topic on its first letter, with
+    /// `errors.deadletterqueue.group.enable=true` (Kafka's
+    /// `errors.deadletterqueue.auto.create.topics.enable`, off).
+    pub auto_create_dead_letter_topics: bool,
 }
 
 impl Default for Config {
@@ -43,6 +50,8 @@ impl Default for Config {
             producer_id_expiration_ms: PRODUCER_ID_EXPIRATION_MS,
             housekeeping: Housekeeping::default(),
             max_open_files: None,
+            dead_letter_topic_prefix: "dlq.".to_owned(),
+            auto_create_dead_letter_topics: false,
         }
     }
 }

@@ -75,9 +75,7 @@ impl Log {
                     reason,
                 })?;
         let group_configs = crate::group_configs::GroupConfigs::open(storage.clone(), &dir)?;
-        let shares = crate::share::ShareStates::open(storage.clone(), &dir, |group| {
-            crate::share::limits(&group_configs, group)
-        })?;
+        let shares = crate::share::ShareStates::open(storage.clone(), &dir)?;
         let shared = Arc::new(Shared {
             coordinator,
             group_configs,
@@ -95,16 +93,18 @@ impl Log {
             housekeeper: Mutex::new(None),
             _lock: lock,
         });
-        let housekeeping = &shared.config.housekeeping;
+        let log = Log {
+            _owner: Some(Arc::new(Owner(Arc::downgrade(&shared)))),
+            shared,
+        };
+        log.recover_shares()?;
+        let housekeeping = &log.shared.config.housekeeping;
         if housekeeping.enabled {
-            *shared.housekeeper.lock() = Some(housekeeping::start(
-                Arc::downgrade(&shared),
+            *log.shared.housekeeper.lock() = Some(housekeeping::start(
+                Arc::downgrade(&log.shared),
                 housekeeping.clone(),
             ));
         }
-        Ok(Log {
-            _owner: Some(Arc::new(Owner(Arc::downgrade(&shared)))),
-            shared,
-        })
+        Ok(log)
     }
 }

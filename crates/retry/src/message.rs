@@ -25,30 +25,11 @@ pub const RETRY_ORIGINAL_PARTITION: &str = "logd.retry.original.partition";
 pub const RETRY_ORIGINAL_OFFSET: &str = "logd.retry.original.offset";
 /// The first failure's time, on a retry record.
 pub const RETRY_FIRST_FAILURE_TS: &str = "logd.retry.first.failure.ts";
-/// The source record's topic, on a dead letter.
-pub const DLQ_ORIGINAL_TOPIC: &str = "logd.dlq.original.topic";
-/// The source record's partition, on a dead letter.
-pub const DLQ_ORIGINAL_PARTITION: &str = "logd.dlq.original.partition";
-/// The source record's offset, on a dead letter.
-pub const DLQ_ORIGINAL_OFFSET: &str = "logd.dlq.original.offset";
-/// The source record's timestamp, on a dead letter.
-pub const DLQ_ORIGINAL_TIMESTAMP: &str = "logd.dlq.original.timestamp";
-/// The consumer group that gave up, on a dead letter.
-pub const DLQ_GROUP: &str = "logd.dlq.consumer.group";
-/// How many times the record was handled, on a dead letter.
-pub const DLQ_ATTEMPTS: &str = "logd.dlq.attempts";
-/// The first failure's time, on a dead letter.
-pub const DLQ_FIRST_FAILURE_TS: &str = "logd.dlq.first.failure.ts";
-/// The last failure's time, on a dead letter.
-pub const DLQ_LAST_FAILURE_TS: &str = "logd.dlq.last.failure.ts";
-/// The last error's class, on a dead letter.
-pub const DLQ_ERROR_CLASS: &str = "logd.dlq.error.class";
-/// The last error's message, on a dead letter.
-pub const DLQ_ERROR_MESSAGE: &str = "logd.dlq.error.message";
-/// Why it is a dead letter: `permanent` or `max-attempts`.
-pub const DLQ_REASON: &str = "logd.dlq.reason";
-/// How many times `logd dlq replay` put this record back.
-pub const DLQ_REPLAY_COUNT: &str = "logd.dlq.replay.count";
+pub use logd_storage::dead_letter_headers::{
+    DLQ_ATTEMPTS, DLQ_ERROR_CLASS, DLQ_ERROR_MESSAGE, DLQ_FIRST_FAILURE_TS, DLQ_GROUP,
+    DLQ_LAST_FAILURE_TS, DLQ_ORIGINAL_OFFSET, DLQ_ORIGINAL_PARTITION, DLQ_ORIGINAL_TIMESTAMP,
+    DLQ_ORIGINAL_TOPIC, DLQ_REASON, DLQ_REPLAY_COUNT,
+};
 /// On a record of a replays topic: the partition of the letter it replayed.
 pub const REPLAY_LETTER_PARTITION: &str = "logd.replay.letter.partition";
 /// On a record of a replays topic: the offset of the letter it replayed.

@@ -33,6 +33,7 @@ use crate::outcome::{Failure, Outcome, Poll, Stats};
 use crate::retry_config::{CommitOrder, Ordering, RetryConfig};
 use crate::transport::{Ownership, Transport};
 use logd_storage::Headers;
+use logd_storage::dead_letter_headers::{REASON_MAX_ATTEMPTS, REASON_PERMANENT};
 
 /// Within one poll, how long the worker goes before it asks again what it owns: well inside
 /// a group session (45 s by default), and not a look per partition.
@@ -423,11 +424,17 @@ impl<T: Transport> RetryWorker<T> {
                 self.commit(message)
             }
             Outcome::Permanent(failure) => {
-                self.dead_letter(message, &origin, attempt, now, &failure, "permanent")
+                self.dead_letter(message, &origin, attempt, now, &failure, REASON_PERMANENT)
             }
-            Outcome::Transient(failure) if attempt >= self.config.policy.max_attempts => {
-                self.dead_letter(message, &origin, attempt, now, &failure, "max-attempts")
-            }
+            Outcome::Transient(failure) if attempt >= self.config.policy.max_attempts => self
+                .dead_letter(
+                    message,
+                    &origin,
+                    attempt,
+                    now,
+                    &failure,
+                    REASON_MAX_ATTEMPTS,
+                ),
             Outcome::Transient(_) => {
                 let delay = self.config.policy.delay(origin.attempts, &mut self.rng);
                 let tier = self

@@ -152,6 +152,14 @@ struct ServeArgs {
     /// Create topics on first produce or metadata request (Kafka `auto.create.topics.enable`).
     #[arg(long, env = "LOGD_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
     auto_create_topics: bool,
+    /// The prefix a share group's dead-letter topic must have (Kafka
+    /// `errors.deadletterqueue.topic.name.prefix`); empty allows any name.
+    #[arg(long, env = "LOGD_DLQ_TOPIC_PREFIX", default_value = "dlq.")]
+    dlq_topic_prefix: String,
+    /// Create a share group's missing dead-letter topic on its first letter (Kafka
+    /// `errors.deadletterqueue.auto.create.topics.enable`, off as there).
+    #[arg(long, env = "LOGD_DLQ_AUTO_CREATE_TOPICS", default_value_t = false, action = clap::ArgAction::Set)]
+    dlq_auto_create_topics: bool,
     /// Partition files (segments, indexes) kept open at most; others are closed, least
     /// recently used first, and reopened when needed (default: two fifths of the open-file
     /// limit).
@@ -507,6 +515,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             cleaner_io_max_bytes_per_sec: args.cleaner_io_max_bytes_per_sec,
         },
         max_open_files,
+        dead_letter_topic_prefix: args.dlq_topic_prefix.clone(),
+        auto_create_dead_letter_topics: args.dlq_auto_create_topics,
         ..Config::default()
     };
     let metrics = Arc::new(Metrics::new());

@@ -36,6 +36,7 @@ mod checkpoint;
 mod cleaner_checkpoint;
 mod config;
 mod crc;
+pub mod dead_letter_headers;
 mod error;
 mod io;
 mod log;

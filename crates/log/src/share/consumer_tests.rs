@@ -265,15 +265,19 @@ fn workload(fs: &SimFs) -> Answered {
     if logd_storage::create_dir_durable(fs, Path::new("/d")).is_err() {
         return (acquired, accepted, None);
     }
-    let Ok(states) = ShareStates::open(Arc::new(fs.clone()), Path::new("/d"), |_| limits) else {
+    let Ok(states) = ShareStates::open(Arc::new(fs.clone()), Path::new("/d")) else {
         return (acquired, accepted, None);
     };
+    if states.archive_at_limit(|_| limits, |_| None).is_err() {
+        return (acquired, accepted, None);
+    }
     for step in 0..6i64 {
         let Ok((ranges, _, ())) = states.acquire(
             key.clone(),
             "m",
             3,
             &limits,
+            &|| None,
             step,
             || Ok(0),
             |_| Ok((i64::MIN, 8 + 4 * step, ())),
@@ -302,7 +306,7 @@ fn workload(fs: &SimFs) -> Answered {
             })
             .collect();
         if states
-            .acknowledge(&key, "m", &batches, &limits, step)
+            .acknowledge(&key, "m", &batches, &limits, &|| None, step)
             .is_err()
         {
             return (acquired, accepted, Some(first));
@@ -320,13 +324,17 @@ fn a_power_cut_never_redelivers_an_answered_acceptance_nor_undercounts_a_deliver
         workload,
         |image, (acquired, accepted, unanswered), cut, mode| {
             let _ = image.create_dir_all(Path::new("/d"));
-            let recovered = ShareStates::open(Arc::new(image), Path::new("/d"), |_| limits)
+            let recovered = ShareStates::open(Arc::new(image), Path::new("/d"))
                 .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: reopen failed: {e}"));
+            recovered
+                .archive_at_limit(|_| limits, |_| None)
+                .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: archiving failed: {e}"));
             let Ok((ranges, _, ())) = recovered.acquire(
                 key.clone(),
                 "n",
                 100,
                 &limits,
+                &|| None,
                 99,
                 || Ok(0),
                 |_| Ok((i64::MIN, 100, ())),

@@ -15,7 +15,7 @@ use super::partition::{AcknowledgeType, AcquiredRecords, Archived, ShareLimits};
 use super::store::SharePartitionState;
 
 /// The limits group `group` works under, from its configs.
-pub(crate) fn limits(configs: &GroupConfigs, group: &str) -> ShareLimits {
+fn limits(configs: &GroupConfigs, group: &str) -> ShareLimits {
     let int = |name| configs.int(group, name);
     ShareLimits {
         lock_duration_ms: int("share.record.lock.duration.ms"),
@@ -110,9 +110,18 @@ impl Log {
                 }
             })
         };
-        self.shared
-            .shares
-            .acquire(key, member, max_records, &limits, now, start, window)
+        let acquired = self.shared.shares.acquire(
+            key,
+            member,
+            max_records,
+            &limits,
+            &|| self.dead_letter_target(group),
+            now,
+            start,
+            window,
+        )?;
+        self.write_dead_letters();
+        Ok(acquired)
     }
 
     /// Applies `member`'s acknowledgements of `topic`-`partition` in share group `group`: per
@@ -129,9 +138,16 @@ impl Log {
     ) -> Result<Vec<Archived>> {
         let limits = limits(&self.shared.group_configs, group);
         let key = (group.to_owned(), topic.to_owned(), partition);
-        self.shared
-            .shares
-            .acknowledge(&key, member, batches, &limits, self.clock().now_ms())
+        let archived = self.shared.shares.acknowledge(
+            &key,
+            member,
+            batches,
+            &limits,
+            &|| self.dead_letter_target(group),
+            self.clock().now_ms(),
+        )?;
+        self.write_dead_letters();
+        Ok(archived)
     }
 
     /// Gives back every record `member` of share group `group` holds, as when it leaves: they
@@ -142,9 +158,27 @@ impl Log {
             return Err(Error::NoGroup);
         }
         let limits = limits(&self.shared.group_configs, group);
-        self.shared
-            .shares
-            .release_member(group, member, &limits, self.clock().now_ms())
+        let archived = self.shared.shares.release_member(
+            group,
+            member,
+            &limits,
+            &|| self.dead_letter_target(group),
+            self.clock().now_ms(),
+        )?;
+        self.write_dead_letters();
+        Ok(archived)
+    }
+
+    /// After the open: archives the records given back at their delivery limits (with their
+    /// dead letters) and writes the letters a crash left unwritten.
+    pub(crate) fn recover_shares(&self) -> Result<()> {
+        let configs = &self.shared.group_configs;
+        self.shared.shares.archive_at_limit(
+            |group| limits(configs, group),
+            |group| self.dead_letter_target(group),
+        )?;
+        self.write_dead_letters();
+        Ok(())
     }
 
     /// A ShareGroupHeartbeat of `member` in share group `group` (epoch 0 joins with

@@ -4,18 +4,21 @@
 //! durable form (a state log in `shares/`); `store.rs` every share-partition of the engine,
 //! live over the durable state; `engine_api.rs` `Log`'s share calls under each group's
 //! configs; `group.rs` membership (ShareGroupHeartbeat's rules); `consumer.rs` the embedded
-//! [`ShareConsumer`]. Every member reads every partition of
-//! its topics (records, not partitions, are what members share); the wire APIs are to come.
+//! [`ShareConsumer`]; `letters.rs` and `dead_letters.rs` the dead-letter topics (KIP-1191).
+//! Every member reads every partition of its topics (records, not partitions, are what
+//! members share).
 
 mod consumer;
+mod dead_letters;
 mod engine_api;
 mod group;
+mod letters;
 mod partition;
 mod persist;
 mod store;
 
 pub use consumer::{AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
-pub(crate) use engine_api::limits;
+pub use dead_letters::DLQ_GROUP_ENABLE;
 pub(crate) use group::ShareGroups;
 pub use group::{ShareHeartbeat, ShareMemberDescription};
 pub use partition::{
@@ -27,5 +30,7 @@ pub(crate) use store::ShareStates;
 
 #[cfg(test)]
 mod consumer_tests;
+#[cfg(test)]
+mod dead_letter_tests;
 #[cfg(test)]
 mod tests;

@@ -33,6 +33,44 @@ pub(crate) enum Settled {
     Archived,
 }
 
+/// A record archived unaccepted in a group with a dead-letter topic: what to write there,
+/// logged with the archiving in one record so that neither happens without the other. Its
+/// batch carries `producer_id` and `sequence`, so a write a crash interrupted is recognised
+/// in the dead-letter partition's producer state and not written twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Letter {
+    /// The source record's offset (its topic and partition are the share-partition's).
+    pub offset: i64,
+    /// How many times it was delivered.
+    pub delivery_count: u16,
+    /// Rejected by a member (else: at the delivery limit).
+    pub rejected: bool,
+    /// Copy the record's key, value and headers (`errors.deadletterqueue.copy.record.enable`).
+    pub copy_record: bool,
+    /// The dead-letter topic.
+    pub topic: String,
+    /// Its partition (the source partition modulo its count, as Kafka).
+    pub partition: u32,
+    /// The idempotent producer id of the write.
+    pub producer_id: i64,
+    /// The record's sequence for that producer in that partition.
+    pub sequence: i32,
+}
+
+/// A letter's place in write order: dead-letter topic, partition, producer id, sequence.
+pub(crate) type LetterId = (String, u32, i64, i32);
+
+impl Letter {
+    pub fn id(&self) -> LetterId {
+        (
+            self.topic.clone(),
+            self.partition,
+            self.producer_id,
+            self.sequence,
+        )
+    }
+}
+
 /// One share-partition as saved: offsets in `start..end` not listed were never acquired
 /// (impossible: acquisition lists them) or are done and below a settled head.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,10 +112,11 @@ impl SavedPartition {
     }
 }
 
-/// Every saved share-partition.
+/// Every saved share-partition, and the dead letters logged but not yet known written.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct SavedShares {
     pub partitions: BTreeMap<ShareKey, SavedPartition>,
+    pub letters: BTreeMap<LetterId, (ShareKey, Letter)>,
 }
 
 /// What the share log records.
@@ -100,6 +139,14 @@ pub(crate) enum ShareRecord {
     StartMoved { key: ShareKey, offset: i64 },
     /// The group's share state is gone (the group was deleted).
     GroupDeleted { group: String },
+    /// As `Settled`, and these archived records are to be written to the dead-letter topic.
+    SettledWithLetters {
+        key: ShareKey,
+        offsets: Vec<(i64, Settled)>,
+        letters: Vec<Letter>,
+    },
+    /// These letters are in their dead-letter partitions.
+    LettersWritten { letters: Vec<LetterId> },
 }
 
 impl StateMachine for SavedShares {
@@ -125,16 +172,7 @@ impl StateMachine for SavedShares {
                     p.end = p.end.max(last + 1);
                 }
             }
-            ShareRecord::Settled { key, offsets } => {
-                if let Some(p) = self.partitions.get_mut(&key) {
-                    for (offset, settled) in offsets {
-                        if let Some(record) = p.records.get_mut(&offset) {
-                            record.1 = Some(settled);
-                        }
-                    }
-                    p.advance_start();
-                }
-            }
+            ShareRecord::Settled { key, offsets } => self.settle(&key, offsets),
             ShareRecord::StartMoved { key, offset } => {
                 if let Some(p) = self.partitions.get_mut(&key)
                     && offset > p.start
@@ -145,8 +183,37 @@ impl StateMachine for SavedShares {
                 }
             }
             ShareRecord::GroupDeleted { group } => {
+                // Its letters still go out: their records were archived.
                 self.partitions.retain(|(g, _, _), _| *g != group);
             }
+            ShareRecord::SettledWithLetters {
+                key,
+                offsets,
+                letters,
+            } => {
+                self.settle(&key, offsets);
+                for letter in letters {
+                    self.letters.insert(letter.id(), (key.clone(), letter));
+                }
+            }
+            ShareRecord::LettersWritten { letters } => {
+                for id in letters {
+                    self.letters.remove(&id);
+                }
+            }
+        }
+    }
+}
+
+impl SavedShares {
+    fn settle(&mut self, key: &ShareKey, offsets: Vec<(i64, Settled)>) {
+        if let Some(p) = self.partitions.get_mut(key) {
+            for (offset, settled) in offsets {
+                if let Some(record) = p.records.get_mut(&offset) {
+                    record.1 = Some(settled);
+                }
+            }
+            p.advance_start();
         }
     }
 }

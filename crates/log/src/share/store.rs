@@ -1,7 +1,8 @@
 //! Every share-partition of the engine, live (members' locks included) over its durable state
 //! (`persist.rs`). Each change is decided under one lock, logged there (so the log has the
 //! changes in their order) and waited for outside it: acquired records are durable before they
-//! are handed out, and an acknowledgement before it is answered.
+//! are handed out, and an acknowledgement before it is answered. Records archived unaccepted
+//! in a group with a dead-letter topic are logged with their letters (`letters.rs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,10 +11,11 @@ use std::sync::Arc;
 use logd_storage::{StateLog, Storage, Written};
 use parking_lot::Mutex;
 
+use super::letters::{DeadLetterTarget, PendingLetters};
 use super::partition::{
     AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, ShareLimits, SharePartition,
 };
-use super::persist::{self, SavedShares, Settled, ShareKey, ShareRecord};
+use super::persist::{self, Letter, LetterId, SavedShares, Settled, ShareKey, ShareRecord};
 use crate::error::{Error, Result};
 
 /// One share-partition's state as described: start, end, and records available, acquired,
@@ -35,7 +37,17 @@ pub struct SharePartitionState {
 #[derive(Debug)]
 pub(crate) struct ShareStates {
     log: StateLog<SavedShares>,
-    live: Mutex<BTreeMap<ShareKey, SharePartition>>,
+    live: Mutex<Live>,
+    /// Held while dead letters are written, so each partition's go in sequence order.
+    writing_letters: Mutex<()>,
+    /// This run's producer id for dead letters, once one is needed.
+    letter_producer: Mutex<Option<i64>>,
+}
+
+#[derive(Debug)]
+struct Live {
+    partitions: BTreeMap<ShareKey, SharePartition>,
+    letters: PendingLetters,
 }
 
 fn storage_error(e: logd_storage::Error) -> Error {
@@ -44,25 +56,42 @@ fn storage_error(e: logd_storage::Error) -> Error {
 
 impl ShareStates {
     /// The share state saved in the data directory `dir`. Records held at the crash are given
-    /// back, as if their locks expired: available again with their counts, or archived (and
-    /// logged so) once a group's delivery limit was reached.
-    pub(crate) fn open(
-        storage: Arc<dyn Storage>,
-        dir: &Path,
-        limits: impl Fn(&str) -> ShareLimits,
-    ) -> Result<ShareStates> {
+    /// back, as if their locks expired: available again with their counts (those at a
+    /// delivery limit are archived by [`ShareStates::archive_at_limit`]).
+    pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path) -> Result<ShareStates> {
         let log = persist::open(storage, dir).map_err(storage_error)?;
-        let mut live = BTreeMap::new();
-        let mut written = None;
-        let saved: Vec<_> = log.read(|s| {
-            s.partitions
+        let live = log.read(|s| Live {
+            partitions: s
+                .partitions
                 .iter()
                 .map(|(k, p)| (k.clone(), p.restore()))
-                .collect()
+                .collect(),
+            letters: PendingLetters::recovered(&s.letters),
         });
-        for (key, mut partition) in saved {
-            let archived = partition.archive_at_limit(limits(&key.0).delivery_count_limit);
-            if !archived.is_empty() {
+        Ok(ShareStates {
+            log,
+            live: Mutex::new(live),
+            writing_letters: Mutex::new(()),
+            letter_producer: Mutex::new(None),
+        })
+    }
+
+    /// Archives (and logs so, with their letters) the records a restart gave back whose
+    /// counts reached their group's delivery limit.
+    pub(crate) fn archive_at_limit(
+        &self,
+        limits: impl Fn(&str) -> ShareLimits,
+        dlq: impl Fn(&str) -> Option<DeadLetterTarget>,
+    ) -> Result<()> {
+        let written = {
+            let mut live = self.live.lock();
+            let live = &mut *live;
+            let mut last = None;
+            for (key, partition) in &mut live.partitions {
+                let archived = partition.archive_at_limit(limits(&key.0).delivery_count_limit);
+                if archived.is_empty() {
+                    continue;
+                }
                 tracing::info!(
                     group = key.0,
                     topic = key.1,
@@ -70,23 +99,13 @@ impl ShareStates {
                     records = archived.len(),
                     "records in flight at the last stop reached the delivery limit: archived"
                 );
-                written = Some(
-                    log.write(settled(
-                        &key,
-                        archived.iter().map(|a| (a.offset, Settled::Archived)),
-                    ))
-                    .map_err(storage_error)?,
-                );
+                last = self.settle(&mut live.letters, key, Vec::new(), &archived, &|| {
+                    dlq(&key.0)
+                })?;
             }
-            live.insert(key, partition);
-        }
-        if let Some(written) = written {
-            log.wait(written).map_err(storage_error)?;
-        }
-        Ok(ShareStates {
-            log,
-            live: Mutex::new(live),
-        })
+            last
+        };
+        self.wait(written)
     }
 
     /// Acquires for `member` (see [`SharePartition::acquire`]) within the window `window`
@@ -101,29 +120,32 @@ impl ShareStates {
         member: &str,
         max_records: usize,
         limits: &ShareLimits,
+        dlq: &dyn Fn() -> Option<DeadLetterTarget>,
         now_ms: i64,
         start: impl FnOnce() -> Result<i64>,
         window: impl FnOnce(&SharePartition) -> Result<(i64, i64, T)>,
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, T)> {
         let (acquired, archived, read, written) = {
             let mut live = self.live.lock();
+            let live = &mut *live;
             let mut last = None;
-            if !live.contains_key(&key) {
+            if !live.partitions.contains_key(&key) {
                 let start = start()?;
                 last = Some(self.write(ShareRecord::Initialized {
                     key: key.clone(),
                     start,
                 })?);
-                live.insert(key.clone(), SharePartition::new(start));
+                live.partitions
+                    .insert(key.clone(), SharePartition::new(start));
             }
-            let partition = live.get_mut(&key).expect("inserted above");
+            let partition = live.partitions.get_mut(&key).expect("inserted above");
             let archived = partition.expire_locks(limits, now_ms);
-            if !archived.is_empty() {
-                last = Some(self.write(settled(
-                    &key,
-                    archived.iter().map(|a| (a.offset, Settled::Archived)),
-                ))?);
+            if let Some(written) =
+                self.settle(&mut live.letters, &key, Vec::new(), &archived, dlq)?
+            {
+                last = Some(written);
             }
+            let partition = live.partitions.get_mut(&key).expect("inserted above");
             let (from, end, read) = window(partition)?;
             let acquired =
                 partition.acquire_between(member, from, end, max_records, limits, now_ms);
@@ -149,11 +171,13 @@ impl ShareStates {
         member: &str,
         batches: &[(i64, i64, Vec<AcknowledgeType>)],
         limits: &ShareLimits,
+        dlq: &dyn Fn() -> Option<DeadLetterTarget>,
         now_ms: i64,
     ) -> Result<Vec<Archived>> {
         let (archived, written) = {
             let mut live = self.live.lock();
-            let Some(partition) = live.get_mut(key) else {
+            let live = &mut *live;
+            let Some(partition) = live.partitions.get_mut(key) else {
                 return Err(Error::InvalidRecordState(format!(
                     "{}-{}: no records acquired in group {}",
                     key.1, key.2, key.0
@@ -191,11 +215,13 @@ impl ShareStates {
                 done.insert(a.offset, Settled::Archived);
             }
             archived.extend(acknowledged);
-            let written = if done.is_empty() {
-                None
-            } else {
-                Some(self.write(settled(key, done.into_iter()))?)
-            };
+            let written = self.settle(
+                &mut live.letters,
+                key,
+                done.into_iter().collect(),
+                &archived,
+                dlq,
+            )?;
             (archived, written)
         };
         self.wait(written)?;
@@ -208,19 +234,20 @@ impl ShareStates {
         group: &str,
         member: &str,
         limits: &ShareLimits,
+        dlq: &dyn Fn() -> Option<DeadLetterTarget>,
         now_ms: i64,
     ) -> Result<Vec<Archived>> {
         let (archived, written) = {
             let mut live = self.live.lock();
+            let live = &mut *live;
             let mut all = Vec::new();
             let mut last = None;
-            for (key, partition) in live.iter_mut().filter(|(k, _)| k.0 == group) {
+            for (key, partition) in live.partitions.iter_mut().filter(|(k, _)| k.0 == group) {
                 let archived = partition.release_member(member, limits, now_ms);
-                if !archived.is_empty() {
-                    last = Some(self.write(settled(
-                        key,
-                        archived.iter().map(|a| (a.offset, Settled::Archived)),
-                    ))?);
+                if let Some(written) =
+                    self.settle(&mut live.letters, key, Vec::new(), &archived, dlq)?
+                {
+                    last = Some(written);
                 }
                 all.extend(archived);
             }
@@ -234,9 +261,9 @@ impl ShareStates {
     pub(crate) fn delete_group(&self, group: &str) -> Result<bool> {
         let written = {
             let mut live = self.live.lock();
-            let before = live.len();
-            live.retain(|key, _| key.0 != group);
-            if live.len() == before {
+            let before = live.partitions.len();
+            live.partitions.retain(|key, _| key.0 != group);
+            if live.partitions.len() == before {
                 return Ok(false);
             }
             self.write(ShareRecord::GroupDeleted {
@@ -249,7 +276,13 @@ impl ShareStates {
 
     /// Every group with share state.
     pub(crate) fn group_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.live.lock().keys().map(|k| k.0.clone()).collect();
+        let mut ids: Vec<String> = self
+            .live
+            .lock()
+            .partitions
+            .keys()
+            .map(|k| k.0.clone())
+            .collect();
         ids.dedup();
         ids
     }
@@ -258,6 +291,7 @@ impl ShareStates {
     pub(crate) fn describe(&self, group: &str) -> Vec<SharePartitionState> {
         self.live
             .lock()
+            .partitions
             .iter()
             .filter(|(k, _)| k.0 == group)
             .map(|((_, topic, partition), p)| SharePartitionState {
@@ -270,6 +304,100 @@ impl ShareStates {
             .collect()
     }
 
+    /// Logs `offsets` of `key` settled and the records `archived` unaccepted there archived
+    /// (each with its letter for the target `dlq` gives, in the same record); `None` when
+    /// there is nothing.
+    fn settle(
+        &self,
+        letters: &mut PendingLetters,
+        key: &ShareKey,
+        offsets: Vec<(i64, Settled)>,
+        archived: &[Archived],
+        dlq: &dyn Fn() -> Option<DeadLetterTarget>,
+    ) -> Result<Option<Written>> {
+        let mut offsets: BTreeMap<i64, Settled> = offsets.into_iter().collect();
+        for a in archived {
+            offsets.entry(a.offset).or_insert(Settled::Archived);
+        }
+        let offsets: Vec<(i64, Settled)> = offsets.into_iter().collect();
+        if offsets.is_empty() {
+            return Ok(None);
+        }
+        // Resolved only when there is something to write, so a misconfigured topic is said
+        // once per archiving, not on every fetch.
+        let target = if archived.is_empty() { None } else { dlq() };
+        let Some(dlq) = target.as_ref() else {
+            return self
+                .write(ShareRecord::Settled {
+                    key: key.clone(),
+                    offsets,
+                })
+                .map(Some);
+        };
+        let new = letters.assign(key, archived, dlq);
+        let written = self.write(ShareRecord::SettledWithLetters {
+            key: key.clone(),
+            offsets,
+            letters: new.clone(),
+        })?;
+        letters.logged(key, new, written);
+        Ok(Some(written))
+    }
+
+    /// This run's producer id for dead letters, from `allocate` the first time.
+    pub(crate) fn letter_producer(&self, allocate: impl FnOnce() -> Result<i64>) -> Result<i64> {
+        let mut id = self.letter_producer.lock();
+        match *id {
+            Some(id) => Ok(id),
+            None => {
+                let new = allocate()?;
+                *id = Some(new);
+                Ok(new)
+            }
+        }
+    }
+
+    /// Whether letters wait to be written.
+    pub(crate) fn has_pending_letters(&self) -> bool {
+        !self.live.lock().letters.is_empty()
+    }
+
+    /// Writes every pending letter with `write` (given letters of one dead-letter partition
+    /// and producer in sequence order; it returns how many of them it wrote, from the first),
+    /// once the records that logged them are durable; logs those written. One writer at a
+    /// time, so each partition's letters go in order.
+    pub(crate) fn write_letters(
+        &self,
+        mut write: impl FnMut(&[(ShareKey, Letter)]) -> usize,
+    ) -> Result<()> {
+        let _writer = self.writing_letters.lock();
+        let (pending, last_logged) = self.live.lock().letters.all();
+        self.wait(last_logged)?;
+        let mut done: Vec<LetterId> = Vec::new();
+        let mut run_start = 0;
+        for i in 1..=pending.len() {
+            let same_run = i < pending.len() && {
+                let (a, b) = (&pending[i - 1].1, &pending[i].1);
+                (&a.topic, a.partition, a.producer_id) == (&b.topic, b.partition, b.producer_id)
+            };
+            if !same_run {
+                let run = &pending[run_start..i];
+                let wrote = write(run);
+                done.extend(run[..wrote.min(run.len())].iter().map(|(_, l)| l.id()));
+                run_start = i;
+            }
+        }
+        if done.is_empty() {
+            return Ok(());
+        }
+        // Not waited for: a restart that finds them pending sees them in the producer state.
+        let _not_waited = self.write(ShareRecord::LettersWritten {
+            letters: done.clone(),
+        })?;
+        self.live.lock().letters.written(&done);
+        Ok(())
+    }
+
     fn write(&self, record: ShareRecord) -> Result<Written> {
         self.log.write(record).map_err(storage_error)
     }
@@ -279,12 +407,5 @@ impl ShareStates {
             Some(written) => self.log.wait(written).map_err(storage_error),
             None => Ok(()),
         }
-    }
-}
-
-fn settled(key: &ShareKey, offsets: impl Iterator<Item = (i64, Settled)>) -> ShareRecord {
-    ShareRecord::Settled {
-        key: key.clone(),
-        offsets: offsets.collect(),
     }
 }

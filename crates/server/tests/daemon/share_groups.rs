@@ -156,6 +156,8 @@ fn released_records_come_again_counted_rejected_ones_never_and_the_limit_archive
             "workers",
             "4",
             "share.delivery.count.limit=3",
+            "errors.deadletterqueue.topic.name=dlq.jobs",
+            "errors.deadletterqueue.copy.record.enable=true",
         ],
     );
     let lines = run(&daemon.addr, &["release-reject", "jobs", "workers"]);
@@ -170,6 +172,54 @@ fn released_records_come_again_counted_rejected_ones_never_and_the_limit_archive
         ["0 1", "1 1", "2 1", "3 1", "0 2", "0 3"],
         "{lines:#?}"
     );
+    // Both archived records are in the dead-letter topic, copied, with Kafka's context headers
+    // as Kafka's consumer reads them, and logd's.
+    let letters: Vec<String> = run(&daemon.addr, &["letters", "dlq.jobs", "-"])
+        .into_iter()
+        .filter(|l| l.starts_with("LETTER "))
+        .collect();
+    assert_eq!(letters.len(), 2, "{letters:#?}");
+    for (letter, expected) in letters.iter().zip([
+        [
+            "LETTER key-1 job-1",
+            "__dlq.errors.topic=jobs",
+            "__dlq.errors.partition=0",
+            "__dlq.errors.offset=1",
+            "__dlq.errors.group=workers",
+            "__dlq.errors.delivery.count=1",
+            "__dlq.errors.message=Offset rejected by client.",
+            "logd.dlq.reason=permanent",
+        ],
+        [
+            "LETTER key-0 job-0",
+            "__dlq.errors.topic=jobs",
+            "__dlq.errors.partition=0",
+            "__dlq.errors.offset=0",
+            "__dlq.errors.group=workers",
+            "__dlq.errors.delivery.count=3",
+            "__dlq.errors.message=Offset delivery count exceeded the threshold.",
+            "logd.dlq.reason=max-attempts",
+        ],
+    ]) {
+        for part in expected {
+            assert!(letter.contains(part), "{part:?} not in {letter}");
+        }
+    }
+    // `logd dlq list` reads them as it reads logd-retry's letters.
+    let (ok, listed, err) = super::logd(
+        &["dlq", "--bootstrap", &daemon.addr, "list", "dlq.jobs"],
+        "",
+    );
+    assert!(ok, "{err}");
+    for row in [
+        "jobs/0/1",
+        "permanent",
+        "jobs/0/0",
+        "max-attempts",
+        "share.delivery.limit",
+    ] {
+        assert!(listed.contains(row), "{row:?} not in\n{listed}");
+    }
 }
 
 #[test]

@@ -13,10 +13,13 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -28,7 +31,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * releases offset 0 every time it comes, rejects offset 1 and accepts the rest, printing each
  * delivery; `hold TOPIC GROUP K` accepts K records, then holds what it gets next without
  * acknowledging, printing it, and waits to be killed; `drain TOPIC GROUP [QUIET_MS]` accepts what
- * it gets until QUIET_MS (8 s) pass without a record (30 s before the first), printing each with its delivery count.
+ * it gets until QUIET_MS (8 s) pass without a record (30 s before the first), printing each with its delivery count;
+ * `letters TOPIC -` prints each record of TOPIC's partition 0 with its key, value and headers.
+ * A setup that names `errors.deadletterqueue.topic.name` creates that topic for share groups'
+ * dead letters (`errors.deadletterqueue.group.enable=true`), as Kafka 4.4 requires.
  */
 public class ShareConsumers {
   public static void main(String[] args) throws Exception {
@@ -41,6 +47,7 @@ public class ShareConsumers {
       case "release-reject" -> releaseReject(common, topic, group);
       case "hold" -> hold(common, topic, group, Integer.parseInt(args[4]));
       case "drain" -> drain(common, topic, group, args.length > 4 ? Long.parseLong(args[4]) : 8_000);
+      case "letters" -> letters(common, topic);
       default -> throw new IllegalArgumentException(mode);
     }
   }
@@ -54,6 +61,11 @@ public class ShareConsumers {
       for (int i = 5; i < args.length; i++) {
         String[] kv = args[i].split("=", 2);
         ops.add(set(kv[0], kv[1]));
+        if (kv[0].equals("errors.deadletterqueue.topic.name")) {
+          NewTopic dlq = new NewTopic(kv[1], 1, (short) 1)
+              .configs(Map.of("errors.deadletterqueue.group.enable", "true"));
+          admin.createTopics(List.of(dlq)).all().get();
+        }
       }
       ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
       admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get();
@@ -63,7 +75,7 @@ public class ShareConsumers {
     p.put("value.serializer", StringSerializer.class.getName());
     try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
       for (int i = 0; i < n; i++) {
-        producer.send(new ProducerRecord<>(topic, "job-" + i)).get();
+        producer.send(new ProducerRecord<>(topic, "key-" + i, "job-" + i)).get();
       }
     }
     System.out.println("SETUP " + n);
@@ -141,6 +153,27 @@ public class ShareConsumers {
       }
     }
     System.out.println("DONE");
+  }
+
+  static void letters(Properties common, String topic) {
+    Properties c = (Properties) common.clone();
+    c.put("key.deserializer", StringDeserializer.class.getName());
+    c.put("value.deserializer", StringDeserializer.class.getName());
+    TopicPartition tp = new TopicPartition(topic, 0);
+    try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
+      consumer.assign(List.of(tp));
+      consumer.seekToBeginning(List.of(tp));
+      long end = consumer.endOffsets(List.of(tp)).get(tp);
+      while (consumer.position(tp) < end) {
+        for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
+          StringBuilder line = new StringBuilder("LETTER " + r.key() + " " + r.value());
+          for (Header h : r.headers()) {
+            line.append(" ").append(h.key()).append("=").append(new String(h.value()));
+          }
+          System.out.println(line);
+        }
+      }
+    }
   }
 
   static void hold(Properties common, String topic, String group, int accept) throws Exception {
