@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::group_client::GroupInfo;
 use crate::quota_client::EntityQuotas;
 use crate::records_client::{ActiveProducer, PartitionOffsets};
+use crate::share_group_client::ShareGroupInfo;
 use crate::user_client::UserCredentials;
 use logd_protocol::acl::{AclBinding, AclFilter};
 use logd_protocol::quota::QuotaEntity;
@@ -230,6 +231,27 @@ impl Client {
     /// A group's state and members.
     pub fn describe_group(&mut self, group: &str) -> Result<GroupInfo> {
         self.runtime.block_on(self.inner.describe_group(group))
+    }
+
+    /// Share group `group`'s state and members; `None` when it is not a share group.
+    pub fn describe_share_group(&mut self, group: &str) -> Result<Option<ShareGroupInfo>> {
+        self.runtime
+            .block_on(self.inner.describe_share_group(group))
+    }
+
+    /// Where share group `group` reads each partition it has read from, sorted.
+    pub fn share_group_offsets(&mut self, group: &str) -> Result<Vec<(String, i32, i64)>> {
+        self.runtime.block_on(self.inner.share_group_offsets(group))
+    }
+
+    /// Sets where share group `group` reads each (topic, partition, offset) from.
+    pub fn alter_share_group_offsets(
+        &mut self,
+        group: &str,
+        offsets: &[(String, i32, i64)],
+    ) -> Result<()> {
+        self.runtime
+            .block_on(self.inner.alter_share_group_offsets(group, offsets))
     }
 
     /// Every offset `group` has committed: (topic, partition, offset), sorted.

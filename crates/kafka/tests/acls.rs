@@ -284,6 +284,54 @@ fn table() -> Vec<Row> {
             },
         },
         Row {
+            api: "AlterShareGroupOffsets",
+            needs: vec![
+                (Group, "queue", Read, GROUP),
+                (Topic, "orders", Read, TOPIC),
+            ],
+            granted: 0,
+            send: |b| {
+                use alter_share_group_offsets_request::*;
+                let mut partition = AlterShareGroupOffsetsRequestPartition::default();
+                partition.start_offset = 0;
+                let mut topic = AlterShareGroupOffsetsRequestTopic::default();
+                topic.topic_name = TopicName(s("orders"));
+                topic.partitions = vec![partition];
+                let mut request = AlterShareGroupOffsetsRequest::default();
+                request.group_id = GroupId(s("queue"));
+                request.topics = vec![topic];
+                let r: AlterShareGroupOffsetsResponse =
+                    call(b, ApiKey::AlterShareGroupOffsets, 0, &request);
+                match r.error_code {
+                    0 => r.responses[0].partitions[0].error_code,
+                    code => code,
+                }
+            },
+        },
+        Row {
+            api: "DeleteShareGroupOffsets",
+            needs: vec![
+                (Group, "queue", Delete, GROUP),
+                (Topic, "orders", Read, TOPIC),
+            ],
+            granted: 0,
+            send: |b| {
+                use delete_share_group_offsets_request::*;
+                let mut topic = DeleteShareGroupOffsetsRequestTopic::default();
+                topic.topic_name = TopicName(s("orders"));
+                let mut request = DeleteShareGroupOffsetsRequest::default();
+                request.group_id = GroupId(s("queue"));
+                request.topics = vec![topic];
+                let r: DeleteShareGroupOffsetsResponse =
+                    call(b, ApiKey::DeleteShareGroupOffsets, 0, &request);
+                // Allowed in, the group (never a share group here) is not found.
+                match (r.error_code, r.responses.first().map(|t| t.error_code)) {
+                    (0 | 69, Some(code)) => code,
+                    (code, _) => code,
+                }
+            },
+        },
+        Row {
             api: "ShareGroupDescribe",
             needs: vec![(Group, "billing", Describe, GROUP)],
             granted: 0,

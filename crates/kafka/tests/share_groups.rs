@@ -282,9 +282,131 @@ fn sessions_fetch_acknowledge_and_refuse_with_kafkas_codes() {
         partitions[1].error_code,
         ResponseError::UnknownTopicOrPartition.code()
     );
+    // A group that is no share group has read nothing, as Kafka answers.
+    let nothing = share_offsets(&b, "nothing", None);
+    assert_eq!(nothing.groups[0].error_code, 0);
+    assert!(nothing.groups[0].topics.is_empty());
+}
+
+fn alter_offsets(
+    b: &Broker,
+    group: &str,
+    partition: i32,
+    offset: i64,
+) -> AlterShareGroupOffsetsResponse {
+    use alter_share_group_offsets_request::*;
+    let mut p = AlterShareGroupOffsetsRequestPartition::default();
+    p.partition_index = partition;
+    p.start_offset = offset;
+    let mut topic = AlterShareGroupOffsetsRequestTopic::default();
+    topic.topic_name = TopicName(s("jobs"));
+    topic.partitions = vec![p];
+    let mut request = AlterShareGroupOffsetsRequest::default();
+    request.group_id = GroupId(s(group));
+    request.topics = vec![topic];
+    call(b, ApiKey::AlterShareGroupOffsets, 0, &request)
+}
+
+fn delete_offsets(b: &Broker, group: &str, topic: &str) -> DeleteShareGroupOffsetsResponse {
+    use delete_share_group_offsets_request::*;
+    let mut t = DeleteShareGroupOffsetsRequestTopic::default();
+    t.topic_name = TopicName(s(topic));
+    let mut request = DeleteShareGroupOffsetsRequest::default();
+    request.group_id = GroupId(s(group));
+    request.topics = vec![t];
+    call(b, ApiKey::DeleteShareGroupOffsets, 0, &request)
+}
+
+#[test]
+fn share_offsets_are_set_and_forgotten_with_kafkas_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, topic) = broker(dir.path());
+    // An unknown group becomes an empty share group starting where it is told.
+    let altered = alter_offsets(&b, "workers", 0, 3);
     assert_eq!(
-        share_offsets(&b, "nothing", None).groups[0].error_code,
-        ResponseError::GroupIdNotFound.code()
+        (
+            altered.error_code,
+            altered.responses[0].partitions[0].error_code
+        ),
+        (0, 0)
+    );
+    assert_eq!(altered.responses[0].topic_id, topic);
+    assert_eq!(listed(&b), [("workers".to_owned(), "Empty".to_owned())]);
+    let bad = alter_offsets(&b, "workers", 9, 0);
+    assert_eq!(
+        bad.responses[0].partitions[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    // A member reads from there, and while it is in the group nothing is changed.
+    heartbeat(&b, "a", 0);
+    let got = fetch(&b, "a", 0, Some(topic), vec![]);
+    let acquired = &got.responses[0].partitions[0].acquired_records;
+    assert_eq!(acquired[0].first_offset, 3);
+    assert_eq!(
+        alter_offsets(&b, "workers", 0, 0).error_code,
+        ResponseError::NonEmptyGroup.code()
+    );
+    assert_eq!(
+        delete_offsets(&b, "workers", "jobs").error_code,
+        ResponseError::NonEmptyGroup.code()
+    );
+    heartbeat(&b, "a", -1);
+    // Moved back once it left: records 0.. come again, those it held dropped.
+    assert_eq!(alter_offsets(&b, "workers", 0, 0).error_code, 0);
+    let offsets = share_offsets(&b, "workers", None);
+    assert_eq!(offsets.groups[0].topics[0].partitions[0].start_offset, 0);
+    // Deleted: the group keeps nothing for the topic; twice is Kafka's "no offset information".
+    let deleted = delete_offsets(&b, "workers", "jobs");
+    assert_eq!(
+        (deleted.error_code, deleted.responses[0].error_code),
+        (0, 0)
+    );
+    assert!(
+        share_offsets(&b, "workers", None).groups[0]
+            .topics
+            .is_empty()
+    );
+    let again = delete_offsets(&b, "workers", "jobs");
+    assert_eq!(
+        (
+            again.responses[0].error_code,
+            again.responses[0].error_message.as_deref()
+        ),
+        (
+            ResponseError::UnknownTopicOrPartition.code(),
+            Some("There is no offset information to delete.")
+        )
+    );
+    assert_eq!(
+        delete_offsets(&b, "workers", "none").responses[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    let unknown = delete_offsets(&b, "nobody", "jobs");
+    assert_eq!(
+        (unknown.error_code, unknown.error_message.as_deref()),
+        (
+            ResponseError::GroupIdNotFound.code(),
+            Some("Group nobody not found.")
+        )
+    );
+    // A classic group is not a share group.
+    let mut commit = OffsetCommitRequest::default();
+    commit.group_id = GroupId(s("classic"));
+    commit.generation_id_or_member_epoch = -1;
+    let mut partition = offset_commit_request::OffsetCommitRequestPartition::default();
+    partition.committed_offset = 1;
+    let mut t = offset_commit_request::OffsetCommitRequestTopic::default();
+    t.name = TopicName(s("jobs"));
+    t.partitions = vec![partition];
+    commit.topics = vec![t];
+    let _: OffsetCommitResponse = call(&b, ApiKey::OffsetCommit, 8, &commit);
+    let classic = alter_offsets(&b, "classic", 0, 0);
+    assert_eq!(
+        (classic.error_code, classic.error_message.as_deref()),
+        (
+            ResponseError::GroupIdNotFound.code(),
+            Some("Group classic is not a share group.")
+        )
     );
 }
 

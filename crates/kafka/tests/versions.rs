@@ -133,6 +133,16 @@ fn request(key: ApiKey) -> Option<RequestKind> {
             r.groups = vec![group];
             RequestKind::DescribeShareGroupOffsets(r)
         }
+        ApiKey::AlterShareGroupOffsets => {
+            let mut r = AlterShareGroupOffsetsRequest::default();
+            r.group_id = GroupId(StrBytes::from_static_str("g"));
+            RequestKind::AlterShareGroupOffsets(r)
+        }
+        ApiKey::DeleteShareGroupOffsets => {
+            let mut r = DeleteShareGroupOffsetsRequest::default();
+            r.group_id = GroupId(StrBytes::from_static_str("g"));
+            RequestKind::DeleteShareGroupOffsets(r)
+        }
         ApiKey::ShareFetch => {
             let mut r = ShareFetchRequest::default();
             r.group_id = Some(GroupId(StrBytes::from_static_str("g")));

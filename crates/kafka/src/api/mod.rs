@@ -16,6 +16,7 @@ mod offsets;
 mod produce;
 mod quotas;
 mod share;
+mod share_offsets;
 mod topic_partitions;
 mod topics;
 mod users;
@@ -292,6 +293,12 @@ impl Apis {
                     self.share.describe_share_group_offsets(request, peer),
                 )
             }
+            RequestKind::AlterShareGroupOffsets(request) => ResponseKind::AlterShareGroupOffsets(
+                self.share.alter_share_group_offsets(request, peer),
+            ),
+            RequestKind::DeleteShareGroupOffsets(request) => ResponseKind::DeleteShareGroupOffsets(
+                self.share.delete_share_group_offsets(request, peer),
+            ),
             RequestKind::ShareFetch(request) => {
                 ResponseKind::ShareFetch(self.share.share_fetch(request, peer))
             }

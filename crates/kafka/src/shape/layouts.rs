@@ -285,6 +285,14 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             ]),
             Tags,
         ],
+        ApiKey::AlterShareGroupOffsets => vec![
+            CompactStr,
+            CompactArray(vec![CompactStr, CompactArray(vec![I32, I64, Tags]), Tags]),
+            Tags,
+        ],
+        ApiKey::DeleteShareGroupOffsets => {
+            vec![CompactStr, CompactArray(vec![CompactStr, Tags]), Tags]
+        }
         ApiKey::ShareFetch => vec![
             CompactStr,
             CompactStr,

@@ -364,3 +364,54 @@ fn a_power_cut_never_redelivers_an_answered_acceptance_nor_undercounts_a_deliver
     );
     assert!(states > 100, "{states} crash states");
 }
+
+#[test]
+fn altered_and_deleted_start_offsets_survive_a_restart_and_need_an_empty_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(0));
+    let log = setup(dir.path(), clock.clone(), 6);
+    earliest(&log);
+    let mut m = member(&log, AcknowledgementMode::Implicit);
+    assert_eq!(m.poll(Duration::ZERO).unwrap().len(), 6);
+    log.share_heartbeat("workers", "w", 0, Some(vec!["jobs".into()]), ("c", "/h"))
+        .unwrap();
+    let refused = log.alter_share_offsets("workers", &[("jobs".into(), 0, 2)]);
+    assert!(
+        matches!(
+            refused,
+            Err(crate::Error::Group(crate::group::GroupError::NonEmptyGroup))
+        ),
+        "{refused:?}"
+    );
+    log.share_heartbeat("workers", "w", -1, None, ("c", "/h"))
+        .unwrap();
+    m.close().unwrap();
+    log.alter_share_offsets("workers", &[("jobs".into(), 0, 2)])
+        .unwrap();
+    drop(log);
+    let log = setup(dir.path(), clock.clone(), 0);
+    let state = &log.share_partitions("workers")[0];
+    assert_eq!((state.start_offset, state.counts), (2, [0, 0, 0, 0]));
+    let mut again = member(&log, AcknowledgementMode::Implicit);
+    let got: Vec<i64> = again
+        .poll(Duration::ZERO)
+        .unwrap()
+        .iter()
+        .map(|r| r.record.offset)
+        .collect();
+    assert_eq!(got, [2, 3, 4, 5]);
+    again.close().unwrap();
+    assert_eq!(
+        log.delete_share_offsets("workers", &["jobs".into()])
+            .unwrap(),
+        [true]
+    );
+    assert_eq!(
+        log.delete_share_offsets("workers", &["jobs".into()])
+            .unwrap(),
+        [false]
+    );
+    drop(log);
+    let log = setup(dir.path(), clock, 0);
+    assert!(log.share_partitions("workers").is_empty());
+}

@@ -253,6 +253,66 @@ impl Log {
         self.shared.share_groups.describe(group)
     }
 
+    /// Sets where share group `group` reads each (topic, partition, offset) of `offsets` from
+    /// (AlterShareGroupOffsets): records in flight are dropped and the next one handed out is
+    /// at the offset (a negative one makes the group start the partition from
+    /// `share.auto.offset.reset` again, as Kafka takes it). Durable before this returns;
+    /// refused while the group has members ([`GroupError::NonEmptyGroup`]). An unknown group
+    /// becomes an empty share group, as on Kafka.
+    ///
+    /// [`GroupError::NonEmptyGroup`]: crate::group::GroupError::NonEmptyGroup
+    pub fn alter_share_offsets(&self, group: &str, offsets: &[(String, u32, i64)]) -> Result<()> {
+        self.refuse_with_members(group)?;
+        let keys: Vec<_> = offsets
+            .iter()
+            .map(|(topic, partition, offset)| {
+                let key = (group.to_owned(), topic.clone(), *partition);
+                (key, (*offset >= 0).then_some(*offset))
+            })
+            .collect();
+        self.shared.shares.set_start(&keys)?;
+        self.shared.share_groups.ensure(group);
+        Ok(())
+    }
+
+    /// Forgets share group `group`'s state of every partition of `topics`
+    /// (DeleteShareGroupOffsets): it starts them again from `share.auto.offset.reset`. Durable
+    /// before this returns; refused while the group has members. Returns, per topic, whether
+    /// the group had state there.
+    pub fn delete_share_offsets(&self, group: &str, topics: &[String]) -> Result<Vec<bool>> {
+        self.refuse_with_members(group)?;
+        let held = self.share_partitions(group);
+        let mut had = Vec::new();
+        let mut keys = Vec::new();
+        for topic in topics {
+            let mine: Vec<_> = held.iter().filter(|p| &p.topic == topic).collect();
+            had.push(!mine.is_empty());
+            keys.extend(
+                mine.iter()
+                    .map(|p| ((group.to_owned(), topic.clone(), p.partition), None)),
+            );
+        }
+        self.shared.shares.set_start(&keys)?;
+        self.shared.share_groups.ensure(group);
+        Ok(had)
+    }
+
+    fn refuse_with_members(&self, group: &str) -> Result<()> {
+        let members = self
+            .share_group_members(group)
+            .is_some_and(|(_, members)| !members.is_empty());
+        if members {
+            return Err(crate::group::GroupError::NonEmptyGroup.into());
+        }
+        Ok(())
+    }
+
+    /// Whether `group` is a classic consumer group (members or committed offsets), which
+    /// share-group calls are refused for.
+    pub fn is_classic_group(&self, group: &str) -> bool {
+        self.list_groups().iter().any(|g| g == group)
+    }
+
     /// The share-partitions of share group `group`: start and end offsets and records in
     /// each state between them.
     pub fn share_partitions(&self, group: &str) -> Vec<SharePartitionState> {

@@ -187,6 +187,12 @@ impl ShareGroups {
         }
     }
 
+    /// Makes `group` known as an empty share group if it is not known (an offset alter of an
+    /// unknown group makes one, as on Kafka).
+    pub(crate) fn ensure(&self, group: &str) {
+        self.groups.lock().entry(group.to_owned()).or_default();
+    }
+
     /// Whether `member` is in `group`.
     pub(crate) fn is_member(&self, group: &str, member: &str) -> bool {
         self.groups

@@ -147,6 +147,9 @@ pub(crate) enum ShareRecord {
     },
     /// These letters are in their dead-letter partitions.
     LettersWritten { letters: Vec<LetterId> },
+    /// These share-partitions' states are gone (DeleteShareGroupOffsets): the group starts
+    /// them again from `share.auto.offset.reset`.
+    PartitionsDeleted { keys: Vec<ShareKey> },
 }
 
 impl StateMachine for SavedShares {
@@ -199,6 +202,11 @@ impl StateMachine for SavedShares {
             ShareRecord::LettersWritten { letters } => {
                 for id in letters {
                     self.letters.remove(&id);
+                }
+            }
+            ShareRecord::PartitionsDeleted { keys } => {
+                for key in keys {
+                    self.partitions.remove(&key);
                 }
             }
         }

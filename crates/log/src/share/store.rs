@@ -274,6 +274,39 @@ impl ShareStates {
         Ok(true)
     }
 
+    /// Makes `key`'s state begin afresh at `start` (AlterShareGroupOffsets: records in flight
+    /// are dropped), or be gone (`None`: DeleteShareGroupOffsets, and a negative offset, as
+    /// Kafka takes it), durably; whether it had state before.
+    pub(crate) fn set_start(&self, keys: &[(ShareKey, Option<i64>)]) -> Result<Vec<bool>> {
+        let (had, written) = {
+            let mut live = self.live.lock();
+            let mut had = Vec::new();
+            let mut last = None;
+            for (key, start) in keys {
+                had.push(live.partitions.contains_key(key));
+                last = Some(match start {
+                    Some(start) => {
+                        live.partitions
+                            .insert(key.clone(), SharePartition::new(*start));
+                        self.write(ShareRecord::Initialized {
+                            key: key.clone(),
+                            start: *start,
+                        })?
+                    }
+                    None => {
+                        live.partitions.remove(key);
+                        self.write(ShareRecord::PartitionsDeleted {
+                            keys: vec![key.clone()],
+                        })?
+                    }
+                });
+            }
+            (had, last)
+        };
+        self.wait(written)?;
+        Ok(had)
+    }
+
     /// Every group with share state.
     pub(crate) fn group_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self

@@ -1,7 +1,9 @@
 //! `logd groups list|describe|delete|reset-offsets|copy-offsets` (the last in `group_copy.rs`), as Kafka's `kafka-consumer-groups` does
 //! them: describe shows state, members, assignments and per partition the committed offset,
 //! log end and lag; reset-offsets plans (and with `--execute` commits) new positions, refused
-//! while the group has members.
+//! while the group has members. A share group (KIP-932) is described by `share_groups.rs`, and
+//! its reset moves where it reads from (AlterShareGroupOffsets) as `kafka-share-groups
+//! --reset-offsets` does.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -145,6 +147,9 @@ fn describe(client: &mut Client, group: &str, out: &mut impl Write) -> anyhow::R
     let info = client.describe_group(group)?;
     let committed = client.committed_offsets(group)?;
     if info.state == "Dead" && committed.is_empty() {
+        if let Some(share) = client.describe_share_group(group)? {
+            return super::share_groups::describe(client, group, &share, out);
+        }
         bail!("group {group} does not exist");
     }
     writeln!(
@@ -219,18 +224,28 @@ fn reset_offsets(
     let group = &args.group;
     let target = args.target.target()?;
     let info = client.describe_group(group)?;
-    if !info.members.is_empty() {
+    let classic = client.committed_offsets(group)?;
+    // A share group: where it reads from is what moves.
+    let share = if info.state == "Dead" && classic.is_empty() {
+        client.describe_share_group(group)?
+    } else {
+        None
+    };
+    let (members, state) = match &share {
+        Some(share) => (share.members.len(), share.state.clone()),
+        None => (info.members.len(), info.state.clone()),
+    };
+    if members > 0 {
         bail!(
-            "group {group} has {} active member(s) (state {}): stop its consumers first",
-            info.members.len(),
-            info.state
+            "group {group} has {members} active member(s) (state {state}): stop its consumers first"
         );
     }
-    let committed: BTreeMap<(String, i32), i64> = client
-        .committed_offsets(group)?
-        .into_iter()
-        .map(|(t, p, o)| ((t, p), o))
-        .collect();
+    let current = match &share {
+        Some(_) => client.share_group_offsets(group)?,
+        None => classic,
+    };
+    let committed: BTreeMap<(String, i32), i64> =
+        current.into_iter().map(|(t, p, o)| ((t, p), o)).collect();
     let topics: Vec<String> = if args.all_topics {
         let mut names: Vec<String> = committed.keys().map(|(t, _)| t.clone()).collect();
         names.dedup();
@@ -287,12 +302,21 @@ fn reset_offsets(
             .iter()
             .map(|p| (p.topic.clone(), p.partition, p.target))
             .collect();
-        client.commit_offsets(group, &commits)?;
-        writeln!(
-            out,
-            "committed {} offset(s) for group {group}",
-            commits.len()
-        )?;
+        if share.is_some() {
+            client.alter_share_group_offsets(group, &commits)?;
+            writeln!(
+                out,
+                "set {} start offset(s) for share group {group}",
+                commits.len()
+            )?;
+        } else {
+            client.commit_offsets(group, &commits)?;
+            writeln!(
+                out,
+                "committed {} offset(s) for group {group}",
+                commits.len()
+            )?;
+        }
     } else {
         writeln!(out, "dry run: nothing changed (add --execute to apply)")?;
     }

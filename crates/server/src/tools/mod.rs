@@ -9,6 +9,7 @@ pub(crate) mod groups;
 pub(crate) mod offset;
 pub(crate) mod produce;
 pub(crate) mod quotas;
+mod share_groups;
 pub(crate) mod topics;
 pub(crate) mod users;
 

@@ -220,6 +220,48 @@ fn released_records_come_again_counted_rejected_ones_never_and_the_limit_archive
     ] {
         assert!(listed.contains(row), "{row:?} not in\n{listed}");
     }
+    // `logd groups` describes the share group and moves where it reads from
+    // (AlterShareGroupOffsets): every record comes again, counted afresh.
+    let groups = |args: &[&str]| {
+        let mut all = vec!["groups", "--bootstrap", daemon.addr.as_str()];
+        all.extend_from_slice(args);
+        let (ok, out, err) = super::logd(&all, "");
+        assert!(ok, "{args:?}: {err}");
+        out
+    };
+    let row = |described: &str| -> Vec<String> {
+        described
+            .lines()
+            .find(|l| l.starts_with("jobs "))
+            .unwrap_or_else(|| panic!("{described}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let described = groups(&["describe", "workers"]);
+    assert!(
+        described.contains("share group workers: state Empty"),
+        "{described}"
+    );
+    assert_eq!(row(&described), ["jobs", "0", "4", "4", "0"], "{described}");
+    let reset = groups(&[
+        "reset-offsets",
+        "workers",
+        "--topic",
+        "jobs",
+        "--to-earliest",
+        "--execute",
+    ]);
+    assert!(
+        reset.contains("set 1 start offset(s) for share group workers"),
+        "{reset}"
+    );
+    assert_eq!(
+        row(&groups(&["describe", "workers"])),
+        ["jobs", "0", "0", "4", "4"]
+    );
+    let again = got(&run(&daemon.addr, &["drain", "jobs", "workers", "3000"]));
+    assert_eq!(again, BTreeMap::from([(0, 1), (1, 1), (2, 1), (3, 1)]));
 }
 
 #[test]

@@ -31,7 +31,9 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.ScramCredentialInfo;
+import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.UserScramCredentialDeletion;
@@ -296,6 +298,64 @@ public class AdminCalls {
                 + eventually(
                     () -> groupConfigs(admin, group),
                     v -> !v.toString().contains("GROUP_CONFIG")));
+  }
+
+  /** A share group's start offsets as listed: partition to start offset (lag left out). */
+  static Object shareOffsets(Admin admin, String group) throws Exception {
+    Map<String, Map<TopicPartition, SharePartitionOffsetInfo>> all =
+        admin.listShareGroupOffsets(Map.of(group, new ListShareGroupOffsetsSpec())).all().get();
+    Map<String, Long> starts = new TreeMap<>();
+    all.get(group).forEach((tp, info) -> starts.put(tp.toString(), info == null ? null : info.startOffset()));
+    return starts;
+  }
+
+  /**
+   * AlterShareGroupOffsets and DeleteShareGroupOffsets on share group `share` (never with a
+   * member; KafkaShareConsumer runs are in share_groups.rs), and on the classic group `classic`.
+   */
+  static void shareOffsetCalls(Admin admin, String share, String topic, String classic)
+      throws Exception {
+    TopicPartition t0 = new TopicPartition(topic, 0);
+    call("listShareGroupOffsets unknown group", () -> shareOffsets(admin, share));
+    call("alterShareGroupOffsets unknown group", () -> {
+      admin.alterShareGroupOffsets(share, Map.of(t0, 2L, new TopicPartition(topic, 2), 7L)).all().get();
+      return "ok";
+    });
+    call("listShareGroupOffsets", () -> shareOffsets(admin, share));
+    call("describeShareGroups altered", () -> admin.describeShareGroups(List.of(share)).all().get().get(share).groupState());
+    call("alterShareGroupOffsets unknown topic", () -> {
+      admin.alterShareGroupOffsets(share, Map.of(new TopicPartition(topic + ".none", 0), 2L)).all().get();
+      return "ok";
+    });
+    call("alterShareGroupOffsets unknown partition", () -> {
+      admin.alterShareGroupOffsets(share, Map.of(new TopicPartition(topic, 9), 2L)).all().get();
+      return "ok";
+    });
+    call("alterShareGroupOffsets classic group", () -> {
+      admin.alterShareGroupOffsets(classic, Map.of(t0, 0L)).all().get();
+      return "ok";
+    });
+    call("deleteShareGroupOffsets unknown topic", () -> {
+      admin.deleteShareGroupOffsets(share, Set.of(topic + ".none")).all().get();
+      return "ok";
+    });
+    call("deleteShareGroupOffsets", () -> {
+      admin.deleteShareGroupOffsets(share, Set.of(topic)).all().get();
+      return "ok";
+    });
+    call("listShareGroupOffsets deleted", () -> shareOffsets(admin, share));
+    call("deleteShareGroupOffsets again", () -> {
+      admin.deleteShareGroupOffsets(share, Set.of(topic)).all().get();
+      return "ok";
+    });
+    call("deleteShareGroupOffsets unknown group", () -> {
+      admin.deleteShareGroupOffsets(share + ".none", Set.of(topic)).all().get();
+      return "ok";
+    });
+    call("deleteShareGroupOffsets classic group", () -> {
+      admin.deleteShareGroupOffsets(classic, Set.of(topic)).all().get();
+      return "ok";
+    });
   }
 
   static String partitions(Admin admin, String topic) throws Exception {
@@ -739,6 +799,8 @@ public class AdminCalls {
           return eventually(
               () -> admin.describeClientQuotas(onlyIt).entities().get(), AdminCalls::isEmpty);
         });
+
+    shareOffsetCalls(admin, prefix + ".share", a, group);
 
     // The end: the topics go.
     call(
