@@ -197,6 +197,22 @@ fn rejected_and_exhausted_records_become_letters_with_kafkas_and_logds_headers()
             Some((500 + offset).to_string().as_str())
         );
     }
+    assert_eq!(
+        log.share_counters("copying"),
+        ShareCounters {
+            redelivered: 1,
+            rejected: 1,
+            at_delivery_limit: 1,
+            dead_lettered: 2,
+        }
+    );
+    assert_eq!(
+        (
+            log.share_counters("plain").rejected,
+            log.share_counters("plain").dead_lettered
+        ),
+        (1, 1)
+    );
     // Nothing archived is delivered again, and nothing is written twice on a restart.
     drop(log);
     let log = open(Arc::new(logd_storage::RealFs), dir.path(), quiet()).unwrap();

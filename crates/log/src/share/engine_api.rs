@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use super::group::{ShareHeartbeat, ShareMemberDescription};
 use super::partition::{AcknowledgeType, AcquiredRecords, Archived, ShareLimits};
-use super::store::SharePartitionState;
+use super::store::{ShareCounters, SharePartitionState};
 
 /// The limits group `group` works under, from its configs.
 fn limits(configs: &GroupConfigs, group: &str) -> ShareLimits {
@@ -311,6 +311,12 @@ impl Log {
     /// share-group calls are refused for.
     pub fn is_classic_group(&self, group: &str) -> bool {
         self.list_groups().iter().any(|g| g == group)
+    }
+
+    /// What share group `group`'s records went through since the engine opened:
+    /// redeliveries, archived records by reason, dead letters written.
+    pub fn share_counters(&self, group: &str) -> ShareCounters {
+        self.shared.shares.counters(group)
     }
 
     /// The share-partitions of share group `group`: start and end offsets and records in

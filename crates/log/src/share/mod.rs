@@ -25,8 +25,8 @@ pub use partition::{
     AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, RecordState, ShareLimits,
     SharePartition,
 };
-pub use store::SharePartitionState;
 pub(crate) use store::ShareStates;
+pub use store::{ShareCounters, SharePartitionState};
 
 #[cfg(test)]
 mod consumer_tests;

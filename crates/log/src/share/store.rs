@@ -18,6 +18,19 @@ use super::partition::{
 use super::persist::{self, Letter, LetterId, SavedShares, Settled, ShareKey, ShareRecord};
 use crate::error::{Error, Result};
 
+/// What a share group's records went through since the engine opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShareCounters {
+    /// Records handed out again (a delivery after the first).
+    pub redelivered: u64,
+    /// Records archived because a member rejected them.
+    pub rejected: u64,
+    /// Records archived at the group's delivery limit.
+    pub at_delivery_limit: u64,
+    /// Dead letters written to the group's dead-letter topic.
+    pub dead_lettered: u64,
+}
+
 /// One share-partition's state as described: start, end, and records available, acquired,
 /// acknowledged and archived between them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +55,8 @@ pub(crate) struct ShareStates {
     writing_letters: Mutex<()>,
     /// This run's producer id for dead letters, once one is needed.
     letter_producer: Mutex<Option<i64>>,
+    /// Per group, since the engine opened.
+    counters: Mutex<BTreeMap<String, ShareCounters>>,
 }
 
 #[derive(Debug)]
@@ -73,6 +88,7 @@ impl ShareStates {
             live: Mutex::new(live),
             writing_letters: Mutex::new(()),
             letter_producer: Mutex::new(None),
+            counters: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -149,6 +165,14 @@ impl ShareStates {
             let (from, end, read) = window(partition)?;
             let acquired =
                 partition.acquire_between(member, from, end, max_records, limits, now_ms);
+            let again: u64 = acquired
+                .iter()
+                .filter(|r| r.delivery_count > 1)
+                .map(|r| (r.last_offset - r.first_offset + 1) as u64)
+                .sum();
+            if again > 0 {
+                self.count(&key.0, |c| c.redelivered += again);
+            }
             for range in &acquired {
                 last = Some(self.write(ShareRecord::Acquired {
                     key: key.clone(),
@@ -352,6 +376,16 @@ impl ShareStates {
         for a in archived {
             offsets.entry(a.offset).or_insert(Settled::Archived);
         }
+        if !archived.is_empty() {
+            let rejected = archived
+                .iter()
+                .filter(|a| a.reason == ArchiveReason::Rejected)
+                .count() as u64;
+            self.count(&key.0, |c| {
+                c.rejected += rejected;
+                c.at_delivery_limit += archived.len() as u64 - rejected;
+            });
+        }
         let offsets: Vec<(i64, Settled)> = offsets.into_iter().collect();
         if offsets.is_empty() {
             return Ok(None);
@@ -415,8 +449,11 @@ impl ShareStates {
             };
             if !same_run {
                 let run = &pending[run_start..i];
-                let wrote = write(run);
-                done.extend(run[..wrote.min(run.len())].iter().map(|(_, l)| l.id()));
+                let wrote = &run[..write(run).min(run.len())];
+                for (key, _) in wrote {
+                    self.count(&key.0, |c| c.dead_lettered += 1);
+                }
+                done.extend(wrote.iter().map(|(_, l)| l.id()));
                 run_start = i;
             }
         }
@@ -429,6 +466,15 @@ impl ShareStates {
         })?;
         self.live.lock().letters.written(&done);
         Ok(())
+    }
+
+    fn count(&self, group: &str, change: impl FnOnce(&mut ShareCounters)) {
+        change(self.counters.lock().entry(group.to_owned()).or_default());
+    }
+
+    /// What group `group`'s records went through since the engine opened.
+    pub(crate) fn counters(&self, group: &str) -> ShareCounters {
+        self.counters.lock().get(group).copied().unwrap_or_default()
     }
 
     fn write(&self, record: ShareRecord) -> Result<Written> {

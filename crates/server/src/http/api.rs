@@ -45,6 +45,7 @@ pub(super) fn routes(state: &Shared) -> Router<Shared> {
         .route("/history", get(super::history::history))
         .route("/quotas", get(super::quotas::quotas))
         .route("/groups", get(groups))
+        .route("/share-groups", get(super::share_groups::share_groups))
         .route("/groups/{group}", get(group).delete(changes::delete_group))
         .route(
             "/groups/{group}/reset-offsets",
@@ -383,6 +384,7 @@ mod tests {
             "api/v1/groups",
             "api/v1/groups/{group}",
             "api/v1/groups/{group}/reset-offsets",
+            "api/v1/share-groups",
             "metrics",
             "health",
         ];

@@ -17,6 +17,7 @@ mod params;
 mod quotas;
 mod refusals;
 mod search;
+mod share_groups;
 mod timeline;
 
 use std::net::SocketAddr;

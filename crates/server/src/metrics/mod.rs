@@ -58,6 +58,9 @@ pub(crate) struct Metrics {
     consumer_lag: Family<Labels, Gauge>,
     share_records: Family<Labels, Gauge>,
     share_lag: Family<Labels, Gauge>,
+    share_redelivered: Family<Labels, Counter>,
+    share_archived: Family<Labels, Counter>,
+    share_dead_lettered: Family<Labels, Counter>,
     oldest_unconsumed: Family<Labels, FloatGauge>,
     dlq_depth: Family<Labels, Gauge>,
     dlq_oldest: Family<Labels, FloatGauge>,
@@ -105,6 +108,9 @@ impl Metrics {
             consumer_lag: Family::default(),
             share_records: Family::default(),
             share_lag: Family::default(),
+            share_redelivered: Family::default(),
+            share_archived: Family::default(),
+            share_dead_lettered: Family::default(),
             oldest_unconsumed: Family::default(),
             dlq_depth: Family::default(),
             dlq_oldest: Family::default(),
@@ -189,6 +195,21 @@ impl Metrics {
             "share_lag",
             "Records between a share group's start offset on a partition and the partition's end",
             m.share_lag.clone(),
+        );
+        registry.register(
+            "share_redelivered",
+            "Records a share group handed out again (each delivery after the first) since logd started",
+            m.share_redelivered.clone(),
+        );
+        registry.register(
+            "share_archived",
+            "Records a share group archived unaccepted since logd started, by reason (rejected, delivery_limit)",
+            m.share_archived.clone(),
+        );
+        registry.register(
+            "share_dead_lettered",
+            "Dead letters a share group wrote to its dead-letter topic since logd started",
+            m.share_dead_lettered.clone(),
         );
         registry.register_with_unit(
             "consumer_oldest_unconsumed_age",
@@ -406,6 +427,30 @@ impl Metrics {
         self.share_records.clear();
         self.share_lag.clear();
         for group in log.share_group_ids() {
+            // The engine counts since it opened; the counters catch up to it.
+            let counts = log.share_counters(&group);
+            let group_labels = |reason: Option<&str>| {
+                let mut labels = vec![("group", group.clone())];
+                if let Some(reason) = reason {
+                    labels.push(("reason", reason.to_owned()));
+                }
+                labels
+            };
+            // One family guard at a time: a family's guard held while it adds a series
+            // would wait for itself.
+            for (family, reason, total) in [
+                (&self.share_redelivered, None, counts.redelivered),
+                (&self.share_archived, Some("rejected"), counts.rejected),
+                (
+                    &self.share_archived,
+                    Some("delivery_limit"),
+                    counts.at_delivery_limit,
+                ),
+                (&self.share_dead_lettered, None, counts.dead_lettered),
+            ] {
+                let counter = family.get_or_create(&group_labels(reason));
+                counter.inc_by(total.saturating_sub(counter.get()));
+            }
             for p in log.share_partitions(&group) {
                 let labels = |extra: Option<&str>| {
                     let mut labels = vec![

@@ -147,7 +147,7 @@ fn java_share_consumers_divide_one_partition_and_accept_each_record_once() {
 #[test]
 fn released_records_come_again_counted_rejected_ones_never_and_the_limit_archives() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path(), &[]);
+    let daemon = Daemon::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
     run(
         &daemon.addr,
         &[
@@ -220,6 +220,44 @@ fn released_records_come_again_counted_rejected_ones_never_and_the_limit_archive
     ] {
         assert!(listed.contains(row), "{row:?} not in\n{listed}");
     }
+    // /metrics counts what the group's records went through.
+    let scraped = super::metrics::scrape(daemon.metrics.as_deref().unwrap());
+    for (series, value) in [
+        (r#"logd_share_redelivered_total{group="workers"}"#, 2.0),
+        (
+            r#"logd_share_archived_total{group="workers",reason="rejected"}"#,
+            1.0,
+        ),
+        (
+            r#"logd_share_archived_total{group="workers",reason="delivery_limit"}"#,
+            1.0,
+        ),
+        (r#"logd_share_dead_lettered_total{group="workers"}"#, 2.0),
+    ] {
+        assert_eq!(scraped.get(series), Some(&value), "{series}");
+    }
+    // The console shows the group: its partition's states and its counters.
+    let (status, body) =
+        super::metrics::get(daemon.metrics.as_deref().unwrap(), "/api/v1/share-groups");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    let shown: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let workers = &shown["share_groups"][0];
+    assert_eq!(workers["group"], "workers", "{body}");
+    assert_eq!(workers["dead_lettered"], 2, "{body}");
+    let partition = &workers["partitions"][0];
+    assert_eq!(
+        (
+            &partition["start_offset"],
+            &partition["lag"],
+            &partition["acquired"]
+        ),
+        (
+            &serde_json::json!(4),
+            &serde_json::json!(0),
+            &serde_json::json!(0)
+        ),
+        "{body}"
+    );
     // `logd groups` describes the share group and moves where it reads from
     // (AlterShareGroupOffsets): every record comes again, counted afresh.
     let groups = |args: &[&str]| {
