@@ -8,6 +8,7 @@ mod ordering;
 mod process_kill;
 mod scale_out;
 mod seed;
+mod share_crash;
 mod waiting;
 
 use std::cell::Cell;

@@ -38,6 +38,8 @@ pub mod message;
 mod outcome;
 mod policy;
 mod retry_config;
+#[cfg(feature = "embedded")]
+mod share_worker;
 mod transport;
 mod worker;
 
@@ -55,5 +57,7 @@ pub use message::{Message, OutRecord};
 pub use outcome::{Failure, Outcome, Poll, Stats};
 pub use policy::{Jitter, RetryPolicy};
 pub use retry_config::{CommitOrder, DEFAULT_RETRY_INFIX, Ordering, RetryConfig};
+#[cfg(feature = "embedded")]
+pub use share_worker::ShareWorker;
 pub use transport::{Ownership, Stamp, Transport, decode_messages, encode_record};
 pub use worker::RetryWorker;

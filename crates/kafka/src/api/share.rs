@@ -385,10 +385,14 @@ impl ShareApi {
             };
             converted.push((*first, *last, types));
         }
-        match self
-            .log
-            .share_acknowledge(group, member, topic, partition as u32, &converted)
-        {
+        match self.log.share_acknowledge(
+            group,
+            member,
+            topic,
+            partition as u32,
+            &converted,
+            &Default::default(),
+        ) {
             Ok(_) => (0, None),
             Err(e) => (for_engine_error(&e), Some(e.to_string())),
         }

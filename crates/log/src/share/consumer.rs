@@ -15,6 +15,7 @@ use logd_storage::Offset;
 use logd_storage::batch::Record;
 
 use super::partition::{AcknowledgeType, AcquiredRecords};
+use super::persist::RejectReason;
 use crate::consumer::ConsumerRecord;
 use crate::engine::Log;
 use crate::error::{Error, Result};
@@ -72,6 +73,8 @@ pub struct ShareConsumer {
     /// Records delivered and not yet acknowledged, per partition: offset to the type chosen
     /// (`None`: not yet).
     delivered: BTreeMap<(String, u32), BTreeMap<i64, Option<AcknowledgeType>>>,
+    /// Why records rejected with [`ShareConsumer::reject_with`] were, until sent.
+    reasons: BTreeMap<(String, u32), BTreeMap<i64, RejectReason>>,
     next_partition: usize,
 }
 
@@ -91,6 +94,7 @@ impl ShareConsumer {
             member_id,
             subscription: Vec::new(),
             delivered: BTreeMap::new(),
+            reasons: BTreeMap::new(),
             next_partition: 0,
         }
     }
@@ -127,6 +131,19 @@ impl ShareConsumer {
                 ))
             })?;
         *slot = Some(kind);
+        Ok(())
+    }
+
+    /// Rejects `record` as [`ShareConsumer::acknowledge`] with REJECT does, saying why: its
+    /// dead letter (with a dead-letter topic set on the group) carries `reason`'s class and
+    /// message in `logd.dlq.error.*` and `logd.dlq.reason` `max-attempts` or `permanent`.
+    pub fn reject_with(&mut self, record: &ShareRecord, reason: RejectReason) -> Result<()> {
+        self.acknowledge(record, AcknowledgeType::Reject)?;
+        let r = &record.record;
+        self.reasons
+            .entry((r.topic.to_string(), r.partition))
+            .or_default()
+            .insert(r.offset, reason);
         Ok(())
     }
 
@@ -190,6 +207,10 @@ impl ShareConsumer {
             if !kept.is_empty() {
                 self.delivered.insert((topic.clone(), partition), kept);
             }
+            let reasons = self
+                .reasons
+                .remove(&(topic.clone(), partition))
+                .unwrap_or_default();
             if !batches.is_empty() {
                 self.log.share_acknowledge(
                     &self.config.group_id,
@@ -197,6 +218,7 @@ impl ShareConsumer {
                     &topic,
                     partition,
                     &batches,
+                    &reasons,
                 )?;
             }
         }

@@ -306,7 +306,15 @@ fn workload(fs: &SimFs) -> Answered {
             })
             .collect();
         if states
-            .acknowledge(&key, "m", &batches, &limits, &|| None, step)
+            .acknowledge(
+                &key,
+                "m",
+                &batches,
+                &limits,
+                &|| None,
+                &BTreeMap::new(),
+                step,
+            )
             .is_err()
         {
             return (acquired, accepted, Some(first));

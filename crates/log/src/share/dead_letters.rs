@@ -238,6 +238,19 @@ fn letter_headers(
     } else {
         (AT_LIMIT, REASON_MAX_ATTEMPTS, "share.delivery.limit")
     };
+    // What the member said of its rejection, when it said (a retry worker's failure).
+    let (reason, class, error) = match &letter.error {
+        Some(e) => (
+            if e.out_of_attempts {
+                REASON_MAX_ATTEMPTS
+            } else {
+                REASON_PERMANENT
+            },
+            e.class.as_str(),
+            e.message.as_str(),
+        ),
+        None => (reason, class, message),
+    };
     let mut add = |name: &str, value: String| headers.push((name.into(), Some(value.into())));
     add(TOPIC, topic.clone());
     add(PARTITION, partition.to_string());
@@ -256,7 +269,7 @@ fn letter_headers(
     add(DLQ_FIRST_FAILURE_TS, now.to_string());
     add(DLQ_LAST_FAILURE_TS, now.to_string());
     add(DLQ_ERROR_CLASS, class.to_owned());
-    add(DLQ_ERROR_MESSAGE, message.to_owned());
+    add(DLQ_ERROR_MESSAGE, error.to_owned());
     add(DLQ_REASON, reason.to_owned());
     headers
 }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use super::group::{ShareHeartbeat, ShareMemberDescription};
 use super::partition::{AcknowledgeType, AcquiredRecords, Archived, ShareLimits};
+use super::persist::RejectReason;
 use super::store::{ShareCounters, SharePartitionState};
 
 /// The limits group `group` works under, from its configs.
@@ -125,9 +126,11 @@ impl Log {
     }
 
     /// Applies `member`'s acknowledgements of `topic`-`partition` in share group `group`: per
-    /// batch its first and last offset and one type for all or one per offset. All or none:
-    /// a record the member does not hold is [`Error::InvalidRecordState`]. Durable before this
-    /// returns; returns the records archived unaccepted (rejected, or at the delivery limit).
+    /// batch its first and last offset and one type for all or one per offset, and why some
+    /// rejected records were rejected (by offset; for their dead letters' headers). All or
+    /// none: a record the member does not hold is [`Error::InvalidRecordState`]. Durable before
+    /// this returns; returns the records archived unaccepted (rejected, or at the delivery
+    /// limit).
     pub fn share_acknowledge(
         &self,
         group: &str,
@@ -135,6 +138,7 @@ impl Log {
         topic: &str,
         partition: u32,
         batches: &[(i64, i64, Vec<AcknowledgeType>)],
+        reasons: &BTreeMap<i64, RejectReason>,
     ) -> Result<Vec<Archived>> {
         let limits = limits(&self.shared.group_configs, group);
         let key = (group.to_owned(), topic.to_owned(), partition);
@@ -144,6 +148,7 @@ impl Log {
             batches,
             &limits,
             &|| self.dead_letter_target(group),
+            reasons,
             self.clock().now_ms(),
         )?;
         self.write_dead_letters();

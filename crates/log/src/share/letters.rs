@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use logd_storage::Written;
 
 use super::partition::{ArchiveReason, Archived};
-use super::persist::{Letter, LetterId, ShareKey};
+use super::persist::{Letter, LetterId, RejectReason, ShareKey};
 
 /// Where a share group's dead letters go, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +52,7 @@ impl PendingLetters {
         key: &ShareKey,
         archived: &[Archived],
         target: &DeadLetterTarget,
+        reasons: &BTreeMap<i64, RejectReason>,
     ) -> Vec<Letter> {
         let partition = key.2 % target.partitions.max(1);
         let mut sequence = self
@@ -71,6 +72,10 @@ impl PendingLetters {
                     partition,
                     producer_id: target.producer_id,
                     sequence,
+                    error: reasons
+                        .get(&a.offset)
+                        .filter(|_| a.reason == ArchiveReason::Rejected)
+                        .cloned(),
                 };
                 // Kafka's sequences wrap from i32::MAX to 0.
                 sequence = sequence.checked_add(1).unwrap_or(0);

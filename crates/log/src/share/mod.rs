@@ -25,6 +25,7 @@ pub use partition::{
     AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, RecordState, ShareLimits,
     SharePartition,
 };
+pub use persist::RejectReason;
 pub(crate) use store::ShareStates;
 pub use store::{ShareCounters, SharePartitionState};
 

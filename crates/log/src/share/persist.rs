@@ -55,6 +55,20 @@ pub(crate) struct Letter {
     pub producer_id: i64,
     /// The record's sequence for that producer in that partition.
     pub sequence: i32,
+    /// Why the member rejected it, when it said (`ShareConsumer::reject_with`).
+    pub error: Option<RejectReason>,
+}
+
+/// Why a member rejected a record, for its dead letter's `logd.dlq.error.*` and
+/// `logd.dlq.reason` headers (a retry worker's failure).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectReason {
+    /// The error's class (`logd.dlq.error.class`).
+    pub class: String,
+    /// Its message (`logd.dlq.error.message`).
+    pub message: String,
+    /// The record ran out of attempts (`logd.dlq.reason` `max-attempts`, else `permanent`).
+    pub out_of_attempts: bool,
 }
 
 /// A letter's place in write order: dead-letter topic, partition, producer id, sequence.

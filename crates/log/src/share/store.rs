@@ -15,7 +15,9 @@ use super::letters::{DeadLetterTarget, PendingLetters};
 use super::partition::{
     AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, ShareLimits, SharePartition,
 };
-use super::persist::{self, Letter, LetterId, SavedShares, Settled, ShareKey, ShareRecord};
+use super::persist::{
+    self, Letter, LetterId, RejectReason, SavedShares, Settled, ShareKey, ShareRecord,
+};
 use crate::error::{Error, Result};
 
 /// What a share group's records went through since the engine opened.
@@ -115,9 +117,14 @@ impl ShareStates {
                     records = archived.len(),
                     "records in flight at the last stop reached the delivery limit: archived"
                 );
-                last = self.settle(&mut live.letters, key, Vec::new(), &archived, &|| {
-                    dlq(&key.0)
-                })?;
+                last = self.settle(
+                    &mut live.letters,
+                    key,
+                    Vec::new(),
+                    &archived,
+                    &|| dlq(&key.0),
+                    &BTreeMap::new(),
+                )?;
             }
             last
         };
@@ -156,9 +163,14 @@ impl ShareStates {
             }
             let partition = live.partitions.get_mut(&key).expect("inserted above");
             let archived = partition.expire_locks(limits, now_ms);
-            if let Some(written) =
-                self.settle(&mut live.letters, &key, Vec::new(), &archived, dlq)?
-            {
+            if let Some(written) = self.settle(
+                &mut live.letters,
+                &key,
+                Vec::new(),
+                &archived,
+                dlq,
+                &BTreeMap::new(),
+            )? {
                 last = Some(written);
             }
             let partition = live.partitions.get_mut(&key).expect("inserted above");
@@ -189,6 +201,7 @@ impl ShareStates {
     /// Applies `member`'s acknowledgements (see [`SharePartition::acknowledge`]), first giving
     /// back records whose locks expired; returns once they are durable, with the records
     /// archived unaccepted.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn acknowledge(
         &self,
         key: &ShareKey,
@@ -196,6 +209,7 @@ impl ShareStates {
         batches: &[(i64, i64, Vec<AcknowledgeType>)],
         limits: &ShareLimits,
         dlq: &dyn Fn() -> Option<DeadLetterTarget>,
+        reasons: &BTreeMap<i64, RejectReason>,
         now_ms: i64,
     ) -> Result<Vec<Archived>> {
         let (archived, written) = {
@@ -245,6 +259,7 @@ impl ShareStates {
                 done.into_iter().collect(),
                 &archived,
                 dlq,
+                reasons,
             )?;
             (archived, written)
         };
@@ -268,9 +283,14 @@ impl ShareStates {
             let mut last = None;
             for (key, partition) in live.partitions.iter_mut().filter(|(k, _)| k.0 == group) {
                 let archived = partition.release_member(member, limits, now_ms);
-                if let Some(written) =
-                    self.settle(&mut live.letters, key, Vec::new(), &archived, dlq)?
-                {
+                if let Some(written) = self.settle(
+                    &mut live.letters,
+                    key,
+                    Vec::new(),
+                    &archived,
+                    dlq,
+                    &BTreeMap::new(),
+                )? {
                     last = Some(written);
                 }
                 all.extend(archived);
@@ -371,6 +391,7 @@ impl ShareStates {
         offsets: Vec<(i64, Settled)>,
         archived: &[Archived],
         dlq: &dyn Fn() -> Option<DeadLetterTarget>,
+        reasons: &BTreeMap<i64, RejectReason>,
     ) -> Result<Option<Written>> {
         let mut offsets: BTreeMap<i64, Settled> = offsets.into_iter().collect();
         for a in archived {
@@ -401,7 +422,7 @@ impl ShareStates {
                 })
                 .map(Some);
         };
-        let new = letters.assign(key, archived, dlq);
+        let new = letters.assign(key, archived, dlq, reasons);
         let written = self.write(ShareRecord::SettledWithLetters {
             key: key.clone(),
             offsets,
