@@ -428,3 +428,38 @@ fn share_offsets(
     request.groups = vec![g];
     call(b, ApiKey::DescribeShareGroupOffsets, 0, &request)
 }
+
+#[test]
+fn embedded_share_consumers_and_wire_members_are_one_group() {
+    use logd::share::{ShareConsumer, ShareConsumerConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let (b, _) = broker(dir.path());
+    let mut embedded = ShareConsumer::new(
+        b.log(),
+        ShareConsumerConfig {
+            group_id: "workers".into(),
+            max_poll_records: 2,
+            ..ShareConsumerConfig::default()
+        },
+    );
+    embedded.subscribe(vec!["jobs".into()]).unwrap();
+    assert_eq!(embedded.poll(std::time::Duration::ZERO).unwrap().len(), 2);
+    let joined = heartbeat(&b, "wire", 0);
+    assert_eq!(joined.error_code, 0);
+    let described = describe(&b, &["workers"]);
+    let mut members: Vec<(&str, &str)> = described.groups[0]
+        .members
+        .iter()
+        .map(|m| (m.client_id.as_str(), m.member_id.as_str()))
+        .collect();
+    members.sort();
+    assert_eq!(members, [("logd-embedded", embedded.member_id()), ("tester", "wire")]);
+    // The group has members: its offsets stay put, whichever kind they are.
+    heartbeat(&b, "wire", -1);
+    assert_eq!(
+        alter_offsets(&b, "workers", 0, 0).error_code,
+        ResponseError::NonEmptyGroup.code()
+    );
+    embedded.close().unwrap();
+    assert_eq!(alter_offsets(&b, "workers", 0, 0).error_code, 0);
+}

@@ -63,6 +63,9 @@ pub struct ShareRecord {
     pub delivery_count: u16,
 }
 
+/// The client id and host an embedded member shows in its group.
+const CLIENT: (&str, &str) = ("logd-embedded", "/embedded");
+
 /// A member of a share group. One per thread, as in Kafka.
 #[derive(Debug)]
 pub struct ShareConsumer {
@@ -75,6 +78,9 @@ pub struct ShareConsumer {
     delivered: BTreeMap<(String, u32), BTreeMap<i64, Option<AcknowledgeType>>>,
     /// Why records rejected with [`ShareConsumer::reject_with`] were, until sent.
     reasons: BTreeMap<(String, u32), BTreeMap<i64, RejectReason>>,
+    /// Its epoch in the group (0: to join), and when it last heartbeat (engine clock).
+    member_epoch: i32,
+    last_heartbeat_ms: i64,
     next_partition: usize,
 }
 
@@ -95,6 +101,8 @@ impl ShareConsumer {
             subscription: Vec::new(),
             delivered: BTreeMap::new(),
             reasons: BTreeMap::new(),
+            member_epoch: 0,
+            last_heartbeat_ms: 0,
             next_partition: 0,
         }
     }
@@ -111,6 +119,10 @@ impl ShareConsumer {
         }
         for topic in &topics {
             self.log.partition_count(topic)?;
+        }
+        if self.subscription != topics {
+            // The next heartbeat joins again with the new subscription.
+            self.member_epoch = 0;
         }
         self.subscription = topics;
         Ok(())
@@ -160,6 +172,7 @@ impl ShareConsumer {
         self.send_acknowledgements(true)?;
         let deadline = Instant::now() + timeout;
         loop {
+            self.heartbeat()?;
             let seen = self.log.append_count();
             let records = self.fetch()?;
             let now = Instant::now();
@@ -172,12 +185,46 @@ impl ShareConsumer {
         }
     }
 
-    /// Sends the acknowledgements, then gives back what this member still holds.
+    /// Sends the acknowledgements, then leaves the group, giving back what it still holds.
     pub fn close(mut self) -> Result<()> {
         self.send_acknowledgements(false)?;
         self.log
-            .share_leave(&self.config.group_id, &self.member_id)
+            .share_heartbeat(&self.config.group_id, &self.member_id, -1, None, CLIENT)
             .map(drop)
+    }
+
+    /// Joins the group (as a wire member's ShareGroupHeartbeat does), or heartbeats once the
+    /// group's `share.heartbeat.interval.ms` passed, so the group lists this member and
+    /// expires it when it stops polling for `share.session.timeout.ms`; a member the group
+    /// expired joins again (its records went back when it expired).
+    fn heartbeat(&mut self) -> Result<()> {
+        let group = &self.config.group_id;
+        let now = self.log.clock().now_ms();
+        let interval = self.log.share_heartbeat_interval_ms(group);
+        if self.member_epoch > 0 && now - self.last_heartbeat_ms < interval {
+            return Ok(());
+        }
+        let subscribed = (self.member_epoch == 0).then(|| self.subscription.clone());
+        let answer = self.log.share_heartbeat(
+            group,
+            &self.member_id,
+            self.member_epoch,
+            subscribed,
+            CLIENT,
+        );
+        let answer = match answer {
+            Err(Error::Group(crate::group::GroupError::UnknownMember))
+            | Err(Error::FencedMemberEpoch { .. }) => {
+                self.member_epoch = 0;
+                let subscribed = Some(self.subscription.clone());
+                self.log
+                    .share_heartbeat(group, &self.member_id, 0, subscribed, CLIENT)?
+            }
+            other => other?,
+        };
+        self.member_epoch = answer.member_epoch;
+        self.last_heartbeat_ms = now;
+        Ok(())
     }
 
     fn send_acknowledgements(&mut self, polling: bool) -> Result<()> {

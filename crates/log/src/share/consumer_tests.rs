@@ -381,8 +381,15 @@ fn altered_and_deleted_start_offsets_survive_a_restart_and_need_an_empty_group()
     earliest(&log);
     let mut m = member(&log, AcknowledgementMode::Implicit);
     assert_eq!(m.poll(Duration::ZERO).unwrap().len(), 6);
-    log.share_heartbeat("workers", "w", 0, Some(vec!["jobs".into()]), ("c", "/h"))
-        .unwrap();
+    // The embedded consumer is a member of the group, as a wire client is.
+    let (_, members) = log.share_group_members("workers").unwrap();
+    assert_eq!(
+        members
+            .iter()
+            .map(|m| (m.member_id.as_str(), m.client_id.as_str()))
+            .collect::<Vec<_>>(),
+        [(m.member_id(), "logd-embedded")]
+    );
     let refused = log.alter_share_offsets("workers", &[("jobs".into(), 0, 2)]);
     assert!(
         matches!(
@@ -391,9 +398,8 @@ fn altered_and_deleted_start_offsets_survive_a_restart_and_need_an_empty_group()
         ),
         "{refused:?}"
     );
-    log.share_heartbeat("workers", "w", -1, None, ("c", "/h"))
-        .unwrap();
     m.close().unwrap();
+    assert!(log.share_group_members("workers").unwrap().1.is_empty());
     log.alter_share_offsets("workers", &[("jobs".into(), 0, 2)])
         .unwrap();
     drop(log);
