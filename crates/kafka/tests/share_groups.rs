@@ -453,7 +453,10 @@ fn embedded_share_consumers_and_wire_members_are_one_group() {
         .map(|m| (m.client_id.as_str(), m.member_id.as_str()))
         .collect();
     members.sort();
-    assert_eq!(members, [("logd-embedded", embedded.member_id()), ("tester", "wire")]);
+    assert_eq!(
+        members,
+        [("logd-embedded", embedded.member_id()), ("tester", "wire")]
+    );
     // The group has members: its offsets stay put, whichever kind they are.
     heartbeat(&b, "wire", -1);
     assert_eq!(

@@ -93,6 +93,10 @@ pub struct RetryWorker<T: Transport> {
     looked_at: Instant,
     /// Next offset to read per (topic, partition), for the owned partitions.
     positions: BTreeMap<(String, u32), i64>,
+    /// The commit the records handled without a copy owe, made once per fetch (or by the
+    /// next hop's commit, which covers it): a crash before it redelivers them, never loses
+    /// them, and a fetch of many records costs one commit, not one each.
+    owed: Option<(String, u32, i64)>,
     /// [`Ordering::PerKey`]: per key, the origins of its records waiting in retry.
     pending: HashMap<Bytes, BTreeSet<(u32, i64)>>,
     stats: Stats,
@@ -152,6 +156,7 @@ impl<T: Transport> RetryWorker<T> {
             refused_in: None,
             looked_at: Instant::now(),
             positions: BTreeMap::new(),
+            owed: None,
             pending: HashMap::new(),
             stats: Stats::default(),
             appender: IdempotentAppender::new(),
@@ -333,22 +338,51 @@ impl<T: Transport> RetryWorker<T> {
                             break;
                         }
                     }
-                    match self.handle(&message, now, handler) {
+                    let handled = self.handle(&message, now, handler);
+                    match &handled {
                         Ok(()) => poll.handled += 1,
-                        // Replaced in the group: this record and the rest of the fetch are the
-                        // new owner's; ask again what is ours at the next look.
-                        Err(e) if e.is_fenced() => {
-                            self.stats.refused_commits += 1;
-                            let refused_at = Instant::now();
-                            self.refused_in = self.owned.take().map(|o| (o.generation, refused_at));
-                            return Ok(poll);
+                        Err(e) if !e.is_fenced() => {
+                            // Keep what the fetch did before the failure. If this commit fails
+                            // too, those records come again: at least once either way.
+                            let _ = self.pay_owed_commit();
                         }
-                        Err(e) => return Err(e),
+                        Err(_) => {}
                     }
+                    if self.fenced(handled)? {
+                        return Ok(poll);
+                    }
+                }
+                let paid = self.pay_owed_commit();
+                if self.fenced(paid)? {
+                    return Ok(poll);
                 }
             }
         }
         Ok(poll)
+    }
+
+    /// Whether `result` is the group's refusal (replaced in the group: the rest of the fetch
+    /// is the new owner's; ask again what is ours at the next look); other errors pass.
+    fn fenced(&mut self, result: Result<()>) -> Result<bool> {
+        match result {
+            Ok(()) => Ok(false),
+            Err(e) if e.is_fenced() => {
+                self.owed = None;
+                self.stats.refused_commits += 1;
+                let refused_at = Instant::now();
+                self.refused_in = self.owned.take().map(|o| (o.generation, refused_at));
+                Ok(true)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Makes the commit the fetch's handled records owe.
+    fn pay_owed_commit(&mut self) -> Result<()> {
+        match self.owed.take() {
+            Some((topic, partition, next)) => self.commit_next(&topic, partition, next),
+            None => Ok(()),
+        }
     }
 
     /// Polls until `done` says so, sleeping until the next due record or new data (at most
@@ -395,7 +429,8 @@ impl<T: Transport> RetryWorker<T> {
         if self.dedupe.as_ref().is_some_and(|d| d.contains(&id)) {
             self.stats.duplicates += 1;
             self.resolved(message, &origin);
-            return self.commit(message);
+            self.owe_commit(message);
+            return Ok(());
         }
         if self.must_wait_for_its_key(message, &origin) {
             self.stats.parked += 1;
@@ -421,7 +456,8 @@ impl<T: Transport> RetryWorker<T> {
                 }
                 self.stats.succeeded += 1;
                 self.resolved(message, &origin);
-                self.commit(message)
+                self.owe_commit(message);
+                Ok(())
             }
             Outcome::Permanent(failure) => {
                 self.dead_letter(message, &origin, attempt, now, &failure, REASON_PERMANENT)
@@ -594,11 +630,27 @@ impl<T: Transport> RetryWorker<T> {
         self.commit_next(&message.topic, message.partition, message.offset + 1)
     }
 
+    /// Reads on past `message`, committing it with the fetch's last (see `owed`).
+    fn owe_commit(&mut self, message: &Message) {
+        let next = message.offset + 1;
+        self.positions
+            .insert((message.topic.clone(), message.partition), next);
+        self.owed = Some((message.topic.clone(), message.partition, next));
+    }
+
     /// Commits `next` as the offset to read next in `topic`/`partition`, and reads on from it.
     fn commit_next(&mut self, topic: &str, partition: u32, next: i64) -> Result<()> {
         self.transport
             .commit(&self.config.group, topic, partition, next)?;
         self.positions.insert((topic.to_owned(), partition), next);
+        // A later offset of the same partition covers what handled records owed.
+        if self
+            .owed
+            .as_ref()
+            .is_some_and(|(t, p, owed)| t == topic && *p == partition && *owed <= next)
+        {
+            self.owed = None;
+        }
         Ok(())
     }
 }
