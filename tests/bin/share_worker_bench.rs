@@ -49,29 +49,7 @@ fn main() -> ExitCode {
 }
 
 fn round(records: usize, handler_ms: u64, batch: usize) -> Result<f64, Box<dyn std::error::Error>> {
-    let dir = tempfile::tempdir()?;
-    let log = Log::open(dir.path(), Config::default())?;
-    log.create_topic(
-        "tasks",
-        TopicConfig {
-            partitions: PARTITIONS,
-            ..TopicConfig::default()
-        },
-    )?;
-    let producer = Producer::new(&log, ProducerConfig::default());
-    let mut sent = Vec::new();
-    for i in 0..records {
-        let value = format!("task-{i}");
-        sent.push(producer.send(ProducerRecord::new("tasks", value.as_str()))?);
-    }
-    for delivery in sent {
-        delivery.wait()?;
-    }
-    log.alter_group_configs(
-        "workers",
-        &[("share.auto.offset.reset", Some("earliest"))],
-        false,
-    )?;
+    let (_dir, log) = filled(records, PARTITIONS)?;
     let policy = RetryPolicy {
         base: Duration::from_millis(100),
         cap: Duration::from_secs(5),
@@ -98,6 +76,39 @@ fn round(records: usize, handler_ms: u64, batch: usize) -> Result<f64, Box<dyn s
     Ok((n1 - n0) as f64 / (t1 - t0).as_secs_f64())
 }
 
+/// An engine in a temp dir whose topic `tasks` has `records` records spread over its
+/// `partitions` partitions, and share group `workers` reading it from the start.
+fn filled(
+    records: usize,
+    partitions: u32,
+) -> Result<(tempfile::TempDir, Log), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let log = Log::open(dir.path(), Config::default())?;
+    log.create_topic(
+        "tasks",
+        TopicConfig {
+            partitions,
+            ..TopicConfig::default()
+        },
+    )?;
+    let producer = Producer::new(&log, ProducerConfig::default());
+    let mut sent = Vec::new();
+    for i in 0..records {
+        let value = format!("task-{i}");
+        let record = ProducerRecord::new("tasks", value.as_str()).partition(i as u32 % partitions);
+        sent.push(producer.send(record)?);
+    }
+    for delivery in sent {
+        delivery.wait()?;
+    }
+    log.alter_group_configs(
+        "workers",
+        &[("share.auto.offset.reset", Some("earliest"))],
+        false,
+    )?;
+    Ok((dir, log))
+}
+
 /// This process's resident memory (VmRSS), in bytes.
 fn resident() -> Result<u64, Box<dyn std::error::Error>> {
     let status = std::fs::read_to_string("/proc/self/status")?;
@@ -112,30 +123,7 @@ fn resident() -> Result<u64, Box<dyn std::error::Error>> {
 fn memory() -> Result<(), Box<dyn std::error::Error>> {
     const HELD: usize = 10_000;
     const SPREAD: u32 = 5;
-    let dir = tempfile::tempdir()?;
-    let log = Log::open(dir.path(), Config::default())?;
-    log.create_topic(
-        "tasks",
-        TopicConfig {
-            partitions: SPREAD,
-            ..TopicConfig::default()
-        },
-    )?;
-    let producer = Producer::new(&log, ProducerConfig::default());
-    let mut sent = Vec::new();
-    for i in 0..HELD {
-        let value = format!("task-{i}");
-        let record = ProducerRecord::new("tasks", value.as_str()).partition(i as u32 % SPREAD);
-        sent.push(producer.send(record)?);
-    }
-    for delivery in sent {
-        delivery.wait()?;
-    }
-    log.alter_group_configs(
-        "workers",
-        &[("share.auto.offset.reset", Some("earliest"))],
-        false,
-    )?;
+    let (_dir, log) = filled(HELD, SPREAD)?;
     let before = resident()?;
     let mut held = 0;
     for partition in 0..SPREAD {

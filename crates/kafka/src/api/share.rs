@@ -37,7 +37,7 @@ use crate::engine_codes::for_engine_error;
 /// Records per fetch when the request names no maximum.
 const DEFAULT_MAX_RECORDS: usize = 500;
 
-fn text(s: impl Into<String>) -> StrBytes {
+pub(super) fn text(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
 
@@ -73,6 +73,13 @@ pub(super) struct ShareApi {
 type WireBatch = (i64, i64, Vec<i8>);
 
 impl ShareApi {
+    /// Topic `name`'s id and partition count (`None` when unknown), and its id as answers
+    /// carry it (zeros when unknown).
+    pub(super) fn topic_id(&self, name: &str) -> (Option<([u8; 16], u32)>, uuid::Uuid) {
+        let id = self.log.topic_id_and_partitions(name).ok();
+        (id, uuid::Uuid::from_bytes(id.map_or([0; 16], |(id, _)| id)))
+    }
+
     pub(super) fn new(log: logd::Log, guard: Guard, node_id: i32) -> ShareApi {
         ShareApi {
             log,
@@ -288,8 +295,8 @@ impl ShareApi {
             for (topic_name, partitions) in asked {
                 let mut topic = Topic::default();
                 topic.topic_name = TopicName(text(topic_name.clone()));
-                let id = self.log.topic_id_and_partitions(&topic_name).ok();
-                topic.topic_id = uuid::Uuid::from_bytes(id.map_or([0; 16], |(id, _)| id));
+                let (id, uuid) = self.topic_id(&topic_name);
+                topic.topic_id = uuid;
                 let refused = !self.guard.allowed(
                     &peer.caller,
                     Operation::Describe,

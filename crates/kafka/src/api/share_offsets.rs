@@ -12,7 +12,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::share::ShareApi;
+use super::share::{ShareApi, text};
 use crate::acl::{Operation, ResourceType};
 use crate::auth::Peer;
 use crate::codes;
@@ -21,10 +21,6 @@ use crate::engine_codes::for_engine_error;
 /// Kafka's words for a topic or partition it does not have.
 const NOT_HOSTED: &str = "This server does not host this topic-partition.";
 
-fn text(s: impl Into<String>) -> StrBytes {
-    StrBytes::from_string(s.into())
-}
-
 /// The message beside an engine refusal: none for NON_EMPTY_GROUP (Kafka's client then says
 /// its own "The group is not empty."), the engine's words otherwise.
 fn engine_message(code: i16, error: &logd::Error) -> Option<StrBytes> {
@@ -32,26 +28,14 @@ fn engine_message(code: i16, error: &logd::Error) -> Option<StrBytes> {
 }
 
 impl ShareApi {
-    /// A group-wide refusal, Kafka's code and message, before any partition is looked at.
-    fn group_refusal(
-        &self,
-        group: &str,
-        peer: &Peer,
-        operation: Operation,
-    ) -> Option<(i16, Option<String>)> {
-        if !self
-            .guard
-            .allowed(&peer.caller, operation, ResourceType::Group, group)
-        {
-            return Some((codes::GROUP_AUTHORIZATION_FAILED, None));
-        }
-        if self.log.is_classic_group(group) {
-            return Some((
+    /// GROUP_ID_NOT_FOUND with Kafka's words when `group` is a classic group.
+    fn not_a_share_group(&self, group: &str) -> Option<(i16, Option<String>)> {
+        self.log.is_classic_group(group).then(|| {
+            (
                 codes::GROUP_ID_NOT_FOUND,
                 Some(format!("Group {group} is not a share group.")),
-            ));
-        }
-        None
+            )
+        })
     }
 
     pub(super) fn alter_share_group_offsets(
@@ -65,14 +49,22 @@ impl ShareApi {
         };
         let group = request.group_id.0.as_str();
         let mut response = AlterShareGroupOffsetsResponse::default();
-        let refusal = self.group_refusal(group, peer, Operation::Read);
+        let refusal =
+            if self
+                .guard
+                .allowed(&peer.caller, Operation::Read, ResourceType::Group, group)
+            {
+                self.not_a_share_group(group)
+            } else {
+                Some((codes::GROUP_AUTHORIZATION_FAILED, None))
+            };
         let mut wanted = Vec::new();
         for asked in &request.topics {
             let name = asked.topic_name.0.to_string();
             let mut topic = Topic::default();
             topic.topic_name = TopicName(text(name.clone()));
-            let id = self.log.topic_id_and_partitions(&name).ok();
-            topic.topic_id = uuid::Uuid::from_bytes(id.map_or([0; 16], |(id, _)| id));
+            let (id, uuid) = self.topic_id(&name);
+            topic.topic_id = uuid;
             let allowed =
                 self.guard
                     .allowed(&peer.caller, Operation::Read, ResourceType::Topic, &name);
@@ -140,8 +132,8 @@ impl ShareApi {
             let name = asked.topic_name.0.to_string();
             let mut topic = Topic::default();
             topic.topic_name = TopicName(text(name.clone()));
-            let id = self.log.topic_id_and_partitions(&name).ok();
-            topic.topic_id = uuid::Uuid::from_bytes(id.map_or([0; 16], |(id, _)| id));
+            let (id, uuid) = self.topic_id(&name);
+            topic.topic_id = uuid;
             if !self
                 .guard
                 .allowed(&peer.caller, Operation::Read, ResourceType::Topic, &name)
@@ -155,16 +147,14 @@ impl ShareApi {
             }
             response.responses.push(topic);
         }
-        let refusal = self
-            .group_refusal(group, peer, Operation::Delete)
-            .or_else(|| {
-                (!self.log.share_group_ids().iter().any(|g| g == group)).then(|| {
-                    (
-                        codes::GROUP_ID_NOT_FOUND,
-                        Some(format!("Group {group} not found.")),
-                    )
-                })
-            });
+        let refusal = self.not_a_share_group(group).or_else(|| {
+            (!self.log.share_group_ids().iter().any(|g| g == group)).then(|| {
+                (
+                    codes::GROUP_ID_NOT_FOUND,
+                    Some(format!("Group {group} not found.")),
+                )
+            })
+        });
         if let Some((code, message)) = refusal {
             response.error_code = code;
             response.error_message = message.map(text);

@@ -117,14 +117,7 @@ impl ShareStates {
                     records = archived.len(),
                     "records in flight at the last stop reached the delivery limit: archived"
                 );
-                last = self.settle(
-                    &mut live.letters,
-                    key,
-                    Vec::new(),
-                    &archived,
-                    &|| dlq(&key.0),
-                    &BTreeMap::new(),
-                )?;
+                last = self.archive(&mut live.letters, key, &archived, &|| dlq(&key.0))?;
             }
             last
         };
@@ -163,14 +156,7 @@ impl ShareStates {
             }
             let partition = live.partitions.get_mut(&key).expect("inserted above");
             let archived = partition.expire_locks(limits, now_ms);
-            if let Some(written) = self.settle(
-                &mut live.letters,
-                &key,
-                Vec::new(),
-                &archived,
-                dlq,
-                &BTreeMap::new(),
-            )? {
+            if let Some(written) = self.archive(&mut live.letters, &key, &archived, dlq)? {
                 last = Some(written);
             }
             let partition = live.partitions.get_mut(&key).expect("inserted above");
@@ -283,14 +269,7 @@ impl ShareStates {
             let mut last = None;
             for (key, partition) in live.partitions.iter_mut().filter(|(k, _)| k.0 == group) {
                 let archived = partition.release_member(member, limits, now_ms);
-                if let Some(written) = self.settle(
-                    &mut live.letters,
-                    key,
-                    Vec::new(),
-                    &archived,
-                    dlq,
-                    &BTreeMap::new(),
-                )? {
+                if let Some(written) = self.archive(&mut live.letters, key, &archived, dlq)? {
                     last = Some(written);
                 }
                 all.extend(archived);
@@ -320,14 +299,12 @@ impl ShareStates {
 
     /// Makes `key`'s state begin afresh at `start` (AlterShareGroupOffsets: records in flight
     /// are dropped), or be gone (`None`: DeleteShareGroupOffsets, and a negative offset, as
-    /// Kafka takes it), durably; whether it had state before.
-    pub(crate) fn set_start(&self, keys: &[(ShareKey, Option<i64>)]) -> Result<Vec<bool>> {
-        let (had, written) = {
+    /// Kafka takes it), durably.
+    pub(crate) fn set_start(&self, keys: &[(ShareKey, Option<i64>)]) -> Result<()> {
+        let written = {
             let mut live = self.live.lock();
-            let mut had = Vec::new();
             let mut last = None;
             for (key, start) in keys {
-                had.push(live.partitions.contains_key(key));
                 last = Some(match start {
                     Some(start) => {
                         live.partitions
@@ -345,10 +322,9 @@ impl ShareStates {
                     }
                 });
             }
-            (had, last)
+            last
         };
-        self.wait(written)?;
-        Ok(had)
+        self.wait(written)
     }
 
     /// Every group with share state.
@@ -430,6 +406,17 @@ impl ShareStates {
         })?;
         letters.logged(key, new, written);
         Ok(Some(written))
+    }
+
+    /// Logs the records `archived` (expired at their limit, or given back there) archived.
+    fn archive(
+        &self,
+        letters: &mut PendingLetters,
+        key: &ShareKey,
+        archived: &[Archived],
+        dlq: &dyn Fn() -> Option<DeadLetterTarget>,
+    ) -> Result<Option<Written>> {
+        self.settle(letters, key, Vec::new(), archived, dlq, &BTreeMap::new())
     }
 
     /// This run's producer id for dead letters, from `allocate` the first time.
