@@ -9,6 +9,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use crate::error::{Error, Result};
 use crate::versions;
 use logd_protocol::partition_ranges::{self, PartitionRangesRequest};
+use logd_protocol::share_versions;
 
 /// A response frame to write: one buffer, or pieces in order (a fetch's record bytes stay the
 /// mapped segment slices).
@@ -91,8 +92,13 @@ pub fn decode_request(mut frame: Bytes) -> Result<Decoded> {
     }
     let header = RequestHeader::decode(&mut frame, key.request_header_version(version))
         .map_err(malformed(api_key, version))?;
-    let request =
-        RequestKind::decode(key, &mut frame, version).map_err(malformed(api_key, version))?;
+    // ShareFetch and ShareAcknowledge go through logd's codec of their newest versions.
+    let request = match share_versions::decode_request(key, version, &mut frame) {
+        Some(decoded) => decoded.map_err(malformed(api_key, version))?,
+        None => {
+            RequestKind::decode(key, &mut frame, version).map_err(malformed(api_key, version))?
+        }
+    };
     if frame.has_remaining() {
         tracing::debug!(
             api_key,
@@ -129,10 +135,11 @@ pub(crate) fn encode(
         (key as i16, version),
         correlation_id,
         key.response_header_version(version),
-        |out| {
-            response
+        |out| match share_versions::encode_response(key, version, &response, out) {
+            Some(encoded) => encoded.map_err(malformed(key as i16, version)),
+            None => response
                 .encode(out, version)
-                .map_err(malformed(key as i16, version))
+                .map_err(malformed(key as i16, version)),
         },
     )
 }

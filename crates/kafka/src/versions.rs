@@ -6,7 +6,9 @@
 //! have, where the range stops below it as on a Kafka broker with that feature off:
 //! Produce stops at v11 (v12 is KIP-890's transactions v2, v13 comes after it), and
 //! InitProducerId at v5 (v6 is KIP-939's two-phase commit). OffsetCommit and OffsetFetch stop
-//! at v9: their v10 (topic ids, Kafka 4.1) is not in `kafka-protocol` 0.18.
+//! at v9: their v10 (topic ids, Kafka 4.1) is not in `kafka-protocol` 0.18. The newest share
+//! versions that crate lacks (ShareFetch and ShareAcknowledge v2, DescribeShareGroupOffsets
+//! v1) are logd's own codec (`logd_protocol::share_versions`).
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
@@ -44,9 +46,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::ShareGroupHeartbeat, 1, 1),
     (ApiKey::ShareGroupDescribe, 1, 1),
-    (ApiKey::ShareFetch, 1, 1),
-    (ApiKey::ShareAcknowledge, 1, 1),
-    (ApiKey::DescribeShareGroupOffsets, 0, 0),
+    (ApiKey::ShareFetch, 1, 2),
+    (ApiKey::ShareAcknowledge, 1, 2),
+    (ApiKey::DescribeShareGroupOffsets, 0, 1),
     (ApiKey::AlterShareGroupOffsets, 0, 0),
     (ApiKey::DeleteShareGroupOffsets, 0, 0),
     (ApiKey::SaslHandshake, 0, 1),

@@ -2,7 +2,8 @@
 //! a broker (`logd-client`) compiles no broker and no storage engine. Kafka's error codes and
 //! their names in words, the SASL/SCRAM exchange both ends run, security protocols and SASL
 //! mechanisms, Kafka's ACL model and client quotas, the consumer protocol (a group member's subscription and
-//! assignment bytes), and the codec of logd's own DescribePartitionRanges.
+//! assignment bytes), the codec of logd's own DescribePartitionRanges, and the share-group API versions
+//! `kafka-protocol` does not model yet.
 
 pub mod acl;
 #[cfg(feature = "code-names")]
@@ -14,6 +15,8 @@ pub mod partition_ranges;
 pub mod quota;
 pub mod scram;
 mod security;
+#[cfg(feature = "share-versions")]
+pub mod share_versions;
 
 #[cfg(feature = "code-names")]
 pub use code_names::code_name;

@@ -1,9 +1,11 @@
-//! Share groups on the wire (KIP-932, version 1): ShareGroupHeartbeat, ShareFetch (share
-//! sessions and their epochs, acknowledgements carried on fetches, a long poll) and
-//! ShareAcknowledge, over the engine's share groups (`logd::share`), which own every rule. A
-//! share session is (group, member): epoch 0 opens it with the partitions named, each later
-//! request must carry the next epoch and adds partitions or forgets them, -1 closes it
-//! (acknowledging, fetching nothing). READ on the group (GROUP_AUTHORIZATION_FAILED) for all
+//! Share groups on the wire (KIP-932): ShareGroupHeartbeat, ShareFetch (share sessions and
+//! their epochs, acknowledgements carried on fetches, a long poll; version 2's acquire mode and
+//! lock renewal, KIP-1206 and KIP-1222) and ShareAcknowledge, over the engine's share groups
+//! (`logd::share`), which own every rule. A share session is (group, member): epoch 0 opens it
+//! with the partitions named, each later request must carry the next epoch and adds
+//! partitions or forgets them, -1 closes it (acknowledging, fetching nothing). Both acquire
+//! modes hold to `max_records` exactly (Kafka's batch-optimized mode may pass it to end on a
+//! batch boundary; clients take fewer records either way). READ on the group (GROUP_AUTHORIZATION_FAILED) for all
 //! three; a fetch also needs READ on each topic it reads (TOPIC_AUTHORIZATION_FAILED, per
 //! partition). An acknowledgement checks no topic: it applies only to records the member was
 //! handed, which a fetch it was allowed made.
@@ -26,6 +28,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use logd::share::AcknowledgeType;
+use logd_protocol::share_versions;
 use parking_lot::Mutex;
 
 use crate::acl::{Operation, ResourceType};
@@ -50,6 +53,34 @@ fn partition_data(answers: &mut Answers, node_id: i32, key: ([u8; 16], i32)) -> 
         d.partition_index = key.1;
         d.current_leader.leader_id = node_id;
         d
+    })
+}
+
+/// Why a ShareFetch is INVALID_REQUEST as a whole, if it is: an acquire mode Kafka does not
+/// define, or a renewing fetch (`is_renew_ack`) that asks for records, which Kafka refuses.
+fn refused_fetch(request: &ShareFetchRequest, mode: i8, renews: bool) -> Option<String> {
+    if !matches!(
+        mode,
+        share_versions::BATCH_OPTIMIZED | share_versions::RECORD_LIMIT
+    ) {
+        return Some(format!("unknown share acquire mode {mode}"));
+    }
+    let asks = [
+        ("maxBytes", request.max_bytes),
+        ("minBytes", request.min_bytes),
+        ("maxRecords", request.max_records),
+        ("maxWaitMs", request.max_wait_ms),
+    ];
+    let asked: Vec<&str> = asks
+        .iter()
+        .filter(|(_, v)| *v != 0)
+        .map(|(name, _)| *name)
+        .collect();
+    (renews && !asked.is_empty()).then(|| {
+        format!(
+            "a renewing ShareFetch must fetch nothing; it sets {}",
+            asked.join(", ")
+        )
     })
 }
 
@@ -104,6 +135,16 @@ impl ShareApi {
             return Err(codes::GROUP_AUTHORIZATION_FAILED);
         }
         Ok((group.0.as_str(), member.as_str()))
+    }
+
+    /// The group's `share.record.lock.duration.ms`, as fetches and acknowledgements answer it.
+    fn lock_timeout_ms(&self, group: &str) -> i32 {
+        self.log
+            .group_configs(group)
+            .iter()
+            .find(|c| c.name == "share.record.lock.duration.ms")
+            .and_then(|c| c.value.parse().ok())
+            .unwrap_or(30_000)
     }
 
     fn may_read_group(&self, peer: &Peer, group: &str) -> bool {
@@ -243,9 +284,9 @@ impl ShareApi {
         response
     }
 
-    /// DescribeShareGroupOffsets: each share-partition's start offset (-1 where the group has
-    /// not read the partition yet), for the partitions named or, with none, every one the group
-    /// has read; DESCRIBE on the group and on each topic.
+    /// DescribeShareGroupOffsets: each share-partition's start offset and (version 1) lag, -1
+    /// where the group has not read the partition yet, for the partitions named or, with
+    /// none, every one the group has read; DESCRIBE on the group and on each topic.
     pub(super) fn describe_share_group_offsets(
         &self,
         request: DescribeShareGroupOffsetsRequest,
@@ -271,11 +312,16 @@ impl ShareApi {
             }
             // A group that is not a share group (unknown, or classic) has read nothing: Kafka
             // answers it so.
-            let starts: std::collections::BTreeMap<(String, u32), i64> = self
+            // Each read partition's start and the records from there already done with
+            // (acknowledged or archived): its lag counts the rest up to the high watermark.
+            let starts: std::collections::BTreeMap<(String, u32), (i64, i64)> = self
                 .log
                 .share_partitions(name)
                 .into_iter()
-                .map(|p| ((p.topic, p.partition), p.start_offset))
+                .map(|p| {
+                    let done = (p.counts[2] + p.counts[3]) as i64;
+                    ((p.topic, p.partition), (p.start_offset, done))
+                })
                 .collect();
             let asked: Vec<(String, Vec<i32>)> = match wanted.topics {
                 Some(topics) => topics
@@ -311,8 +357,16 @@ impl ShareApi {
                         p.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
                     } else if id.is_none_or(|(_, count)| index < 0 || index as u32 >= count) {
                         p.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
-                    } else if let Some(start) = starts.get(&(topic_name.clone(), index as u32)) {
-                        p.start_offset = *start;
+                    } else if let Some(&(start, done)) =
+                        starts.get(&(topic_name.clone(), index as u32))
+                    {
+                        p.start_offset = start;
+                        // A start past the high watermark (altered there) has no lag: -1,
+                        // as Kafka 4.4 answers it.
+                        if let Ok(log) = self.log.partition(&topic_name, index as u32) {
+                            let lag = log.high_watermark().0 - start - done;
+                            share_versions::set_lag(&mut p, if lag < 0 { -1 } else { lag });
+                        }
                     }
                     topic.partitions.push(p);
                 }
@@ -366,14 +420,16 @@ impl ShareApi {
         }
     }
 
-    /// Applies one partition's acknowledgements: the code and message to answer.
+    /// Applies one partition's acknowledgements: the code and message to answer. RENEW (4) is
+    /// a type only in a request that says it `renews` (version 2's `is_renew_ack`), as Kafka
+    /// checks it.
     fn acknowledge(
         &self,
-        group: &str,
-        member: &str,
+        (group, member): (&str, &str),
         topic: Option<&str>,
         partition: i32,
         batches: &[WireBatch],
+        renews: bool,
     ) -> (i16, Option<String>) {
         let Some(topic) = topic else {
             return (codes::UNKNOWN_TOPIC_ID, None);
@@ -390,6 +446,12 @@ impl ShareApi {
                     Some(format!("an acknowledge type of {types:?} is unknown")),
                 );
             };
+            if !renews && types.contains(&AcknowledgeType::Renew) {
+                return (
+                    codes::INVALID_REQUEST,
+                    Some("a RENEW acknowledgement in a request without is_renew_ack".into()),
+                );
+            }
             converted.push((*first, *last, types));
         }
         match self.log.share_acknowledge(
@@ -419,13 +481,14 @@ impl ShareApi {
                     return response;
                 }
             };
-        response.acquisition_lock_timeout_ms = self
-            .log
-            .group_configs(group)
-            .iter()
-            .find(|c| c.name == "share.record.lock.duration.ms")
-            .and_then(|c| c.value.parse().ok())
-            .unwrap_or(30_000);
+        let mode = share_versions::acquire_mode(&request);
+        let renews = share_versions::fetch_renews(&request);
+        if let Some(refused) = refused_fetch(&request, mode, renews) {
+            response.error_code = codes::INVALID_REQUEST;
+            response.error_message = Some(text(refused));
+            return response;
+        }
+        response.acquisition_lock_timeout_ms = self.lock_timeout_ms(group);
         let named: Vec<([u8; 16], i32)> = request
             .topics
             .iter()
@@ -470,14 +533,20 @@ impl ShareApi {
                     .iter()
                     .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
                     .collect();
-                let (code, message) =
-                    self.acknowledge(group, member, name.as_deref(), p.partition_index, &batches);
+                let (code, message) = self.acknowledge(
+                    (group, member),
+                    name.as_deref(),
+                    p.partition_index,
+                    &batches,
+                    renews,
+                );
                 let d = partition_data(&mut answers, self.node_id, (id, p.partition_index));
                 d.acknowledge_error_code = code;
                 d.acknowledge_error_message = message.map(text);
             }
         }
-        if request.share_session_epoch != -1 {
+        // A renewing request only acknowledges (KIP-1222): the member is still at work.
+        if request.share_session_epoch != -1 && !renews {
             let max_records = usize::try_from(request.max_records)
                 .ok()
                 .filter(|&n| n > 0)
@@ -619,6 +688,8 @@ impl ShareApi {
             response.error_code = code;
             return response;
         }
+        share_versions::set_lock_timeout_ms(&mut response, self.lock_timeout_ms(group));
+        let renews = share_versions::acknowledge_renews(&request);
         for t in &request.topics {
             let id = *t.topic_id.as_bytes();
             let name = self.log.topic_name_by_id(&id);
@@ -630,8 +701,13 @@ impl ShareApi {
                     .iter()
                     .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
                     .collect();
-                let (code, message) =
-                    self.acknowledge(group, member, name.as_deref(), p.partition_index, &batches);
+                let (code, message) = self.acknowledge(
+                    (group, member),
+                    name.as_deref(),
+                    p.partition_index,
+                    &batches,
+                    renews,
+                );
                 let mut d = share_acknowledge_response::PartitionData::default();
                 d.partition_index = p.partition_index;
                 d.error_code = code;

@@ -267,7 +267,7 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
                 Tags,
             ],
         },
-        // Share groups (KIP-932), version 1 only; a topic id is 16 bytes.
+        // Share groups (KIP-932); a topic id is 16 bytes.
         ApiKey::ShareGroupHeartbeat => vec![
             CompactStr,
             CompactStr,
@@ -293,34 +293,39 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
         ApiKey::DeleteShareGroupOffsets => {
             vec![CompactStr, CompactArray(vec![CompactStr, Tags]), Tags]
         }
-        ApiKey::ShareFetch => vec![
-            CompactStr,
-            CompactStr,
-            I32,
-            I32,
-            I32,
-            I32,
-            I32,
-            I32,
-            CompactArray(vec![
-                Fixed(16),
-                CompactArray(vec![I32, acknowledgement_batches(), Tags]),
+        ApiKey::ShareFetch => {
+            // Version 2 adds the acquire mode (INT8) and is_renew_ack after the batch size.
+            let mut fields = vec![CompactStr, CompactStr, I32, I32, I32, I32, I32, I32];
+            if v >= 2 {
+                fields.extend([I8, BOOL]);
+            }
+            fields.extend([
+                CompactArray(vec![
+                    Fixed(16),
+                    CompactArray(vec![I32, acknowledgement_batches(), Tags]),
+                    Tags,
+                ]),
+                CompactArray(vec![Fixed(16), CompactArray(vec![I32]), Tags]),
                 Tags,
-            ]),
-            CompactArray(vec![Fixed(16), CompactArray(vec![I32]), Tags]),
-            Tags,
-        ],
-        ApiKey::ShareAcknowledge => vec![
-            CompactStr,
-            CompactStr,
-            I32,
-            CompactArray(vec![
-                Fixed(16),
-                CompactArray(vec![I32, acknowledgement_batches(), Tags]),
+            ]);
+            fields
+        }
+        ApiKey::ShareAcknowledge => {
+            // Version 2 adds is_renew_ack after the session epoch.
+            let mut fields = vec![CompactStr, CompactStr, I32];
+            if v >= 2 {
+                fields.push(BOOL);
+            }
+            fields.extend([
+                CompactArray(vec![
+                    Fixed(16),
+                    CompactArray(vec![I32, acknowledgement_batches(), Tags]),
+                    Tags,
+                ]),
                 Tags,
-            ]),
-            Tags,
-        ],
+            ]);
+            fields
+        }
         ApiKey::DescribeProducers => vec![
             CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
             Tags,

@@ -129,11 +129,33 @@ impl ShareConsumer {
     }
 
     /// Acknowledges `record` (from this consumer's last poll) as `kind`; sent by the next poll,
-    /// commit or close.
+    /// commit or close. RENEW is sent at once: the record's lock starts again and the record
+    /// stays this consumer's, to be acknowledged as something else later.
     pub fn acknowledge(&mut self, record: &ShareRecord, kind: AcknowledgeType) -> Result<()> {
         let r = &record.record;
-        let slot = self
-            .delivered
+        if kind == AcknowledgeType::Renew {
+            self.delivered_slot(record)?;
+            let batch = [(r.offset, r.offset, vec![kind])];
+            return self
+                .log
+                .share_acknowledge(
+                    &self.config.group_id,
+                    &self.member_id,
+                    &r.topic,
+                    r.partition,
+                    &batch,
+                    &BTreeMap::new(),
+                )
+                .map(drop);
+        }
+        *self.delivered_slot(record)? = Some(kind);
+        Ok(())
+    }
+
+    /// `record`'s acknowledgement to send, while it is delivered and not yet acknowledged.
+    fn delivered_slot(&mut self, record: &ShareRecord) -> Result<&mut Option<AcknowledgeType>> {
+        let r = &record.record;
+        self.delivered
             .get_mut(&(r.topic.to_string(), r.partition))
             .and_then(|d| d.get_mut(&r.offset))
             .ok_or_else(|| {
@@ -141,9 +163,7 @@ impl ShareConsumer {
                     "{}-{} offset {} was not delivered to this consumer, or is acknowledged",
                     r.topic, r.partition, r.offset
                 ))
-            })?;
-        *slot = Some(kind);
-        Ok(())
+            })
     }
 
     /// Rejects `record` as [`ShareConsumer::acknowledge`] with REJECT does, saying why: its

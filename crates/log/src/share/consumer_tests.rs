@@ -165,6 +165,45 @@ fn an_expired_lock_hands_the_records_to_another_member() {
 }
 
 #[test]
+fn a_renewal_keeps_records_past_their_lock_and_they_are_accepted_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(0));
+    let log = setup(dir.path(), clock.clone(), 3);
+    earliest(&log);
+    log.alter_group_configs(
+        "workers",
+        &[("share.record.lock.duration.ms", Some("15000"))],
+        false,
+    )
+    .unwrap();
+    let mut slow = member(&log, AcknowledgementMode::Explicit);
+    let mut other = member(&log, AcknowledgementMode::Explicit);
+    let held = slow.poll(Duration::ZERO).unwrap();
+    assert_eq!(held.len(), 3);
+    clock.advance(14_000);
+    // Renewed at once: two of three run 15 s from here, the third's lock runs out at 15 s.
+    for r in &held[..2] {
+        slow.acknowledge(r, AcknowledgeType::Renew).unwrap();
+    }
+    clock.advance(14_000);
+    let got = other.poll(Duration::ZERO).unwrap();
+    assert_eq!(
+        got.iter()
+            .map(|r| (r.record.offset, r.delivery_count))
+            .collect::<Vec<_>>(),
+        [(2, 2)]
+    );
+    for r in &held[..2] {
+        slow.acknowledge(r, AcknowledgeType::Accept).unwrap();
+    }
+    slow.commit().unwrap();
+    other.acknowledge(&got[0], AcknowledgeType::Accept).unwrap();
+    other.commit().unwrap();
+    let state = &log.share_partitions("workers")[0];
+    assert_eq!((state.start_offset, state.counts), (3, [0, 0, 0, 0]));
+}
+
+#[test]
 fn the_delivery_limit_and_logds_backoff_come_from_the_groups_configs() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(0));

@@ -25,6 +25,7 @@ fn limits(configs: &GroupConfigs, group: &str) -> ShareLimits {
             .unwrap_or(u32::MAX),
         backoff_ms: int("logd.share.redelivery.backoff.ms"),
         backoff_max_ms: int("logd.share.redelivery.backoff.max.ms"),
+        renew_enabled: configs.value(group, "share.renew.acknowledge.enable") == "true",
     }
 }
 

@@ -12,7 +12,9 @@
 //! record) archives; an acknowledgement of a record the member does not hold, or that is not
 //! acquired, is INVALID_RECORD_STATE and one past what was acquired INVALID_REQUEST, and either
 //! changes nothing of the request; no new record is acquired while
-//! `share.partition.max.record.locks` records are between start and end. logd's own addition:
+//! `share.partition.max.record.locks` records are between start and end; RENEW (KIP-1222)
+//! starts a held record's lock again, unless the group's `share.renew.acknowledge.enable` is
+//! off (INVALID_RECORD_STATE). logd's own addition:
 //! a released or expired record may wait an exponential backoff before it is available again,
 //! without holding back the records after it.
 
@@ -31,6 +33,9 @@ pub enum AcknowledgeType {
     Release,
     /// 3: unprocessable: archive it (and dead-letter it, where the group says so).
     Reject,
+    /// 4: still at work on it: its lock starts again for the lock duration (KIP-1222); it stays
+    /// acquired by the member, to be acknowledged later.
+    Renew,
 }
 
 impl AcknowledgeType {
@@ -41,6 +46,7 @@ impl AcknowledgeType {
             1 => Some(AcknowledgeType::Accept),
             2 => Some(AcknowledgeType::Release),
             3 => Some(AcknowledgeType::Reject),
+            4 => Some(AcknowledgeType::Renew),
             _ => None,
         }
     }
@@ -73,6 +79,8 @@ pub struct ShareLimits {
     pub backoff_ms: i64,
     /// The backoff's cap.
     pub backoff_max_ms: i64,
+    /// `share.renew.acknowledge.enable`: whether RENEW is accepted.
+    pub renew_enabled: bool,
 }
 
 impl Default for ShareLimits {
@@ -83,6 +91,7 @@ impl Default for ShareLimits {
             max_record_locks: 2_000,
             backoff_ms: 0,
             backoff_max_ms: 0,
+            renew_enabled: true,
         }
     }
 }
@@ -344,6 +353,11 @@ impl SharePartition {
                 } else {
                     (offset - first) as usize
                 };
+                if types[index] == AcknowledgeType::Renew && !limits.renew_enabled {
+                    return Err(Error::InvalidRecordState(
+                        "Renewing acquisition locks is not enabled for the group.".into(),
+                    ));
+                }
                 let record = &self.records[&offset];
                 if record.state != RecordState::Acquired {
                     return Err(Error::InvalidRecordState(format!(
@@ -380,6 +394,9 @@ impl SharePartition {
                 }
                 AcknowledgeType::Release => {
                     archived.extend(give_back(offset, record, limits, now_ms));
+                }
+                AcknowledgeType::Renew => {
+                    record.until_ms = now_ms.saturating_add(limits.lock_duration_ms);
                 }
             }
         }

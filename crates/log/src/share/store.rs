@@ -228,7 +228,8 @@ impl ShareStates {
                         AcknowledgeType::Gap | AcknowledgeType::Reject => {
                             done.insert(offset, Settled::Archived);
                         }
-                        AcknowledgeType::Release => {}
+                        // Nothing durable: a record held at a crash is given back anyway.
+                        AcknowledgeType::Release | AcknowledgeType::Renew => {}
                     }
                 }
             }

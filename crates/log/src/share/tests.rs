@@ -1,5 +1,6 @@
 //! The share-partition's rules, case by case as Kafka's `SharePartitionTest` has them, then a
-//! model test: random acquisitions, acknowledgements (good and bad), members leaving, locks
+//! model test: random acquisitions, acknowledgements (good and bad, renewals among them),
+//! members leaving, locks
 //! expiring and the start moving, each step checked against a reference written apart from it.
 
 use std::collections::BTreeMap;
@@ -143,6 +144,35 @@ fn bad_acknowledgements_are_refused_with_kafkas_codes_and_change_nothing() {
 }
 
 #[test]
+fn a_renewed_lock_runs_from_the_renewal_unless_the_group_turned_renewal_off() {
+    const RENEW: AcknowledgeType = AcknowledgeType::Renew;
+    let mut sp = SharePartition::new(0);
+    let l = limits();
+    sp.acquire("a", 2, 2, &l, 0);
+    sp.acknowledge("a", &[(0, 0, vec![RENEW])], &l, 900)
+        .unwrap();
+    assert_eq!(sp.next_expiry_ms(), Some(1_000));
+    // At 1 s offset 1's lock expires; offset 0's runs until 1.9 s, still a's.
+    sp.expire_locks(&l, 1_000);
+    assert_eq!(sp.record(0), Some((RecordState::Acquired, 1)));
+    assert_eq!(sp.record(1), Some((RecordState::Available, 1)));
+    // Only the holder renews, and only while the group allows it.
+    let not_held = sp.acknowledge("b", &[(0, 0, vec![RENEW])], &l, 1_000);
+    assert!(
+        matches!(not_held, Err(Error::InvalidRecordState(_))),
+        "{not_held:?}"
+    );
+    let off = ShareLimits {
+        renew_enabled: false,
+        ..l
+    };
+    let refused = sp.acknowledge("a", &[(0, 0, vec![RENEW])], &off, 1_000);
+    assert!(matches!(refused, Err(Error::InvalidRecordState(m)) if m.contains("not enabled")));
+    sp.expire_locks(&l, 1_900);
+    assert_eq!(sp.record(0), Some((RecordState::Available, 1)));
+}
+
+#[test]
 fn no_new_record_is_acquired_past_the_record_locks_bound() {
     let mut sp = SharePartition::new(0);
     let l = limits();
@@ -223,7 +253,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0..3u8, 1..6usize).prop_map(|(member, max)| Op::Acquire { member, max }),
-        4 => (0..3u8, 0..4usize, 1..4usize, 0..4u8, prop::option::weighted(0.15, 0..40i64))
+        4 => (0..3u8, 0..4usize, 1..4usize, 0..5u8, prop::option::weighted(0.15, 0..40i64))
             .prop_map(|(member, skip, count, kind, stray)| Op::Acknowledge { member, skip, count, kind, stray }),
         1 => (0..3u8).prop_map(|member| Op::Leave { member }),
         2 => (1..700i64).prop_map(|ms| Op::Wait { ms }),
@@ -364,6 +394,8 @@ proptest! {
                                 archived.push((offset, ArchiveReason::Rejected));
                             }
                             AcknowledgeType::Release => archived.extend(model.give_back(offset, l.delivery_count_limit)),
+                            // Still held, its lock from now.
+                            AcknowledgeType::Renew => entry.3 = now + l.lock_duration_ms,
                         }
                     }
                     model.settle_start();

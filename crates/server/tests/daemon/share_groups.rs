@@ -3,8 +3,9 @@
 //! against a real daemon: members dividing one partition with
 //! each record accepted once; release (counted again), reject (never again) and the delivery
 //! limit; a member killed with SIGKILL while it holds records, which reach another member
-//! after the lock duration with their count raised; and logd itself killed with SIGKILL, after
-//! which nothing acknowledged comes again and what was held does, counted.
+//! after the lock duration with their count raised; a member renewing its lock (KIP-1222,
+//! ShareFetch and ShareAcknowledge v2) to keep a record past it; and logd itself killed with
+//! SIGKILL, after which nothing acknowledged comes again and what was held does, counted.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -343,6 +344,38 @@ fn a_killed_members_records_reach_another_after_the_lock_duration() {
         killed.elapsed() > Duration::from_secs(5),
         "{:?}",
         killed.elapsed()
+    );
+}
+
+#[test]
+fn a_java_member_renews_its_lock_and_keeps_a_record_past_the_lock_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let lock = "share.record.lock.duration.ms=15000";
+    run(&daemon.addr, &["setup", "jobs", "workers", "1", lock]);
+    // The holder keeps offset 0 for 24 s, renewing its 15 s lock (ShareAcknowledge or
+    // ShareFetch v2 with RENEW, which Kafka 4.4's client sends only to a broker serving v2).
+    let mut holder = java(
+        "ShareConsumers",
+        &[&daemon.addr, "renew", "jobs", "workers", "24000"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("java");
+    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+    let first = lines.next().expect("the holder's first line").unwrap();
+    assert_eq!(first, "HELD 0 1");
+    // Another member looks for 30 s: without the renewals offset 0 would reach it at 15 s.
+    let drained = run(&daemon.addr, &["drain", "jobs", "workers", "20000"]);
+    assert!(got(&drained).is_empty(), "{drained:#?}");
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(holder.wait().unwrap().success(), "{rest:#?}");
+    let renewed = rest.iter().filter(|l| *l == "RENEWED 0 1").count();
+    assert!(renewed >= 5, "{rest:#?}");
+    assert_eq!(
+        rest.last().map(String::as_str),
+        Some("ACCEPTED 0 LOCK 15000")
     );
 }
 

@@ -300,12 +300,22 @@ public class AdminCalls {
                     v -> !v.toString().contains("GROUP_CONFIG")));
   }
 
-  /** A share group's start offsets as listed: partition to start offset (lag left out). */
+  /**
+   * A share group's offsets as listed: partition to start offset and lag (DescribeShareGroupOffsets
+   * v1, KIP-1226).
+   */
   static Object shareOffsets(Admin admin, String group) throws Exception {
     Map<String, Map<TopicPartition, SharePartitionOffsetInfo>> all =
         admin.listShareGroupOffsets(Map.of(group, new ListShareGroupOffsetsSpec())).all().get();
-    Map<String, Long> starts = new TreeMap<>();
-    all.get(group).forEach((tp, info) -> starts.put(tp.toString(), info == null ? null : info.startOffset()));
+    Map<String, String> starts = new TreeMap<>();
+    all.get(group)
+        .forEach(
+            (tp, info) ->
+                starts.put(
+                    tp.toString(),
+                    info == null
+                        ? null
+                        : info.startOffset() + " lag " + info.lag().map(String::valueOf).orElse("-")));
     return starts;
   }
 

@@ -32,7 +32,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * delivery; `hold TOPIC GROUP K` accepts K records, then holds what it gets next without
  * acknowledging, printing it, and waits to be killed; `drain TOPIC GROUP [QUIET_MS]` accepts what
  * it gets until QUIET_MS (8 s) pass without a record (30 s before the first), printing each with its delivery count;
- * `letters TOPIC -` prints each record of TOPIC's partition 0 with its key, value and headers.
+ * `letters TOPIC -` prints each record of TOPIC's partition 0 with its key, value and headers;
+ * `renew TOPIC GROUP HOLD_MS` holds the first record it gets for HOLD_MS, renewing its lock
+ * (KIP-1222's RENEW) every 3 s and printing it each time it comes back, then accepts it.
  * A setup that names `errors.deadletterqueue.topic.name` creates that topic for share groups'
  * dead letters (`errors.deadletterqueue.group.enable=true`), as Kafka 4.4 requires.
  */
@@ -48,6 +50,7 @@ public class ShareConsumers {
       case "hold" -> hold(common, topic, group, Integer.parseInt(args[4]));
       case "drain" -> drain(common, topic, group, args.length > 4 ? Long.parseLong(args[4]) : 8_000);
       case "letters" -> letters(common, topic);
+      case "renew" -> renew(common, topic, group, Long.parseLong(args[4]));
       default -> throw new IllegalArgumentException(mode);
     }
   }
@@ -198,6 +201,48 @@ public class ShareConsumers {
         System.out.flush();
         Thread.sleep(600_000);
       }
+    }
+  }
+
+  static void renew(Properties common, String topic, String group, long holdMs)
+      throws Exception {
+    try (KafkaShareConsumer<String, String> c = consumer(common, group, 1)) {
+      c.subscribe(List.of(topic));
+      ConsumerRecord<String, String> held = null;
+      long deadline = System.currentTimeMillis() + 30_000;
+      while (held == null && System.currentTimeMillis() < deadline) {
+        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
+          held = r;
+        }
+      }
+      if (held == null) {
+        throw new IllegalStateException("no record came to hold");
+      }
+      System.out.println("HELD " + held.offset() + " " + count(held));
+      System.out.flush();
+      long until = System.currentTimeMillis() + holdMs;
+      while (System.currentTimeMillis() < until) {
+        Thread.sleep(3_000);
+        c.acknowledge(held, AcknowledgeType.RENEW);
+        // The client hands a renewed record out again.
+        ConsumerRecord<String, String> again = null;
+        long wait = System.currentTimeMillis() + 10_000;
+        while (again == null && System.currentTimeMillis() < wait) {
+          for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
+            again = r;
+          }
+        }
+        if (again == null) {
+          throw new IllegalStateException("the renewed record did not come back");
+        }
+        held = again;
+        System.out.println("RENEWED " + held.offset() + " " + count(held));
+        System.out.flush();
+      }
+      c.acknowledge(held, AcknowledgeType.ACCEPT);
+      c.commitSync();
+      System.out.println(
+          "ACCEPTED " + held.offset() + " LOCK " + c.acquisitionLockTimeoutMs().orElse(-1));
     }
   }
 

@@ -1,0 +1,414 @@
+//! Kafka 4.4's newest share-group versions on the wire, through logd's own codec of them:
+//! ShareFetch v2 (acquire mode, lock renewal, KIP-1206 and KIP-1222), ShareAcknowledge v2
+//! (renewal, the lock timeout in the answer) and DescribeShareGroupOffsets v1 (KIP-1226's
+//! lag), with Kafka's refusals. The engine's clock is a manual one, so lock expiry is exact.
+
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use logd::{Config, Log, ManualClock, TopicConfig};
+use logd_kafka::{Broker, BrokerConfig};
+use logd_protocol::share_versions::{self, BATCH_OPTIMIZED, RECORD_LIMIT};
+use logd_storage::batch::{BatchBuilder, Compression};
+
+const LOCK_MS: i64 = 15_000;
+const RENEW: i8 = 4;
+const ACCEPT: i8 = 1;
+
+fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.to_owned())
+}
+
+struct Setup {
+    broker: Broker,
+    log: Log,
+    clock: Arc<ManualClock>,
+    topic: uuid::Uuid,
+}
+
+/// A broker on a manual clock with topic `jobs` holding five records, and share group
+/// `workers` reading it from the earliest with a 15 s lock.
+fn setup(dir: &std::path::Path) -> Setup {
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let log = Log::open_with(
+        Arc::new(logd_storage::RealFs),
+        clock.clone(),
+        dir,
+        Config::default(),
+    )
+    .unwrap();
+    log.create_topic(
+        "jobs",
+        TopicConfig {
+            partitions: 1,
+            ..TopicConfig::default()
+        },
+    )
+    .unwrap();
+    let mut batch = BatchBuilder::new(Compression::None);
+    for i in 0..5 {
+        batch.push(i, None, Some(format!("job-{i}").as_bytes()), &[]);
+    }
+    log.append("jobs", 0, &mut batch.build(0).unwrap()).unwrap();
+    let lock = LOCK_MS.to_string();
+    log.alter_group_configs(
+        "workers",
+        &[
+            ("share.auto.offset.reset", Some("earliest")),
+            ("share.record.lock.duration.ms", Some(lock.as_str())),
+        ],
+        false,
+    )
+    .unwrap();
+    let (id, _) = log.topic_id_and_partitions("jobs").unwrap();
+    Setup {
+        broker: Broker::new(log.clone(), BrokerConfig::default()),
+        log,
+        clock,
+        topic: uuid::Uuid::from_bytes(id),
+    }
+}
+
+/// Sends `request` at `version` as a client does (logd's codec for the versions
+/// `kafka-protocol` lacks) and decodes the answer the same way.
+fn call(b: &Broker, key: ApiKey, version: i16, request: RequestKind) -> ResponseKind {
+    let mut header = RequestHeader::default();
+    header.request_api_key = key as i16;
+    header.request_api_version = version;
+    header.correlation_id = 9;
+    let mut frame = BytesMut::new();
+    header
+        .encode(&mut frame, key.request_header_version(version))
+        .unwrap();
+    match share_versions::encode_request(&request, version, &mut frame) {
+        Some(encoded) => encoded.unwrap(),
+        None => request.encode(&mut frame, version).unwrap(),
+    }
+    let mut response = b
+        .handle_frame(frame.freeze(), "/10.0.0.9")
+        .unwrap()
+        .expect("a response")
+        .freeze();
+    response.advance(4);
+    let header =
+        ResponseHeader::decode(&mut response, key.response_header_version(version)).unwrap();
+    assert_eq!(header.correlation_id, 9);
+    let decoded = match share_versions::decode_response(key, version, &mut response) {
+        Some(decoded) => decoded.unwrap(),
+        None => ResponseKind::decode(key, &mut response, version).unwrap(),
+    };
+    assert!(!response.has_remaining(), "{key:?} v{version}: bytes left");
+    decoded
+}
+
+fn join(b: &Broker, member: &str) {
+    let mut request = ShareGroupHeartbeatRequest::default();
+    request.group_id = GroupId(s("workers"));
+    request.member_id = s(member);
+    request.subscribed_topic_names = Some(vec![TopicName(s("jobs"))]);
+    let ResponseKind::ShareGroupHeartbeat(r) = call(
+        b,
+        ApiKey::ShareGroupHeartbeat,
+        1,
+        RequestKind::ShareGroupHeartbeat(request),
+    ) else {
+        unreachable!()
+    };
+    assert_eq!(r.error_code, 0);
+}
+
+/// A ShareFetch v2 request: `max_records` (with the other limits set, or all zero when 0).
+struct Fetch<'a> {
+    member: &'a str,
+    epoch: i32,
+    max_records: i32,
+    mode: i8,
+    renew: bool,
+    acks: Vec<(i64, i64, Vec<i8>)>,
+}
+
+fn fetch(b: &Broker, topic: uuid::Uuid, f: Fetch<'_>) -> ShareFetchResponse {
+    use share_fetch_request::{AcknowledgementBatch, FetchPartition, FetchTopic};
+    let mut request = ShareFetchRequest::default();
+    request.group_id = Some(GroupId(s("workers")));
+    request.member_id = Some(s(f.member));
+    request.share_session_epoch = f.epoch;
+    request.max_records = f.max_records;
+    request.max_bytes = if f.max_records > 0 { 1 << 20 } else { 0 };
+    request.batch_size = f.max_records;
+    share_versions::set_fetch_fields(&mut request, f.mode, f.renew);
+    let mut partition = FetchPartition::default();
+    partition.acknowledgement_batches = f
+        .acks
+        .into_iter()
+        .map(|(first, last, types)| {
+            let mut batch = AcknowledgementBatch::default();
+            batch.first_offset = first;
+            batch.last_offset = last;
+            batch.acknowledge_types = types;
+            batch
+        })
+        .collect();
+    let mut t = FetchTopic::default();
+    t.topic_id = topic;
+    t.partitions = vec![partition];
+    request.topics = vec![t];
+    let ResponseKind::ShareFetch(r) =
+        call(b, ApiKey::ShareFetch, 2, RequestKind::ShareFetch(request))
+    else {
+        unreachable!()
+    };
+    r
+}
+
+/// A ShareAcknowledge of one batch at `version` (2 with `renew` as its `is_renew_ack`).
+fn acknowledge(
+    b: &Broker,
+    (member, epoch): (&str, i32),
+    topic: uuid::Uuid,
+    (first, last, types): (i64, i64, Vec<i8>),
+    (version, renew): (i16, bool),
+) -> ShareAcknowledgeResponse {
+    use share_acknowledge_request::{AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch};
+    let mut batch = AcknowledgementBatch::default();
+    batch.first_offset = first;
+    batch.last_offset = last;
+    batch.acknowledge_types = types;
+    let mut partition = AcknowledgePartition::default();
+    partition.acknowledgement_batches = vec![batch];
+    let mut t = AcknowledgeTopic::default();
+    t.topic_id = topic;
+    t.partitions = vec![partition];
+    let mut request = ShareAcknowledgeRequest::default();
+    request.group_id = Some(GroupId(s("workers")));
+    request.member_id = Some(s(member));
+    request.share_session_epoch = epoch;
+    request.topics = vec![t];
+    share_versions::set_acknowledge_renews(&mut request, renew);
+    let ResponseKind::ShareAcknowledge(r) = call(
+        b,
+        ApiKey::ShareAcknowledge,
+        version,
+        RequestKind::ShareAcknowledge(request),
+    ) else {
+        unreachable!()
+    };
+    r
+}
+
+/// (first, last, delivery count) of each range acquired, and the partition's ack code.
+fn acquired(r: &ShareFetchResponse) -> (Vec<(i64, i64, i16)>, i16) {
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+    let Some(p) = r.responses.first().and_then(|t| t.partitions.first()) else {
+        return (Vec::new(), 0);
+    };
+    assert_eq!(p.error_code, 0, "{:?}", p.error_message);
+    let ranges = p
+        .acquired_records
+        .iter()
+        .map(|a| (a.first_offset, a.last_offset, a.delivery_count))
+        .collect();
+    (ranges, p.acknowledge_error_code)
+}
+
+fn ack_code(r: &ShareAcknowledgeResponse) -> i16 {
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+    r.responses[0].partitions[0].error_code
+}
+
+#[test]
+fn a_renewed_lock_keeps_records_held_past_the_lock_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup {
+        broker: b,
+        clock,
+        topic,
+        ..
+    } = setup(dir.path());
+    join(&b, "a");
+    join(&b, "b");
+    let mut fa = Fetch {
+        member: "a",
+        epoch: 0,
+        max_records: 2,
+        mode: RECORD_LIMIT,
+        renew: false,
+        acks: vec![],
+    };
+    let first = fetch(&b, topic, fa);
+    assert_eq!(first.acquisition_lock_timeout_ms, LOCK_MS as i32);
+    assert_eq!(acquired(&first).0, vec![(0, 1, 1)]);
+
+    // 10 s in, a renews both by ShareAcknowledge v2: the answer carries the lock duration.
+    clock.advance(10_000);
+    let renewed = acknowledge(&b, ("a", 1), topic, (0, 1, vec![RENEW]), (2, true));
+    assert_eq!(ack_code(&renewed), 0);
+    assert_eq!(share_versions::lock_timeout_ms(&renewed), LOCK_MS as i32);
+
+    // 20 s after they were acquired (past the lock duration), b gets only the other three.
+    clock.advance(10_000);
+    let fb = Fetch {
+        member: "b",
+        epoch: 0,
+        max_records: 10,
+        mode: BATCH_OPTIMIZED,
+        renew: false,
+        acks: vec![],
+    };
+    let (got, _) = acquired(&fetch(&b, topic, fb));
+    assert_eq!(got, vec![(2, 4, 1)]);
+
+    // At 21 s a renews offset 0 again, now by a renewing ShareFetch (which fetches nothing),
+    // and lets offset 1's lock run out (at 25 s): at 26 s b, accepting what it took, gets
+    // offset 1, delivered a second time, and not offset 0.
+    clock.advance(1_000);
+    fa = Fetch {
+        member: "a",
+        epoch: 2,
+        max_records: 0,
+        mode: BATCH_OPTIMIZED,
+        renew: true,
+        acks: vec![(0, 0, vec![RENEW])],
+    };
+    let renewing = fetch(&b, topic, fa);
+    assert_eq!(acquired(&renewing), (vec![], 0));
+    clock.advance(5_000);
+    let fb = Fetch {
+        member: "b",
+        epoch: 1,
+        max_records: 10,
+        mode: BATCH_OPTIMIZED,
+        renew: false,
+        acks: vec![(2, 4, vec![ACCEPT])],
+    };
+    assert_eq!(acquired(&fetch(&b, topic, fb)), (vec![(1, 1, 2)], 0));
+    // a still holds offset 0 and accepts it.
+    let accepted = acknowledge(&b, ("a", 3), topic, (0, 0, vec![ACCEPT]), (2, false));
+    assert_eq!(ack_code(&accepted), 0);
+}
+
+#[test]
+fn renewals_and_acquire_modes_are_refused_with_kafkas_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup {
+        broker: b,
+        log,
+        topic,
+        ..
+    } = setup(dir.path());
+    join(&b, "a");
+    join(&b, "b");
+    let f = |epoch, max_records, mode, renew| Fetch {
+        member: "a",
+        epoch,
+        max_records,
+        mode,
+        renew,
+        acks: vec![],
+    };
+    // A renewing fetch that asks for records, and an acquire mode Kafka does not define, are
+    // refused whole (and use no epoch).
+    let asks = fetch(&b, topic, f(0, 5, BATCH_OPTIMIZED, true));
+    assert_eq!(asks.error_code, ResponseError::InvalidRequest.code());
+    let mode = fetch(&b, topic, f(0, 5, 7, false));
+    assert_eq!(mode.error_code, ResponseError::InvalidRequest.code());
+    // Record-limit mode holds to max_records.
+    let (got, _) = acquired(&fetch(&b, topic, f(0, 3, RECORD_LIMIT, false)));
+    assert_eq!(got, vec![(0, 2, 1)]);
+
+    let invalid_request = ResponseError::InvalidRequest.code();
+    let invalid_state = ResponseError::InvalidRecordState.code();
+    // RENEW before version 2, or in a v2 request that does not say it renews.
+    let v1 = acknowledge(&b, ("a", 1), topic, (0, 0, vec![RENEW]), (1, false));
+    assert_eq!(ack_code(&v1), invalid_request);
+    let unsaid = acknowledge(&b, ("a", 2), topic, (0, 0, vec![RENEW]), (2, false));
+    assert_eq!(ack_code(&unsaid), invalid_request);
+    // A record the member does not hold.
+    let (others, _) = acquired(&fetch(
+        &b,
+        topic,
+        Fetch {
+            member: "b",
+            ..f(0, 5, BATCH_OPTIMIZED, false)
+        },
+    ));
+    assert_eq!(others, vec![(3, 4, 1)]);
+    let foreign = acknowledge(&b, ("b", 1), topic, (0, 0, vec![RENEW]), (2, true));
+    assert_eq!(ack_code(&foreign), invalid_state);
+    // The group turns renewal off: INVALID_RECORD_STATE, as Kafka.
+    log.alter_group_configs(
+        "workers",
+        &[("share.renew.acknowledge.enable", Some("false"))],
+        false,
+    )
+    .unwrap();
+    let off = acknowledge(&b, ("a", 3), topic, (0, 0, vec![RENEW]), (2, true));
+    assert_eq!(ack_code(&off), invalid_state);
+    // None of the refusals changed anything: a still holds 0-2 and accepts them.
+    let accepted = acknowledge(&b, ("a", 4), topic, (0, 2, vec![ACCEPT]), (2, false));
+    assert_eq!(ack_code(&accepted), 0);
+}
+
+fn lags(b: &Broker, version: i16) -> Vec<(i32, i64, i64)> {
+    use describe_share_group_offsets_request::*;
+    let mut t = DescribeShareGroupOffsetsRequestTopic::default();
+    t.topic_name = TopicName(s("jobs"));
+    t.partitions = vec![0, 1];
+    let mut g = DescribeShareGroupOffsetsRequestGroup::default();
+    g.group_id = GroupId(s("workers"));
+    g.topics = Some(vec![t]);
+    let mut request = DescribeShareGroupOffsetsRequest::default();
+    request.groups = vec![g];
+    let ResponseKind::DescribeShareGroupOffsets(r) = call(
+        b,
+        ApiKey::DescribeShareGroupOffsets,
+        version,
+        RequestKind::DescribeShareGroupOffsets(request),
+    ) else {
+        unreachable!()
+    };
+    r.groups[0].topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.partition_index, p.start_offset, share_versions::lag(p)))
+        .collect()
+}
+
+#[test]
+fn describe_share_group_offsets_v1_answers_each_partitions_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup {
+        broker: b,
+        log,
+        topic,
+        ..
+    } = setup(dir.path());
+    log.add_partitions("jobs", 2).unwrap();
+    join(&b, "a");
+    // Nothing read yet: no start, no lag.
+    assert_eq!(lags(&b, 1), vec![(0, -1, -1), (1, -1, -1)]);
+    let f = Fetch {
+        member: "a",
+        epoch: 0,
+        max_records: 3,
+        mode: RECORD_LIMIT,
+        renew: false,
+        acks: vec![],
+    };
+    let (got, _) = acquired(&fetch(&b, topic, f));
+    assert_eq!(got, vec![(0, 2, 1)]);
+    // Offset 1 accepted, 0 and 2 still held: of the five records from the start, four are not
+    // done with. Partition 1 is still unread.
+    let one = acknowledge(&b, ("a", 1), topic, (1, 1, vec![ACCEPT]), (2, false));
+    assert_eq!(ack_code(&one), 0);
+    assert_eq!(lags(&b, 1), vec![(0, 0, 4), (1, -1, -1)]);
+    // Offset 0 accepted: the start moves to 2 and three remain.
+    let zero = acknowledge(&b, ("a", 2), topic, (0, 0, vec![ACCEPT]), (2, false));
+    assert_eq!(ack_code(&zero), 0);
+    assert_eq!(lags(&b, 1), vec![(0, 2, 3), (1, -1, -1)]);
+    // Version 0 carries no lag.
+    assert_eq!(lags(&b, 0)[0], (0, 2, -1));
+}
