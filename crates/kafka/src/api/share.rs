@@ -312,16 +312,11 @@ impl ShareApi {
             }
             // A group that is not a share group (unknown, or classic) has read nothing: Kafka
             // answers it so.
-            // Each read partition's start and the records from there already done with
-            // (acknowledged or archived): its lag counts the rest up to the high watermark.
-            let starts: std::collections::BTreeMap<(String, u32), (i64, i64)> = self
+            let starts: std::collections::BTreeMap<(String, u32), _> = self
                 .log
                 .share_partitions(name)
                 .into_iter()
-                .map(|p| {
-                    let done = (p.counts[2] + p.counts[3]) as i64;
-                    ((p.topic, p.partition), (p.start_offset, done))
-                })
+                .map(|p| ((p.topic.clone(), p.partition), p))
                 .collect();
             let asked: Vec<(String, Vec<i32>)> = match wanted.topics {
                 Some(topics) => topics
@@ -357,15 +352,13 @@ impl ShareApi {
                         p.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
                     } else if id.is_none_or(|(_, count)| index < 0 || index as u32 >= count) {
                         p.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
-                    } else if let Some(&(start, done)) =
-                        starts.get(&(topic_name.clone(), index as u32))
-                    {
-                        p.start_offset = start;
+                    } else if let Some(state) = starts.get(&(topic_name.clone(), index as u32)) {
+                        p.start_offset = state.start_offset;
                         // A start past the high watermark (altered there) has no lag: -1,
                         // as Kafka 4.4 answers it.
                         if let Ok(log) = self.log.partition(&topic_name, index as u32) {
-                            let lag = log.high_watermark().0 - start - done;
-                            share_versions::set_lag(&mut p, if lag < 0 { -1 } else { lag });
+                            let lag = state.lag(log.high_watermark().0).unwrap_or(-1);
+                            share_versions::set_lag(&mut p, lag);
                         }
                     }
                     topic.partitions.push(p);

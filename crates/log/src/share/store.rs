@@ -49,6 +49,16 @@ pub struct SharePartitionState {
     pub counts: [usize; 4],
 }
 
+impl SharePartitionState {
+    /// The share-partition's lag as Kafka 4.4 counts it (KIP-1226): the records from the start
+    /// offset up to `high_watermark` not yet acknowledged or archived; `None` when the start
+    /// is past the high watermark (an operator moved it there).
+    pub fn lag(&self, high_watermark: i64) -> Option<i64> {
+        let done = (self.counts[2] + self.counts[3]) as i64;
+        Some(high_watermark - self.start_offset - done).filter(|lag| *lag >= 0)
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct ShareStates {
     log: StateLog<SavedShares>,

@@ -1,8 +1,9 @@
 //! `GET /api/v1/share-groups`: every share group (KIP-932) the caller may see, with its
 //! members and their assignments, its counters since logd started (redelivered, archived by
 //! reason, dead-lettered) and per partition it reads: the share-partition start offset, the
-//! log end, the lag between them and the records in flight by state (available, acquired,
-//! acknowledged, archived), read from the engine as `/metrics` reads them.
+//! log end, the lag (records between them not yet acknowledged or archived, as Kafka counts
+//! it) and the records in flight by state (available, acquired, acknowledged, archived), read
+//! from the engine as `/metrics` reads them.
 
 use axum::Json;
 use axum::extract::{Extension, State};
@@ -51,7 +52,7 @@ pub(super) async fn share_groups(
                         "partition": p.partition,
                         "start_offset": p.start_offset,
                         "log_end": end,
-                        "lag": end.map(|e| (e - p.start_offset).max(0)),
+                        "lag": end.and_then(|e| p.lag(e)),
                         "available": available,
                         "acquired": acquired,
                         "acknowledged": acknowledged,

@@ -193,7 +193,7 @@ impl Metrics {
         );
         registry.register(
             "share_lag",
-            "Records between a share group's start offset on a partition and the partition's end",
+            "Records from a share group's start offset on a partition to its end not yet acknowledged or archived (Kafka's share lag, KIP-1226)",
             m.share_lag.clone(),
         );
         registry.register(
@@ -471,10 +471,10 @@ impl Metrics {
                         .get_or_create(&labels(Some(state)))
                         .set(count as i64);
                 }
-                if let Ok(log) = log.partition(&p.topic, p.partition) {
-                    self.share_lag
-                        .get_or_create(&labels(None))
-                        .set((log.high_watermark().0 - p.start_offset).max(0));
+                if let Ok(log) = log.partition(&p.topic, p.partition)
+                    && let Some(lag) = p.lag(log.high_watermark().0)
+                {
+                    self.share_lag.get_or_create(&labels(None)).set(lag);
                 }
             }
         }
