@@ -244,6 +244,15 @@ impl Client {
         self.runtime.block_on(self.inner.share_group_offsets(group))
     }
 
+    /// Each share-partition of share group `group` with its records by state and its lag;
+    /// `None` from a broker that is not logd.
+    pub fn share_partitions(
+        &mut self,
+        group: &str,
+    ) -> Result<Option<Vec<logd_protocol::share_partitions::SharePartitionCounts>>> {
+        self.runtime.block_on(self.inner.share_partitions(group))
+    }
+
     /// Sets where share group `group` reads each (topic, partition, offset) from.
     pub fn alter_share_group_offsets(
         &mut self,

@@ -1,6 +1,7 @@
 //! [`AsyncClient`]'s share-group calls (KIP-932), for `logd groups describe` and
 //! `reset-offsets` on share groups: ShareGroupDescribe, DescribeShareGroupOffsets and
-//! AlterShareGroupOffsets, each to the group's coordinator.
+//! AlterShareGroupOffsets, each to the group's coordinator, and logd's own
+//! DescribeSharePartitions (records in flight by state).
 
 use kafka_protocol::messages::alter_share_group_offsets_request::{
     AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
@@ -12,6 +13,9 @@ use kafka_protocol::messages::{
     ShareGroupDescribeRequest, ShareGroupDescribeResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use logd_protocol::share_partitions::{
+    self, SharePartitionCounts, SharePartitionsRequest, SharePartitionsResponse,
+};
 
 use crate::client::AsyncClient;
 use crate::error::{Error, Result};
@@ -129,6 +133,41 @@ impl AsyncClient {
         }
         starts.sort();
         Ok(starts)
+    }
+
+    /// Each share-partition of share group `group` with its records in flight by state and its
+    /// lag, from logd's own DescribeSharePartitions; `None` from a broker that does not serve
+    /// it (a Kafka broker), which is never sent it.
+    pub async fn share_partitions(
+        &mut self,
+        group: &str,
+    ) -> Result<Option<Vec<SharePartitionCounts>>> {
+        if !self.wire.serves_key(share_partitions::API_KEY).await? {
+            return Ok(None);
+        }
+        let malformed =
+            crate::error::malformed(share_partitions::API_KEY, share_partitions::VERSION);
+        let mut body = bytes::BytesMut::new();
+        SharePartitionsRequest {
+            group: group.to_owned(),
+        }
+        .encode(&mut body)
+        .map_err(&malformed)?;
+        let mut answer = self
+            .wire
+            .call_raw(
+                share_partitions::API_KEY,
+                share_partitions::VERSION,
+                (
+                    share_partitions::REQUEST_HEADER_VERSION,
+                    share_partitions::RESPONSE_HEADER_VERSION,
+                ),
+                &body,
+            )
+            .await?;
+        let response = SharePartitionsResponse::decode(&mut answer).map_err(malformed)?;
+        check(|| format!("share group {group}"), response.error_code)?;
+        Ok(Some(response.partitions))
     }
 
     /// Sets where share group `group` reads each (topic, partition, offset) from.

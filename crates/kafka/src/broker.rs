@@ -23,7 +23,7 @@ use crate::listener::ListenerConfig;
 use crate::observer::{BrokerObserver, NoObserver};
 use crate::quota::ClientQuotas;
 use crate::quota::throttle::{Charge, millis, set_throttle_time};
-use logd_protocol::partition_ranges;
+use logd_protocol::{partition_ranges, share_partitions};
 
 /// A logd node speaking the Kafka protocol over an engine.
 #[derive(Debug)]
@@ -216,18 +216,24 @@ impl Broker {
                 request,
             } => {
                 let response = self.apis.partition_ranges(&request, peer);
-                framed(
-                    (partition_ranges::API_KEY, partition_ranges::VERSION),
-                    correlation_id,
+                let api = (
+                    partition_ranges::API_KEY,
+                    partition_ranges::VERSION,
                     partition_ranges::RESPONSE_HEADER_VERSION,
-                    |out| {
-                        response.encode(out).map_err(malformed(
-                            partition_ranges::API_KEY,
-                            partition_ranges::VERSION,
-                        ))
-                    },
-                )
-                .map(Answer::whole)
+                );
+                own_answer(api, correlation_id, |out| response.encode(out))
+            }
+            Decoded::SharePartitions {
+                correlation_id,
+                request,
+            } => {
+                let response = self.apis.share_partitions(&request, peer);
+                let api = (
+                    share_partitions::API_KEY,
+                    share_partitions::VERSION,
+                    share_partitions::RESPONSE_HEADER_VERSION,
+                );
+                own_answer(api, correlation_id, |out| response.encode(out))
             }
         }
     }
@@ -387,4 +393,17 @@ impl Answer {
             throttle: Duration::ZERO,
         }
     }
+}
+
+/// The answer to one of logd's own APIs, `(key, version, response header version)`: the
+/// header, then what `encode` writes.
+fn own_answer(
+    (key, version, header_version): (i16, i16, i16),
+    correlation_id: i32,
+    encode: impl FnOnce(&mut BytesMut) -> logd_protocol::Result<()>,
+) -> Result<Answer> {
+    framed((key, version), correlation_id, header_version, |out| {
+        encode(out).map_err(malformed(key, version))
+    })
+    .map(Answer::whole)
 }

@@ -9,6 +9,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use crate::error::{Error, Result};
 use crate::versions;
 use logd_protocol::partition_ranges::{self, PartitionRangesRequest};
+use logd_protocol::share_partitions::{self, SharePartitionsRequest};
 use logd_protocol::share_versions;
 
 /// A response frame to write: one buffer, or pieces in order (a fetch's record bytes stay the
@@ -44,6 +45,13 @@ pub enum Decoded {
         /// The request.
         request: PartitionRangesRequest,
     },
+    /// logd's own DescribeSharePartitions (see [`logd_protocol::share_partitions`]).
+    SharePartitions {
+        /// To echo in the answer.
+        correlation_id: i32,
+        /// The request.
+        request: SharePartitionsRequest,
+    },
 }
 
 /// Decodes a request frame (without its size prefix, at least 8 bytes). Unknown APIs and
@@ -69,6 +77,18 @@ pub fn decode_request(mut frame: Bytes) -> Result<Decoded> {
         return Ok(Decoded::PartitionRanges {
             correlation_id,
             request: PartitionRangesRequest::decode(&mut frame)
+                .map_err(malformed(api_key, version))?,
+        });
+    }
+    if api_key == share_partitions::API_KEY {
+        if version != share_partitions::VERSION {
+            return Err(unsupported);
+        }
+        RequestHeader::decode(&mut frame, share_partitions::REQUEST_HEADER_VERSION)
+            .map_err(malformed(api_key, version))?;
+        return Ok(Decoded::SharePartitions {
+            correlation_id,
+            request: SharePartitionsRequest::decode(&mut frame)
                 .map_err(malformed(api_key, version))?,
         });
     }

@@ -83,11 +83,22 @@ pub(crate) fn api_versions() -> ApiVersionsResponse {
             v
         })
         .collect();
-    // logd's own API, so a client can tell a logd broker from a Kafka one.
-    let mut ranges = ApiVersion::default();
-    ranges.api_key = logd_protocol::partition_ranges::API_KEY;
-    ranges.min_version = logd_protocol::partition_ranges::VERSION;
-    ranges.max_version = logd_protocol::partition_ranges::VERSION;
-    response.api_keys.push(ranges);
+    // logd's own APIs, so a client can tell a logd broker from a Kafka one.
+    for (key, version) in [
+        (
+            logd_protocol::partition_ranges::API_KEY,
+            logd_protocol::partition_ranges::VERSION,
+        ),
+        (
+            logd_protocol::share_partitions::API_KEY,
+            logd_protocol::share_partitions::VERSION,
+        ),
+    ] {
+        let mut own = ApiVersion::default();
+        own.api_key = key;
+        own.min_version = version;
+        own.max_version = version;
+        response.api_keys.push(own);
+    }
     response
 }

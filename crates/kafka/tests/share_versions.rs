@@ -1,16 +1,20 @@
 //! Kafka 4.4's newest share-group versions on the wire, through logd's own codec of them:
 //! ShareFetch v2 (acquire mode, lock renewal, KIP-1206 and KIP-1222), ShareAcknowledge v2
 //! (renewal, the lock timeout in the answer) and DescribeShareGroupOffsets v1 (KIP-1226's
-//! lag), with Kafka's refusals. The engine's clock is a manual one, so lock expiry is exact.
+//! lag), with Kafka's refusals; and logd's own DescribeSharePartitions (records in flight by
+//! state). The engine's clock is a manual one, so lock expiry is exact.
 
 use std::sync::Arc;
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, BufMut, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use logd::{Config, Log, ManualClock, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};
+use logd_protocol::share_partitions::{
+    self, SharePartitionCounts, SharePartitionsRequest, SharePartitionsResponse,
+};
 use logd_protocol::share_versions::{self, BATCH_OPTIMIZED, RECORD_LIMIT};
 use logd_storage::batch::{BatchBuilder, Compression};
 
@@ -411,4 +415,108 @@ fn describe_share_group_offsets_v1_answers_each_partitions_lag() {
     assert_eq!(lags(&b, 1), vec![(0, 2, 3), (1, -1, -1)]);
     // Version 0 carries no lag.
     assert_eq!(lags(&b, 0)[0], (0, 2, -1));
+}
+
+/// Sends logd's DescribeSharePartitions for `group` at `version`; the answer, or `None` when
+/// the broker closes the connection.
+fn share_partitions(b: &Broker, group: &str, version: i16) -> Option<SharePartitionsResponse> {
+    let mut frame = BytesMut::new();
+    frame.put_i16(share_partitions::API_KEY);
+    frame.put_i16(version);
+    frame.put_i32(12);
+    frame.put_i16(-1); // no client id
+    SharePartitionsRequest {
+        group: group.to_owned(),
+    }
+    .encode(&mut frame)
+    .unwrap();
+    let mut response = b.handle_frame(frame.freeze(), "/10.0.0.9").ok()??.freeze();
+    assert_eq!(response.get_i32() as usize, response.remaining());
+    assert_eq!(response.get_i32(), 12, "correlation id");
+    let decoded = SharePartitionsResponse::decode(&mut response).unwrap();
+    assert!(response.is_empty());
+    Some(decoded)
+}
+
+#[test]
+fn describe_share_partitions_answers_records_in_flight_by_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup {
+        broker: b, topic, ..
+    } = setup(dir.path());
+    let ResponseKind::ApiVersions(versions) = call(
+        &b,
+        ApiKey::ApiVersions,
+        3,
+        RequestKind::ApiVersions(ApiVersionsRequest::default()),
+    ) else {
+        unreachable!()
+    };
+    let listed = versions
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == share_partitions::API_KEY);
+    assert_eq!(listed.map(|k| (k.min_version, k.max_version)), Some((0, 0)));
+    // A group that read nothing has no share-partitions.
+    assert_eq!(
+        share_partitions(&b, "workers", 0).unwrap().partitions,
+        vec![]
+    );
+    join(&b, "a");
+    let f = Fetch {
+        member: "a",
+        epoch: 0,
+        max_records: 4,
+        mode: RECORD_LIMIT,
+        renew: false,
+        acks: vec![],
+    };
+    assert_eq!(acquired(&fetch(&b, topic, f)).0, vec![(0, 3, 1)]);
+    // Offset 1 accepted, 2 rejected, 3 released: 0 is still held, so the start stays at 0.
+    let done = acknowledge(&b, ("a", 1), topic, (1, 3, vec![ACCEPT, 3, 2]), (2, false));
+    assert_eq!(ack_code(&done), 0);
+    let answer = share_partitions(&b, "workers", 0).unwrap();
+    assert_eq!((answer.error_code, answer.error_message), (0, None));
+    assert_eq!(
+        answer.partitions,
+        vec![SharePartitionCounts {
+            topic: "jobs".into(),
+            partition: 0,
+            start_offset: 0,
+            end_offset: 4,
+            available: 1,
+            acquired: 1,
+            acknowledged: 1,
+            archived: 1,
+            // Of the five records from the start, 0, 3 and 4 are not done with.
+            lag: 3,
+        }]
+    );
+    assert!(
+        share_partitions(&b, "workers", 1).is_none(),
+        "an unserved version closes the connection"
+    );
+}
+
+#[test]
+fn describe_share_partitions_needs_describe_on_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup { log, .. } = setup(dir.path());
+    let authorizer = Arc::new(
+        logd_kafka::acl::Authorizer::open(
+            dir.path(),
+            logd_kafka::acl::AuthorizerConfig {
+                super_users: Vec::new(),
+                allow_everyone_if_no_acl_found: false,
+            },
+        )
+        .unwrap(),
+    );
+    let b = Broker::new(log, BrokerConfig::default()).with_authorizer(authorizer);
+    let refused = share_partitions(&b, "workers", 0).unwrap();
+    assert_eq!(
+        refused.error_code,
+        ResponseError::GroupAuthorizationFailed.code()
+    );
+    assert!(refused.partitions.is_empty());
 }

@@ -16,7 +16,8 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::plain::{get, get_count, get_string, malformed, put_string};
 
 /// The API key: far above Kafka's own (under 100), so it never meets one.
 pub const API_KEY: i16 = 10_000;
@@ -67,61 +68,17 @@ pub struct PartitionRanges {
     pub log_end: i64,
 }
 
-fn malformed(reason: impl Into<String>) -> Error {
-    Error::Malformed {
-        what: "DescribePartitionRanges",
-        reason: reason.into(),
-    }
-}
-
-/// Appends a (nullable) Kafka STRING: an INT16 length (-1 for null), then UTF-8 bytes.
-fn put_string(out: &mut BytesMut, value: Option<&str>) -> Result<()> {
-    match value {
-        None => out.put_i16(-1),
-        Some(s) => {
-            let len = i16::try_from(s.len()).map_err(|_| malformed("string too long"))?;
-            out.put_i16(len);
-            out.put_slice(s.as_bytes());
-        }
-    }
-    Ok(())
-}
-
-/// Reads a (nullable) Kafka STRING, checking its length against the bytes present.
-fn get_string(buf: &mut Bytes) -> Result<Option<String>> {
-    let len = get(buf, Bytes::get_i16)?;
-    let Ok(len) = usize::try_from(len) else {
-        return match len {
-            -1 => Ok(None),
-            _ => Err(malformed(format!("string length {len}"))),
-        };
-    };
-    if buf.remaining() < len {
-        return Err(malformed("string longer than the bytes left"));
-    }
-    let bytes = buf.split_to(len);
-    String::from_utf8(bytes.to_vec())
-        .map(Some)
-        .map_err(|_| malformed("string is not UTF-8"))
-}
-
-/// Reads one fixed-size number, or says the bytes ran out.
-fn get<T>(buf: &mut Bytes, read: fn(&mut Bytes) -> T) -> Result<T> {
-    if buf.remaining() < std::mem::size_of::<T>() {
-        return Err(malformed("truncated"));
-    }
-    Ok(read(buf))
-}
+const WHAT: &str = "DescribePartitionRanges";
 
 impl PartitionRangesRequest {
     /// Appends the request's body.
     pub fn encode(&self, out: &mut BytesMut) -> Result<()> {
-        put_string(out, Some(&self.topic))
+        put_string(out, Some(&self.topic), WHAT)
     }
 
     /// Reads a request's body.
     pub fn decode(buf: &mut Bytes) -> Result<PartitionRangesRequest> {
-        let topic = get_string(buf)?.ok_or_else(|| malformed("null topic"))?;
+        let topic = get_string(buf, WHAT)?.ok_or_else(|| malformed(WHAT, "null topic"))?;
         Ok(PartitionRangesRequest { topic })
     }
 }
@@ -130,9 +87,9 @@ impl PartitionRangesResponse {
     /// Appends the response's body.
     pub fn encode(&self, out: &mut BytesMut) -> Result<()> {
         out.put_i16(self.error_code);
-        put_string(out, self.error_message.as_deref())?;
-        let count =
-            i32::try_from(self.partitions.len()).map_err(|_| malformed("too many partitions"))?;
+        put_string(out, self.error_message.as_deref(), WHAT)?;
+        let count = i32::try_from(self.partitions.len())
+            .map_err(|_| malformed(WHAT, "too many partitions"))?;
         out.put_i32(count);
         for p in &self.partitions {
             out.put_i32(p.partition);
@@ -152,18 +109,9 @@ impl PartitionRangesResponse {
     /// Reads a response's body; a partition count is checked against the bytes present
     /// before anything is allocated for it.
     pub fn decode(buf: &mut Bytes) -> Result<PartitionRangesResponse> {
-        let error_code = get(buf, Bytes::get_i16)?;
-        let error_message = get_string(buf)?;
-        let count = get(buf, Bytes::get_i32)?;
-        let count = match usize::try_from(count) {
-            Ok(n) if n <= buf.remaining() / PARTITION_BYTES => n,
-            Ok(n) => {
-                return Err(malformed(format!(
-                    "{n} partitions announced, bytes for fewer"
-                )));
-            }
-            Err(_) => return Err(malformed(format!("partition count {count}"))),
-        };
+        let error_code = get(buf, Bytes::get_i16, WHAT)?;
+        let error_message = get_string(buf, WHAT)?;
+        let count = get_count(buf, PARTITION_BYTES, WHAT)?;
         let partitions = (0..count)
             .map(|_| PartitionRanges {
                 partition: buf.get_i32(),

@@ -17,6 +17,7 @@ mod produce;
 mod quotas;
 mod share;
 mod share_offsets;
+mod share_partitions;
 mod topic_partitions;
 mod topics;
 mod users;
@@ -27,6 +28,7 @@ use kafka_protocol::messages::{
     FetchRequest, FetchResponse, RequestHeader, RequestKind, ResponseKind,
 };
 use logd_protocol::partition_ranges::{PartitionRangesRequest, PartitionRangesResponse};
+use logd_protocol::share_partitions::{SharePartitionsRequest, SharePartitionsResponse};
 
 use crate::admin::Admin;
 use crate::auth::Peer;
@@ -331,5 +333,14 @@ impl Apis {
         peer: &Peer,
     ) -> PartitionRangesResponse {
         self.offsets.partition_ranges(request, peer)
+    }
+
+    /// logd's own DescribeSharePartitions.
+    pub(crate) fn share_partitions(
+        &self,
+        request: &SharePartitionsRequest,
+        peer: &Peer,
+    ) -> SharePartitionsResponse {
+        self.share.share_partitions(request, peer)
     }
 }

@@ -163,7 +163,9 @@ impl Session {
                 }
                 _ => not_sasl(),
             },
-            Decoded::UnsupportedApiVersions { .. } | Decoded::PartitionRanges { .. } => not_sasl(),
+            Decoded::UnsupportedApiVersions { .. }
+            | Decoded::PartitionRanges { .. }
+            | Decoded::SharePartitions { .. } => not_sasl(),
         };
         self.settle(&outcome);
         Ok(outcome)

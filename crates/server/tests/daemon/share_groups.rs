@@ -282,7 +282,12 @@ fn released_records_come_again_counted_rejected_ones_never_and_the_limit_archive
         described.contains("share group workers: state Empty"),
         "{described}"
     );
-    assert_eq!(row(&described), ["jobs", "0", "4", "4", "0"], "{described}");
+    // Start, log end, lag, then (from logd) records in flight: none, all four done with.
+    assert_eq!(
+        row(&described),
+        ["jobs", "0", "4", "4", "0", "0", "0", "0", "0", "0"],
+        "{described}"
+    );
     let reset = groups(&[
         "reset-offsets",
         "workers",
@@ -297,7 +302,7 @@ fn released_records_come_again_counted_rejected_ones_never_and_the_limit_archive
     );
     assert_eq!(
         row(&groups(&["describe", "workers"])),
-        ["jobs", "0", "0", "4", "4"]
+        ["jobs", "0", "0", "4", "4", "0", "0", "0", "0", "0"]
     );
     let again = got(&run(&daemon.addr, &["drain", "jobs", "workers", "3000"]));
     assert_eq!(again, BTreeMap::from([(0, 1), (1, 1), (2, 1), (3, 1)]));
@@ -334,6 +339,21 @@ fn a_killed_members_records_reach_another_after_the_lock_duration() {
     };
     assert!(series("logd_share_records", "acquired") >= held.len() as f64);
     assert_eq!(series("logd_share_lag", ""), 7.0);
+    // So does `logd groups describe`: start 3, log end 10, lag 7, the held records acquired.
+    let (ok, described, err) = super::logd(
+        &["groups", "--bootstrap", &daemon.addr, "describe", "workers"],
+        "",
+    );
+    assert!(ok, "{err}");
+    let row: Vec<&str> = described
+        .lines()
+        .find(|l| l.starts_with("jobs "))
+        .unwrap_or_else(|| panic!("{described}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..5], ["jobs", "0", "3", "10", "7"], "{described}");
+    let acquired: usize = row[7].parse().unwrap();
+    assert!(acquired >= held.len(), "{described}");
     holder.kill().unwrap();
     holder.wait().unwrap();
     let killed = Instant::now();
