@@ -277,6 +277,10 @@ fn released_records_come_again_counted_rejected_ones_never_and_the_limit_archive
             .map(str::to_owned)
             .collect()
     };
+    assert!(
+        groups(&["list"]).lines().any(|g| g == "workers"),
+        "logd groups list names the share group"
+    );
     let described = groups(&["describe", "workers"]);
     assert!(
         described.contains("share group workers: state Empty"),
