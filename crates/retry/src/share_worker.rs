@@ -7,8 +7,13 @@
 //! engine writes it to the group's dead-letter topic with `logd.dlq.*` headers (its class,
 //! message, attempts and reason `permanent` or `max-attempts`), exactly once with its
 //! archiving. The attempt is the record's delivery count, which the engine keeps durably, so a
-//! worker that dies holding records costs each one attempt and nothing more.
+//! worker that dies holding records costs each one attempt and nothing more. While the handler
+//! works through a poll's records, a second thread renews their locks (KIP-1222's RENEW) every
+//! third of the group's lock duration and keeps the worker in its group, so a slow handler is
+//! never handed the same record as another worker: only a worker that dies gives its records
+//! back.
 
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use logd::Log;
@@ -25,8 +30,20 @@ use crate::policy::RetryPolicy;
 #[derive(Debug)]
 pub struct ShareWorker {
     consumer: ShareConsumer,
+    log: Log,
+    group: String,
     max_attempts: u32,
     stats: Stats,
+    renewal: Renewal,
+}
+
+/// How often held records are renewed while the handler works.
+#[derive(Debug, Clone, Copy)]
+enum Renewal {
+    /// Every third of the group's lock duration.
+    ThirdOfLock,
+    Every(Duration),
+    Never,
 }
 
 /// Kafka's bounds on `share.delivery.count.limit`.
@@ -80,9 +97,19 @@ impl ShareWorker {
         consumer.subscribe(vec![topic.to_owned()])?;
         Ok(ShareWorker {
             consumer,
+            log: log.clone(),
+            group: group.to_owned(),
             max_attempts: policy.max_attempts,
             stats: Stats::default(),
+            renewal: Renewal::ThirdOfLock,
         })
+    }
+
+    /// Renews held records every `every` instead of every third of the lock duration, or
+    /// (`None`) never: a handler slower than the lock duration then has its records handed to
+    /// another worker meanwhile, as Kafka's consumers without RENEW do.
+    pub fn renew_locks_every(&mut self, every: Option<Duration>) {
+        self.renewal = every.map_or(Renewal::Never, Renewal::Every);
     }
 
     /// Handles what one poll (waiting up to `timeout`) acquires with `handler` (given each
@@ -94,7 +121,58 @@ impl ShareWorker {
         handler: &mut dyn FnMut(&Message, u32) -> Outcome,
     ) -> Result<usize> {
         let records = self.consumer.poll(timeout)?;
-        for record in &records {
+        let held: Vec<(String, u32, i64)> = records
+            .iter()
+            .map(|r| {
+                (
+                    r.record.topic.to_string(),
+                    r.record.partition,
+                    r.record.offset,
+                )
+            })
+            .collect();
+        let every = match self.renewal {
+            Renewal::Never => None,
+            Renewal::Every(every) => Some(every),
+            Renewal::ThirdOfLock => {
+                let lock = self.log.share_lock_duration_ms(&self.group);
+                Some(Duration::from_millis(
+                    u64::try_from(lock / 3).unwrap_or(1).max(1),
+                ))
+            }
+        };
+        let keeper = every
+            .filter(|_| !held.is_empty())
+            .map(|every| (every, self.consumer.keeper()));
+        let (working, finished) = mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            if let Some((every, keeper)) = keeper {
+                let held = &held;
+                scope.spawn(move || {
+                    // Until the handler is done (the sender dropped). A record whose lock was
+                    // lost already is not renewed; its acknowledgement is refused at the
+                    // commit, as without renewals.
+                    while finished.recv_timeout(every) == Err(RecvTimeoutError::Timeout) {
+                        let _ = keeper.renew(held);
+                    }
+                });
+            }
+            let handled = self.handle(&records, handler);
+            drop(working);
+            handled
+        })?;
+        self.consumer.commit()?;
+        Ok(records.len())
+    }
+
+    /// Runs `handler` on each of a poll's `records` and records its verdict, to be sent by
+    /// the commit.
+    fn handle(
+        &mut self,
+        records: &[logd::share::ShareRecord],
+        handler: &mut dyn FnMut(&Message, u32) -> Outcome,
+    ) -> Result<()> {
+        for record in records {
             let r = &record.record;
             let message = Message {
                 topic: r.topic.to_string(),
@@ -134,8 +212,7 @@ impl ShareWorker {
                 }
             }
         }
-        self.consumer.commit()?;
-        Ok(records.len())
+        Ok(())
     }
 
     /// What this worker's handler did so far: successes, retries (releases) and dead letters.
@@ -146,5 +223,109 @@ impl ShareWorker {
     /// Sends the last acknowledgements and leaves the group.
     pub fn close(self) -> Result<()> {
         Ok(self.consumer.close()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::mpsc;
+
+    use logd::share::{ShareConsumer, ShareConsumerConfig};
+    use logd::{Config, ManualClock, Producer, ProducerConfig, ProducerRecord, TopicConfig};
+
+    use super::*;
+
+    /// An engine on a manual clock with two records in `jobs` and group `workers` reading from
+    /// the earliest with a 15 s lock and Kafka's 45 s session timeout.
+    fn engine(dir: &std::path::Path, clock: Arc<ManualClock>) -> Log {
+        let log = Log::open_with(
+            Arc::new(logd_storage::RealFs),
+            clock,
+            dir,
+            Config::default(),
+        )
+        .unwrap();
+        log.create_topic("jobs", TopicConfig::default()).unwrap();
+        let producer = Producer::new(&log, ProducerConfig::default());
+        for job in ["a", "b"] {
+            producer
+                .send(ProducerRecord::new("jobs", job))
+                .unwrap()
+                .wait()
+                .unwrap();
+        }
+        log.alter_group_configs(
+            "workers",
+            &[
+                ("share.auto.offset.reset", Some("earliest")),
+                ("share.record.lock.duration.ms", Some("15000")),
+            ],
+            false,
+        )
+        .unwrap();
+        log
+    }
+
+    /// A worker whose handler takes 50 s on the engine's clock: with renewals another member
+    /// gets nothing meanwhile and the worker accepts both records; without, the other member
+    /// gets them at 15 s and the worker's acknowledgements are refused.
+    fn slow_handler_holds_its_records(renew: Option<Duration>) -> (Vec<i64>, Result<usize>) {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(0));
+        let log = engine(dir.path(), clock.clone());
+        let policy = RetryPolicy::default();
+        let mut worker = ShareWorker::new(&log, "workers", "jobs", &policy, None, 10).unwrap();
+        worker.renew_locks_every(renew);
+        let (started, working) = mpsc::channel();
+        let (finish, finished) = mpsc::channel::<()>();
+        let busy = std::thread::spawn(move || {
+            let mut first = true;
+            let handled = worker.poll_once(Duration::from_secs(5), &mut |_, _| {
+                if std::mem::take(&mut first) {
+                    started.send(()).unwrap();
+                    finished.recv().unwrap();
+                }
+                Outcome::Success
+            });
+            (worker, handled)
+        });
+        working.recv().unwrap();
+        let mut other = ShareConsumer::new(
+            &log,
+            ShareConsumerConfig {
+                group_id: "workers".into(),
+                ..ShareConsumerConfig::default()
+            },
+        );
+        other.subscribe(vec!["jobs".into()]).unwrap();
+        let mut taken = Vec::new();
+        for _ in 0..5 {
+            clock.advance(10_000);
+            // Real time for the keeper to renew at this clock reading.
+            std::thread::sleep(Duration::from_millis(150));
+            let got = other.poll(Duration::ZERO).unwrap();
+            taken.extend(got.iter().map(|r| r.record.offset));
+            for r in &got {
+                other.acknowledge(r, AcknowledgeType::Release).unwrap();
+            }
+        }
+        finish.send(()).unwrap();
+        let (_worker, handled) = busy.join().unwrap();
+        (taken, handled)
+    }
+
+    #[test]
+    fn a_slow_handler_keeps_its_records_and_its_membership() {
+        let (taken, handled) = slow_handler_holds_its_records(Some(Duration::from_millis(20)));
+        assert_eq!(taken, Vec::<i64>::new());
+        assert_eq!(handled.unwrap(), 2);
+    }
+
+    #[test]
+    fn without_renewals_a_slow_handlers_records_go_to_another_member() {
+        let (taken, handled) = slow_handler_holds_its_records(None);
+        assert!(taken.contains(&0) && taken.contains(&1), "{taken:?}");
+        assert!(handled.is_err(), "{handled:?}");
     }
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use logd_storage::Offset;
 use logd_storage::batch::Record;
 
+use super::keeper::ShareKeeper;
 use super::partition::{AcknowledgeType, AcquiredRecords};
 use super::persist::RejectReason;
 use crate::consumer::ConsumerRecord;
@@ -110,6 +111,16 @@ impl ShareConsumer {
     /// This member's id.
     pub fn member_id(&self) -> &str {
         &self.member_id
+    }
+
+    /// A handle another thread uses to keep this consumer's records and membership while its
+    /// owner works on them (see [`ShareKeeper`]).
+    pub fn keeper(&self) -> ShareKeeper {
+        ShareKeeper {
+            log: self.log.clone(),
+            group: self.config.group_id.clone(),
+            member: self.member_id.clone(),
+        }
     }
 
     /// Reads every partition of `topics` from the next poll on.

@@ -238,6 +238,13 @@ impl Log {
             .int(group, "share.heartbeat.interval.ms")
     }
 
+    /// The lock duration of share group `group` (`share.record.lock.duration.ms`).
+    pub fn share_lock_duration_ms(&self, group: &str) -> i64 {
+        self.shared
+            .group_configs
+            .int(group, "share.record.lock.duration.ms")
+    }
+
     /// Whether `member` is a member of share group `group`.
     pub fn is_share_member(&self, group: &str, member: &str) -> bool {
         self.shared.share_groups.is_member(group, member)

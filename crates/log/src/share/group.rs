@@ -175,6 +175,18 @@ impl ShareGroups {
         })
     }
 
+    /// Counts as hearing from `member` of `group` at `now`, if it is a member.
+    pub(crate) fn touch(&self, group: &str, member: &str, now_ms: i64) {
+        if let Some(m) = self
+            .groups
+            .lock()
+            .get_mut(group)
+            .and_then(|g| g.members.get_mut(member))
+        {
+            m.last_heard_ms = now_ms;
+        }
+    }
+
     /// Forgets share group `group` (whether it was one); refused while it has members.
     pub(crate) fn delete(&self, group: &str) -> Result<bool> {
         let mut groups = self.groups.lock();

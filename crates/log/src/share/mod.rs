@@ -12,6 +12,7 @@ mod consumer;
 mod dead_letters;
 mod engine_api;
 mod group;
+mod keeper;
 mod letters;
 mod partition;
 mod persist;
@@ -21,6 +22,7 @@ pub use consumer::{AcknowledgementMode, ShareConsumer, ShareConsumerConfig, Shar
 pub use dead_letters::DLQ_GROUP_ENABLE;
 pub(crate) use group::ShareGroups;
 pub use group::{ShareHeartbeat, ShareMemberDescription};
+pub use keeper::ShareKeeper;
 pub use partition::{
     AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, RecordState, ShareLimits,
     SharePartition,
