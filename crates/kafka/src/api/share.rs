@@ -100,9 +100,6 @@ pub(super) struct ShareApi {
     sessions: Mutex<HashMap<(String, String), Session>>,
 }
 
-/// An acknowledgement batch as the wire carries it.
-type WireBatch = (i64, i64, Vec<i8>);
-
 impl ShareApi {
     /// Topic `name`'s id and partition count (`None` when unknown), and its id as answers
     /// carry it (zeros when unknown).
@@ -139,12 +136,7 @@ impl ShareApi {
 
     /// The group's `share.record.lock.duration.ms`, as fetches and acknowledgements answer it.
     fn lock_timeout_ms(&self, group: &str) -> i32 {
-        self.log
-            .group_configs(group)
-            .iter()
-            .find(|c| c.name == "share.record.lock.duration.ms")
-            .and_then(|c| c.value.parse().ok())
-            .unwrap_or(30_000)
+        i32::try_from(self.log.share_lock_duration_ms(group)).unwrap_or(i32::MAX)
     }
 
     fn may_read_group(&self, peer: &Peer, group: &str) -> bool {
@@ -416,18 +408,18 @@ impl ShareApi {
     /// Applies one partition's acknowledgements: the code and message to answer. RENEW (4) is
     /// a type only in a request that says it `renews` (version 2's `is_renew_ack`), as Kafka
     /// checks it.
-    fn acknowledge(
+    fn acknowledge<'b>(
         &self,
         (group, member): (&str, &str),
         topic: Option<&str>,
         partition: i32,
-        batches: &[WireBatch],
+        batches: impl Iterator<Item = (i64, i64, &'b [i8])>,
         renews: bool,
     ) -> (i16, Option<String>) {
         let Some(topic) = topic else {
             return (codes::UNKNOWN_TOPIC_ID, None);
         };
-        let mut converted = Vec::with_capacity(batches.len());
+        let mut converted = Vec::new();
         for (first, last, types) in batches {
             let Some(types) = types
                 .iter()
@@ -445,7 +437,7 @@ impl ShareApi {
                     Some("a RENEW acknowledgement in a request without is_renew_ack".into()),
                 );
             }
-            converted.push((*first, *last, types));
+            converted.push((first, last, types));
         }
         match self.log.share_acknowledge(
             group,
@@ -521,16 +513,12 @@ impl ShareApi {
                 .iter()
                 .filter(|p| !p.acknowledgement_batches.is_empty())
             {
-                let batches: Vec<WireBatch> = p
-                    .acknowledgement_batches
-                    .iter()
-                    .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
-                    .collect();
+                let batches = p.acknowledgement_batches.iter();
                 let (code, message) = self.acknowledge(
                     (group, member),
                     name.as_deref(),
                     p.partition_index,
-                    &batches,
+                    batches.map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types[..])),
                     renews,
                 );
                 let d = partition_data(&mut answers, self.node_id, (id, p.partition_index));
@@ -689,16 +677,12 @@ impl ShareApi {
             let mut topic = share_acknowledge_response::ShareAcknowledgeTopicResponse::default();
             topic.topic_id = t.topic_id;
             for p in &t.partitions {
-                let batches: Vec<WireBatch> = p
-                    .acknowledgement_batches
-                    .iter()
-                    .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
-                    .collect();
+                let batches = p.acknowledgement_batches.iter();
                 let (code, message) = self.acknowledge(
                     (group, member),
                     name.as_deref(),
                     p.partition_index,
-                    &batches,
+                    batches.map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types[..])),
                     renews,
                 );
                 let mut d = share_acknowledge_response::PartitionData::default();
