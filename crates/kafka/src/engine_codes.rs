@@ -45,6 +45,10 @@ pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {
             S::UnsupportedMagic { .. } => CORRUPT_MESSAGE,
             S::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber.code(),
             S::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch.code(),
+            S::InvalidTxnState { .. } => ResponseError::InvalidTxnState.code(),
+            S::TransactionCoordinatorFenced { .. } => {
+                ResponseError::TransactionCoordinatorFenced.code()
+            }
             S::InvalidProducerFields { .. } | S::KeylessRecord { .. } => INVALID_RECORD,
             // As Kafka: CORRUPT_MESSAGE for bytes that fail their checksum or do not even
             // frame a batch, INVALID_RECORD (with the reason) for a batch whose well-framed

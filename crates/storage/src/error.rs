@@ -222,6 +222,26 @@ pub enum Error {
         /// The producer's current epoch in this partition.
         current: i16,
     },
+    /// A batch that breaks the producer's transaction state: a non-transactional batch while
+    /// its transaction is open (Kafka's INVALID_TXN_STATE). Nothing was stored.
+    #[error("producer {producer_id} sent a non-transactional batch inside its open transaction")]
+    InvalidTxnState {
+        /// The producer id.
+        producer_id: i64,
+    },
+    /// A transaction marker from a coordinator epoch older than the one that last wrote a
+    /// marker for the producer: a stale coordinator (Kafka's TRANSACTION_COORDINATOR_FENCED).
+    #[error(
+        "marker for producer {producer_id} from coordinator epoch {epoch}, older than {current}"
+    )]
+    TransactionCoordinatorFenced {
+        /// The producer id.
+        producer_id: i64,
+        /// The marker's coordinator epoch.
+        epoch: i32,
+        /// The coordinator epoch of the producer's last marker.
+        current: i32,
+    },
     /// A configuration value out of its allowed range.
     #[error("invalid configuration: {reason}")]
     InvalidConfig {

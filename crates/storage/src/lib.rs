@@ -58,8 +58,12 @@ pub use io::{
 pub use log::PartitionLog;
 pub use log::clean::{CleanOptions, CleanReport, Dirtiness};
 pub use log::sync_many::sync_logs;
+pub use log::txn::OpenTxn;
 pub use offset::Offset;
-pub use producer::{BATCHES_RETAINED, BatchMetadata, ProducerInfo, advance_sequence};
+pub use producer::{
+    AbortedTxn, BATCHES_RETAINED, BatchMetadata, CompletedTxn, Marker, ProducerInfo, ReadCommitted,
+    advance_sequence,
+};
 pub use record_headers::{HeaderVisitor, Headers};
 pub use state_log::{StateLog, StateLogConfig, StateMachine, Written};
 
@@ -109,6 +113,8 @@ pub struct RecoveryReport {
     pub replayed_producer_bytes: u64,
     /// Producer snapshots that were damaged, treated as absent and deleted.
     pub damaged_snapshots: usize,
+    /// Aborted-transaction indexes that were damaged: every one was rebuilt from the log.
+    pub rebuilt_txn_indexes: usize,
     /// The cleaner checkpoint was damaged and treated as absent: the next cleaning of the
     /// partition maps its whole log again.
     pub damaged_cleaner_checkpoint: bool,

@@ -250,8 +250,8 @@ impl ProduceApi {
                                 state.producer_epoch = i32::from(p.epoch);
                                 state.last_sequence = p.last_sequence;
                                 state.last_timestamp = p.last_timestamp;
-                                state.coordinator_epoch = -1;
-                                state.current_txn_start_offset = -1;
+                                state.coordinator_epoch = p.coordinator_epoch;
+                                state.current_txn_start_offset = p.txn_first_offset.unwrap_or(-1);
                                 state
                             })
                             .collect();

@@ -25,6 +25,8 @@ pub struct BatchBuilder {
     producer_id: i64,
     producer_epoch: i16,
     base_sequence: i32,
+    /// Transactional and control bits, or'ed into the attributes.
+    flags: i16,
 }
 
 impl BatchBuilder {
@@ -50,7 +52,21 @@ impl BatchBuilder {
             producer_id: -1,
             producer_epoch: -1,
             base_sequence: -1,
+            flags: 0,
         }
+    }
+
+    /// Marks the batch as part of its producer's transaction (attribute bit 4).
+    pub fn transactional(mut self) -> BatchBuilder {
+        self.flags |= ATTR_TRANSACTIONAL;
+        self
+    }
+
+    /// Marks the batch as a transaction marker (attribute bits 4 and 5): only a log's own
+    /// marker append builds one.
+    pub(crate) fn control(mut self) -> BatchBuilder {
+        self.flags |= ATTR_TRANSACTIONAL | ATTR_CONTROL;
+        self
     }
 
     /// Marks the batch as written by idempotent producer `id`/`epoch` starting at `sequence`.
@@ -127,7 +143,7 @@ impl BatchBuilder {
             &0i32.to_be_bytes(), // partition leader epoch
             &[MAGIC_V2 as u8],
             &[0; 4], // crc, filled below
-            &(self.compression as i16).to_be_bytes(),
+            &(self.compression as i16 | self.flags).to_be_bytes(),
             &(self.count - 1).max(0).to_be_bytes(),
             &self.base_timestamp.to_be_bytes(),
             &self.max_timestamp.to_be_bytes(),

@@ -9,7 +9,7 @@ use super::state::{Disk, LogState};
 use crate::batch::{self, BatchHeader, BatchIter};
 use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{Error, Result};
-use crate::producer::ProducerUpdates;
+use crate::producer::{AbortedTxn, ProducerUpdates};
 use crate::{AppendInfo, Offset};
 
 /// Under `never` and `interval`, the OS is asked to start writing appended bytes to the device
@@ -68,17 +68,33 @@ impl PartitionLog {
                 batch::set_base_offset(&mut batches[*position..], header.base_offset);
                 batch::set_partition_leader_epoch(&mut batches[*position..], 0);
             }
-            if let Err(e) = self.write_locked(&mut state, batches, &headers, first, producers) {
+            let written = self.write_locked(&mut state, batches, &headers, first, producers, None);
+            if let Err(e) = written {
                 drop(state);
                 self.poison();
                 return Err(e);
             }
+            self.publish_unstable(&state);
             // Published under the lock, so ends are published in the order batches were taken:
             // stored after it, an appender preempted here would set the end back below a later
             // batch, hiding that batch from readers until the next append.
             self.end_offset.store(next, Ordering::Release);
             (first, next)
         };
+        self.wait_durable(next)?;
+        let log_append_time = self.config.read().log_append_time.then_some(now_ms);
+        Ok(AppendInfo {
+            base_offset: Offset(first),
+            last_offset: Offset(next - 1),
+            batches: headers.len(),
+            duplicate: false,
+            normalized,
+            log_append_time,
+        })
+    }
+
+    /// Returns once records below `next` are as durable as the fsync policy promises.
+    pub(super) fn wait_durable(&self, next: i64) -> Result<()> {
         match self.fsync {
             FsyncPolicy::Always if self.acks_before_fsync() => {}
             FsyncPolicy::Always => self.make_durable(next)?,
@@ -90,15 +106,7 @@ impl PartitionLog {
             }
             FsyncPolicy::Never => self.notify_data(),
         }
-        let log_append_time = self.config.read().log_append_time.then_some(now_ms);
-        Ok(AppendInfo {
-            base_offset: Offset(first),
-            last_offset: Offset(next - 1),
-            batches: headers.len(),
-            duplicate: false,
-            normalized,
-            log_append_time,
-        })
+        Ok(())
     }
 
     /// Answers a retried batch with its original offsets, once those are as durable as a
@@ -117,13 +125,17 @@ impl PartitionLog {
         })
     }
 
-    fn write_locked(
+    /// Writes `batches` (with their final offsets) to the active segment, rolling first when
+    /// it is full, and takes in their producer updates and the aborted transaction a marker
+    /// among them ends.
+    pub(super) fn write_locked(
         &self,
         state: &mut LogState,
         batches: &[u8],
         headers: &[(usize, BatchHeader)],
         first: i64,
         producers: ProducerUpdates,
+        aborted: Option<AbortedTxn>,
     ) -> Result<()> {
         let disk: Disk<'_> = self.disk();
         let total = batches.len() as u64;
@@ -160,7 +172,11 @@ impl PartitionLog {
             // Under `always` every append is followed by an fdatasync anyway.
             active.start_writeback(WRITEBACK_CHUNK_BYTES)?;
         }
-        // Before the checkpoint below: its producer snapshot must include these batches.
+        // Before the checkpoint below: its producer snapshot must include these batches, and
+        // it syncs the aborted-transaction index entries before the snapshot vouches for them.
+        if let Some(entry) = aborted {
+            active.txn_index.push(entry);
+        }
         if !producers.is_empty() {
             state.producers.commit(producers);
             state.producers_changed = true;

@@ -22,6 +22,11 @@
 //! `.swap` (`finish_swap`), so after a crash at any step the segment is the old one or the new
 //! one, never a mix. The swap runs under the log's lock, checking that retention did not
 //! delete the segment meanwhile; a failure there poisons the log, as a failed append does.
+//!
+//! Transactions: a pass never reaches a segment holding records past the last stable offset
+//! (undecided records are not cleaned); markers (control batches) stay and map no key;
+//! records of aborted transactions map no key (they must not hide a committed value) and
+//! are dropped, their batches kept empty, as Kafka's cleaner does.
 
 use std::collections::HashMap;
 
@@ -107,6 +112,31 @@ pub struct Dirtiness {
     pub cleanable_end: Offset,
 }
 
+/// The aborted transactions of the cleanable segments, by producer: (first offset, marker
+/// offset) ranges.
+#[derive(Default)]
+struct Aborted(HashMap<i64, Vec<(i64, i64)>>);
+
+impl Aborted {
+    /// Whether the batch `header` holds records of an aborted transaction.
+    fn holds(&self, header: &crate::batch::BatchHeader) -> bool {
+        header.is_transactional()
+            && !header.is_control()
+            && self.0.get(&header.producer_id).is_some_and(|ranges| {
+                ranges
+                    .iter()
+                    .any(|&(first, last)| (first..last).contains(&header.base_offset))
+            })
+    }
+}
+
+/// What decides a record's fate in a pass: its key's latest offset, and whether its
+/// transaction aborted.
+struct Fates {
+    latest: HashMap<Vec<u8>, i64>,
+    aborted: Aborted,
+}
+
 /// A sealed segment as the pass reads it.
 struct Cleanable {
     base: i64,
@@ -133,7 +163,7 @@ impl PartitionLog {
         let _one_at_a_time = self.cleaning.lock();
         self.check_writable()?;
         let max_decompressed = self.config.read().max_decompressed_bytes;
-        let cleanable = self.cleanable(options)?;
+        let (cleanable, aborted) = self.cleanable(options)?;
         let mut report = CleanReport {
             cleaned_up_to: self.log_start_offset(),
             ..CleanReport::default()
@@ -144,17 +174,19 @@ impl PartitionLog {
             .unwrap_or(cleanable.len());
         let (latest, covered) = key_map(
             &cleanable,
+            &aborted,
             dirty,
             options.key_map_bytes,
             max_decompressed,
             pace,
         )?;
         report.key_map_full = covered < cleanable.len();
+        let fates = Fates { latest, aborted };
         for (i, segment) in cleanable[..covered].iter().enumerate() {
             let cleaned = clean_segment(
                 segment,
                 i >= dirty,
-                &latest,
+                &fates,
                 options,
                 max_decompressed,
                 &mut report,
@@ -198,12 +230,13 @@ impl PartitionLog {
         let newest_allowed = options.now_ms.saturating_sub(options.min_compaction_lag_ms);
         let mut state = self.state.lock();
         let sealed = state.segments.len() - 1;
+        let unstable = state.producers.first_unstable_offset().unwrap_or(i64::MAX);
         let mut found = Dirtiness {
             cleanable_end: Offset(state.segments[0].base_offset),
             ..Dirtiness::default()
         };
         for segment in &mut state.segments[..sealed] {
-            if segment.max_timestamp > newest_allowed {
+            if segment.max_timestamp > newest_allowed || segment.next_offset > unstable {
                 break;
             }
             found.cleanable_bytes += segment.size;
@@ -224,14 +257,16 @@ impl PartitionLog {
         found
     }
 
-    /// The sealed segments old enough to clean, oldest first, as views of their bytes.
-    fn cleanable(&self, options: &CleanOptions) -> Result<Vec<Cleanable>> {
+    /// The sealed segments old enough to clean and wholly below the last stable offset,
+    /// oldest first, as views of their bytes, with the aborted transactions among them.
+    fn cleanable(&self, options: &CleanOptions) -> Result<(Vec<Cleanable>, Aborted)> {
         let newest_allowed = options.now_ms.saturating_sub(options.min_compaction_lag_ms);
         let mut state = self.state.lock();
         let sealed = state.segments.len() - 1;
+        let unstable = state.producers.first_unstable_offset().unwrap_or(i64::MAX);
         let mut found = Vec::new();
         for segment in &mut state.segments[..sealed] {
-            if segment.max_timestamp > newest_allowed {
+            if segment.max_timestamp > newest_allowed || segment.next_offset > unstable {
                 break;
             }
             found.push(Cleanable {
@@ -241,7 +276,25 @@ impl PartitionLog {
                 path: segment.log_path.clone(),
             });
         }
-        Ok(found)
+        let mut aborted = Aborted::default();
+        if let (Some(first), Some(last)) = (found.first(), found.last()) {
+            // A marker may sit past the cleanable segments: every index from the first on.
+            let mut entries = Vec::new();
+            let start = state.segment_for(first.base);
+            for segment in &state.segments[start..] {
+                if segment
+                    .txn_index
+                    .collect(first.base, last.next_offset, &mut entries)
+                {
+                    break;
+                }
+            }
+            for e in entries {
+                let ranges = aborted.0.entry(e.producer_id).or_default();
+                ranges.push((e.first_offset, e.last_offset));
+            }
+        }
+        Ok((found, aborted))
     }
 
     /// Replaces `segment`'s file with `cleaned` (see the module docs for the order), unless
@@ -292,7 +345,9 @@ impl PartitionLog {
                     reason: "cleaned segment does not end where the segment it replaces did",
                 });
             }
-            fresh.seal()?;
+            // The markers stayed where they were: so do the aborted transactions they ended.
+            std::mem::swap(&mut fresh.txn_index, &mut state.segments[i].txn_index);
+            fresh.seal(disk.storage)?;
             state.segments[i] = fresh;
             Ok(true)
         })?;
@@ -343,6 +398,7 @@ pub(crate) fn finish_swap(disk: Disk<'_>, base: i64) -> Result<()> {
 /// (from the first) the map covers whole within `budget` bytes.
 fn key_map(
     segments: &[Cleanable],
+    aborted: &Aborted,
     dirty: usize,
     budget: usize,
     max_decompressed: usize,
@@ -357,6 +413,9 @@ fn key_map(
                 .verify_crc(position)
                 .map_err(|e| Error::corrupted(&segment.path, position as u64, e))?;
             pace(batch.bytes.len() as u64);
+            if batch.header.is_control() || aborted.holds(&batch.header) {
+                continue;
+            }
             let records = batch
                 .records(max_decompressed)
                 .map_err(|e| Error::corrupted(&segment.path, position as u64, e))?;
@@ -383,14 +442,14 @@ fn key_map(
     Ok((latest, segments.len()))
 }
 
-/// The segment's bytes with the records `latest` supersedes left out, or `None` when it
+/// The segment's bytes with the records `fates` drop left out, or `None` when it
 /// would not change. Every batch's CRC is checked before it is kept or rewritten (unless
 /// `crcs_checked`: the key map just checked them), so a damaged batch stops the pass instead
 /// of being copied, or re-checksummed into looking whole.
 fn clean_segment(
     segment: &Cleanable,
     crcs_checked: bool,
-    latest: &HashMap<Vec<u8>, i64>,
+    fates: &Fates,
     options: &CleanOptions,
     max_decompressed: usize,
     report: &mut CleanReport,
@@ -405,6 +464,11 @@ fn clean_segment(
             batch.verify_crc(position).map_err(corrupted)?;
         }
         pace(batch.bytes.len() as u64);
+        if batch.header.is_control() {
+            out.extend_from_slice(batch.bytes);
+            continue;
+        }
+        let was_aborted = fates.aborted.holds(&batch.header);
         let horizon = batch.header.delete_horizon();
         let past_horizon = horizon.is_some_and(|h| options.now_ms >= h);
         // Each record's fate, decided once (the rewrite below takes them by offset delta).
@@ -413,7 +477,7 @@ fn clean_segment(
         let records = batch.records(max_decompressed).map_err(corrupted)?;
         for record in records.iter() {
             let record = record.map_err(corrupted)?;
-            let keep = if !is_latest(latest, &record) {
+            let keep = if was_aborted || !is_latest(&fates.latest, &record) {
                 false
             } else if record.value.is_none() && past_horizon {
                 tombstones_dropped += 1;

@@ -12,6 +12,7 @@ mod read;
 mod recover;
 mod state;
 pub(crate) mod sync_many;
+pub(crate) mod txn;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,6 +46,9 @@ pub struct PartitionLog {
     cleaning: Mutex<()>,
     end_offset: AtomicI64,
     durable_end: AtomicI64,
+    /// The first offset of the oldest open transaction, `i64::MAX` when none is open:
+    /// published under `state`'s lock, read without it by [`PartitionLog::last_stable_offset`].
+    first_unstable: AtomicI64,
     log_start: AtomicI64,
     poisoned: AtomicBool,
     closed: AtomicBool,
@@ -141,6 +145,9 @@ impl PartitionLog {
             dir: dir.to_owned(),
             end_offset: AtomicI64::new(state.end_offset),
             durable_end: AtomicI64::new(state.end_offset),
+            first_unstable: AtomicI64::new(
+                state.producers.first_unstable_offset().unwrap_or(i64::MAX),
+            ),
             log_start: AtomicI64::new(state.log_start),
             state: Mutex::new(state),
             sync: Mutex::new(SyncState {

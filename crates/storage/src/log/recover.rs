@@ -20,18 +20,22 @@
 //!    is loaded (newer ones describe a lost tail and damaged ones are absent: both are
 //!    deleted), then the batch headers after it are replayed; without one the whole log is.
 //!    This happens before any checkpoint here, since a checkpoint writes a snapshot.
+//! 8. Aborted-transaction indexes: entries for markers before the snapshot's offset are
+//!    trusted (the checkpoint that wrote the snapshot synced them first); later ones are
+//!    rebuilt by rule 7's replay. One that breaks its rules makes the replay start at the
+//!    log start, rebuilding them all.
 
 use std::path::Path;
 
 use super::clean;
 use super::state::{Disk, LogState};
 use crate::RecoveryReport;
-use crate::batch::BatchHeader;
+use crate::batch::{BatchHeader, BatchRef};
 use crate::checkpoint::{self, Checkpoint};
 use crate::cleaner_checkpoint;
 use crate::config::LogConfig;
 use crate::error::{Error, Result};
-use crate::producer::{Producers, snapshot};
+use crate::producer::{Marker, Producers, snapshot};
 use crate::segment::{self, Known, ScanEnd, Segment};
 
 /// Recovers the log in `disk.dir`, creating it when empty.
@@ -151,9 +155,9 @@ pub(crate) fn recover(disk: Disk<'_>, config: &LogConfig) -> Result<(LogState, R
             // A scanned segment with a successor was sealed by a roll the crash interrupted:
             // seal it again so its time index ends at its last offset.
             if i < last {
-                segment.seal()?
+                segment.seal(storage)?
             } else {
-                segment.sync()?
+                segment.sync(storage)?
             }
         }
         state.checkpoint(disk)?;
@@ -186,11 +190,21 @@ fn create_empty(disk: Disk<'_>) -> Result<(LogState, RecoveryReport)> {
     Ok((state, RecoveryReport::default()))
 }
 
-/// Rebuilds the producer state (rule 7).
+/// Rebuilds the producer state and the aborted-transaction indexes (rules 7 and 8).
 fn load_producers(disk: Disk<'_>, state: &mut LogState, report: &mut RecoveryReport) -> Result<()> {
     let mut offsets = snapshot::list(disk.storage, disk.dir)?;
     let mut loaded = None;
+    report.rebuilt_txn_indexes = state
+        .segments
+        .iter()
+        .filter(|s| s.txn_index_damaged)
+        .count();
     while let Some(offset) = offsets.pop() {
+        if report.rebuilt_txn_indexes > 0 {
+            // The snapshots are sound; only the replay must start before every marker.
+            offsets.push(offset);
+            break;
+        }
         if offset > state.end_offset {
             snapshot::remove(disk.storage, disk.dir, offset)?;
             continue;
@@ -212,7 +226,16 @@ fn load_producers(disk: Disk<'_>, state: &mut LogState, report: &mut RecoveryRep
         Some(found) => (found.producers, found.offset.max(state.log_start)),
         None => (Producers::default(), state.log_start),
     };
+    for segment in &mut state.segments {
+        segment.txn_index.truncate_from(from);
+        segment.txn_index_damaged = false;
+    }
     report.replayed_producer_bytes = replay_producers(state, from, &mut producers)?;
+    for segment in &mut state.segments {
+        // A sealed segment is not synced again: what the replay rebuilt must be durable
+        // before a later snapshot vouches for it.
+        segment.txn_index.sync(disk.storage)?;
+    }
     producers.retain_from(state.log_start);
     state.producers_changed = from < state.end_offset;
     state.producers = producers;
@@ -220,8 +243,10 @@ fn load_producers(disk: Disk<'_>, state: &mut LogState, report: &mut RecoveryRep
     Ok(())
 }
 
-/// Applies every batch header from `from` to the end to `producers`; returns the bytes walked.
-/// Header fields only: the bytes were validated by the scan or vouched for by a checkpoint.
+/// Applies every batch header from `from` to the end to `producers`, and each abort marker to
+/// its segment's aborted-transaction index; returns the bytes walked. Header fields only
+/// (and a marker's record): the bytes were validated by the scan or vouched for by a
+/// checkpoint.
 fn replay_producers(state: &mut LogState, from: i64, producers: &mut Producers) -> Result<u64> {
     if from >= state.end_offset {
         return Ok(0);
@@ -235,7 +260,17 @@ fn replay_producers(state: &mut LogState, from: i64, producers: &mut Producers) 
         while position < view.len() {
             let header = BatchHeader::parse(&view[position..], position)
                 .map_err(|e| Error::corrupted(&segment.log_path, position as u64, e))?;
-            if header.next_offset() > from {
+            if header.next_offset() > from && header.is_control() {
+                let (batch, _) = BatchRef::parse(&view[position..], position)
+                    .map_err(|e| Error::corrupted(&segment.log_path, position as u64, e))?;
+                if let Some(marker) = Marker::parse(&batch) {
+                    let offset = header.base_offset;
+                    let completed = producers.replay_marker(&marker, offset, header.max_timestamp);
+                    if let Some(entry) = completed.and_then(|c| producers.aborted_entry(&c)) {
+                        segment.txn_index.push(entry);
+                    }
+                }
+            } else if header.next_offset() > from {
                 producers.replay(&header);
             }
             position += header.total_len();
@@ -283,6 +318,7 @@ fn remove_leftover_segment(disk: Disk<'_>, base: i64) -> Result<()> {
         segment::LOG_EXT,
         segment::INDEX_EXT,
         segment::TIME_INDEX_EXT,
+        segment::txn_index::TXN_INDEX_EXT,
     ] {
         let path = disk.dir.join(segment::file_name(base, ext));
         match disk.storage.remove_file(&path) {
@@ -334,7 +370,7 @@ fn open_sealed(
             reason: "sealed segment does not end where the next one starts",
         });
     }
-    segment.seal()?;
+    segment.seal(disk.storage)?;
     Ok(segment)
 }
 

@@ -76,7 +76,7 @@ impl LogState {
     /// scanning there.
     pub(crate) fn checkpoint(&mut self, disk: Disk<'_>) -> Result<()> {
         let log_start = self.log_start;
-        self.active_mut().sync()?;
+        self.active_mut().sync(disk.storage)?;
         // After the data it describes is durable, before the checkpoint whose directory fsync
         // makes its name durable.
         self.snapshot_producers(disk)?;
@@ -133,7 +133,7 @@ impl LogState {
         if self.active().size == 0 {
             return Ok(());
         }
-        self.active_mut().seal()?;
+        self.active_mut().seal(disk.storage)?;
         let segment = Segment::create(disk.storage, disk.dir, self.end_offset)?;
         disk.sync_dir()?;
         self.segments.push(segment);
@@ -172,7 +172,7 @@ impl LogState {
                 self.producers_changed = true;
             }
             self.checkpoint(disk)?;
-            for segment in self.segments.drain(..expired) {
+            for mut segment in self.segments.drain(..expired) {
                 segment.remove_files(disk.storage)?;
             }
             disk.sync_dir()?;
@@ -216,7 +216,7 @@ impl LogState {
         if record {
             self.checkpoint(disk)?;
         }
-        for segment in self.segments.drain(..expired) {
+        for mut segment in self.segments.drain(..expired) {
             segment.remove_files(disk.storage)?;
         }
         if expired > 0 {

@@ -12,12 +12,25 @@
 //! - within an epoch, the first sequence must follow the last one (`i32::MAX` wraps to 0);
 //! - a producer with no state (new, expired, or whose batches retention deleted) is accepted
 //!   at any sequence.
+//!
+//! Transactions (KIP-98) add, per producer, the first offset of its open transaction and the
+//! coordinator epoch of its last marker (`txn.rs` holds the marker rules): a transactional
+//! batch opens a transaction when none is open, a non-transactional one inside an open
+//! transaction is refused ([`Error::InvalidTxnState`]), and a commit or abort marker closes
+//! it. The open transactions' first offsets, in order, give the last stable offset.
 
+mod read_committed;
 pub(crate) mod snapshot;
 #[cfg(test)]
 mod tests;
+mod txn;
+#[cfg(test)]
+mod txn_tests;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+pub use read_committed::ReadCommitted;
+pub use txn::{AbortedTxn, CompletedTxn, Marker};
 
 use crate::batch::BatchHeader;
 use crate::error::{Error, Result};
@@ -41,17 +54,29 @@ pub struct BatchMetadata {
     pub max_timestamp: i64,
 }
 
-/// One producer's state in a partition: its epoch and its newest batches, oldest first.
+/// One producer's state in a partition: its epoch, its newest batches (oldest first) and its
+/// transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ProducerEntry {
     pub epoch: i16,
-    /// Never empty.
+    /// Empty only for a producer known by a transaction marker alone.
     pub batches: RecentBatches,
+    /// Timestamp of its last batch or marker (ms): expiry measures from it.
+    pub last_timestamp: i64,
+    /// The coordinator epoch of its last marker, -1 before any.
+    pub coordinator_epoch: i32,
+    /// The offset of its open transaction's first batch, while one is open.
+    pub txn_first_offset: Option<i64>,
 }
 
 impl ProducerEntry {
-    fn last(&self) -> &BatchMetadata {
-        self.batches.last().expect("a producer entry has a batch")
+    fn last(&self) -> Option<&BatchMetadata> {
+        self.batches.last()
+    }
+
+    /// Offset of its last stored record, -1 without one.
+    fn last_data_offset(&self) -> i64 {
+        self.last().map_or(-1, |b| b.last_offset)
     }
 }
 
@@ -126,6 +151,10 @@ pub struct ProducerInfo {
     pub last_timestamp: i64,
     /// Offset of its last stored record.
     pub last_offset: i64,
+    /// The coordinator epoch of its last transaction marker, -1 before any.
+    pub coordinator_epoch: i32,
+    /// Where its open transaction starts, if one is open.
+    pub txn_first_offset: Option<i64>,
 }
 
 /// What to do with an incoming batch.
@@ -141,6 +170,9 @@ pub(crate) enum Verdict {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Producers {
     entries: HashMap<i64, ProducerEntry>,
+    /// The open transactions: first offset to producer id (each first offset is its own
+    /// batch's, so unique), kept beside `entries` so the last stable offset is one lookup.
+    open: BTreeMap<i64, i64>,
 }
 
 /// `sequence` advanced by `n`, wrapping past `i32::MAX` to 0 as Kafka's sequences do
@@ -154,7 +186,21 @@ pub fn advance_sequence(sequence: i32, n: i32) -> i32 {
 impl Producers {
     /// Rebuilds the state from a snapshot's entries.
     pub(crate) fn from_entries(entries: HashMap<i64, ProducerEntry>) -> Producers {
-        Producers { entries }
+        let open = entries
+            .iter()
+            .filter_map(|(&id, e)| Some((e.txn_first_offset?, id)))
+            .collect();
+        Producers { entries, open }
+    }
+
+    /// The first offset of the oldest open transaction: records from it on are not stable.
+    pub(crate) fn first_unstable_offset(&self) -> Option<i64> {
+        self.open.keys().next().copied()
+    }
+
+    /// The open transactions as (first offset, producer id), oldest first.
+    pub(crate) fn open_transactions(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.open.iter().map(|(&first, &id)| (first, id))
     }
 
     pub(crate) fn entries(&self) -> &HashMap<i64, ProducerEntry> {
@@ -171,15 +217,14 @@ impl Producers {
         let mut infos: Vec<ProducerInfo> = self
             .entries
             .iter()
-            .map(|(&producer_id, entry)| {
-                let last = entry.last();
-                ProducerInfo {
-                    producer_id,
-                    epoch: entry.epoch,
-                    last_sequence: last.last_sequence,
-                    last_timestamp: last.max_timestamp,
-                    last_offset: last.last_offset,
-                }
+            .map(|(&producer_id, entry)| ProducerInfo {
+                producer_id,
+                epoch: entry.epoch,
+                last_sequence: entry.last().map_or(-1, |b| b.last_sequence),
+                last_timestamp: entry.last_timestamp,
+                last_offset: entry.last_data_offset(),
+                coordinator_epoch: entry.coordinator_epoch,
+                txn_first_offset: entry.txn_first_offset,
             })
             .collect();
         infos.sort_unstable_by_key(|i| i.producer_id);
@@ -209,7 +254,7 @@ impl Producers {
             match verdict(current, header, *position)? {
                 Verdict::Duplicate(original) => return Ok(Err(original)),
                 Verdict::Append => {
-                    let entry = applied(current, header);
+                    let entry = applied(current, header)?;
                     match earlier {
                         Some(at) => updated[at].1 = entry,
                         None => updated.push((id, entry)),
@@ -222,35 +267,56 @@ impl Producers {
 
     /// Takes in the entries [`Producers::check_append`] returned, once the append is written.
     pub(crate) fn commit(&mut self, updated: ProducerUpdates) {
-        self.entries.extend(updated);
+        for (id, entry) in updated {
+            self.set(id, entry);
+        }
     }
 
-    /// Applies a batch read back from the log (rebuilding after a restart), without checks:
-    /// the log is the truth, whatever it holds.
+    /// Stores `entry` as producer `id`'s, keeping the open transactions in step.
+    fn set(&mut self, id: i64, entry: ProducerEntry) {
+        let before = self.entries.insert(id, entry);
+        if let Some(first) = before.and_then(|e| e.txn_first_offset) {
+            self.open.remove(&first);
+        }
+        if let Some(first) = entry.txn_first_offset {
+            self.open.insert(first, id);
+        }
+    }
+
+    /// Applies a data batch read back from the log (rebuilding after a restart), without
+    /// checks: the log is the truth, whatever it holds.
     pub(crate) fn replay(&mut self, header: &BatchHeader) {
         if header.producer_id < 0 {
             return;
         }
-        let entry = applied(self.entries.get(&header.producer_id), header);
-        self.entries.insert(header.producer_id, entry);
+        let current = self.entries.get(&header.producer_id);
+        let mut entry = applied_unchecked(current, header);
+        if !header.is_transactional() {
+            entry.txn_first_offset = None;
+        }
+        self.set(header.producer_id, entry);
     }
 
     /// Forgets producers whose last batch is `expiration_ms` or more older than `now_ms`
     /// (Kafka's `producer.id.expiration.ms`, measured like Kafka in batch timestamps). Returns
     /// how many were forgotten.
+    /// A producer with an open transaction is kept (as Kafka keeps it): its transaction ends
+    /// by a marker, and the transaction timeout makes sure one comes.
     pub(crate) fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.entries.len();
-        self.entries
-            .retain(|_, e| now_ms.saturating_sub(e.last().max_timestamp) < expiration_ms);
+        self.entries.retain(|_, e| {
+            e.txn_first_offset.is_some() || now_ms.saturating_sub(e.last_timestamp) < expiration_ms
+        });
         before - self.entries.len()
     }
 
     /// Forgets producers none of whose batches is still in the log (retention moved its start
     /// past them), so memory follows what the log holds. Returns how many were forgotten.
+    /// A producer with an open transaction is kept, as in [`Producers::expire`].
     pub(crate) fn retain_from(&mut self, log_start: i64) -> usize {
         let before = self.entries.len();
         self.entries
-            .retain(|_, e| e.last().last_offset >= log_start);
+            .retain(|_, e| e.txn_first_offset.is_some() || e.last_data_offset() >= log_start);
         before - self.entries.len()
     }
 }
@@ -272,6 +338,26 @@ fn verdict(
     let Some(entry) = current else {
         // No state: a new producer, or one whose state expired (KIP-360 accepts any sequence).
         return Ok(Verdict::Append);
+    };
+    let Some(newest) = entry.last() else {
+        // Known by a marker alone: a fenced epoch is refused, and any other batch starts a
+        // sequence at 0 as a new epoch does (Kafka's `checkSequence` with no batch).
+        if header.producer_epoch < entry.epoch {
+            return Err(Error::InvalidProducerEpoch {
+                producer_id: header.producer_id,
+                epoch: header.producer_epoch,
+                current: entry.epoch,
+            });
+        }
+        return match header.base_sequence {
+            0 => Ok(Verdict::Append),
+            received => Err(Error::OutOfOrderSequence {
+                producer_id: header.producer_id,
+                epoch: header.producer_epoch,
+                expected: 0,
+                received,
+            }),
+        };
     };
     let first = header.base_sequence;
     let last = advance_sequence(first, header.last_offset_delta);
@@ -302,7 +388,7 @@ fn verdict(
     {
         return Ok(Verdict::Duplicate(*original));
     }
-    let expected = advance_sequence(entry.last().last_sequence, 1);
+    let expected = advance_sequence(newest.last_sequence, 1);
     if first == expected {
         Ok(Verdict::Append)
     } else {
@@ -310,8 +396,21 @@ fn verdict(
     }
 }
 
-/// The entry after `header`'s batch is stored: a new epoch starts afresh.
-fn applied(current: Option<&ProducerEntry>, header: &BatchHeader) -> ProducerEntry {
+/// The entry after `header`'s batch is stored, refusing a non-transactional batch inside an
+/// open transaction.
+fn applied(current: Option<&ProducerEntry>, header: &BatchHeader) -> Result<ProducerEntry> {
+    let open = current.and_then(|e| e.txn_first_offset);
+    if open.is_some() && !header.is_transactional() {
+        return Err(Error::InvalidTxnState {
+            producer_id: header.producer_id,
+        });
+    }
+    Ok(applied_unchecked(current, header))
+}
+
+/// The entry after `header`'s batch is stored: a new epoch starts its batches afresh (an open
+/// transaction stays open), a transactional batch opens a transaction when none is.
+fn applied_unchecked(current: Option<&ProducerEntry>, header: &BatchHeader) -> ProducerEntry {
     let batch = BatchMetadata {
         first_sequence: header.base_sequence,
         last_sequence: advance_sequence(header.base_sequence, header.last_offset_delta),
@@ -319,7 +418,7 @@ fn applied(current: Option<&ProducerEntry>, header: &BatchHeader) -> ProducerEnt
         last_offset: header.base_offset + i64::from(header.last_offset_delta),
         max_timestamp: header.max_timestamp,
     };
-    match current {
+    let mut entry = match current {
         Some(entry) if entry.epoch == header.producer_epoch => {
             let mut entry = *entry;
             entry.batches.push(batch);
@@ -328,6 +427,14 @@ fn applied(current: Option<&ProducerEntry>, header: &BatchHeader) -> ProducerEnt
         _ => ProducerEntry {
             epoch: header.producer_epoch,
             batches: RecentBatches::from_iter([batch]),
+            last_timestamp: -1,
+            coordinator_epoch: current.map_or(-1, |e| e.coordinator_epoch),
+            txn_first_offset: current.and_then(|e| e.txn_first_offset),
         },
+    };
+    entry.last_timestamp = header.max_timestamp;
+    if header.is_transactional() && entry.txn_first_offset.is_none() {
+        entry.txn_first_offset = Some(header.base_offset);
     }
+    entry
 }

@@ -7,14 +7,17 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic "LOGDPSNP"
-//!      8     2  version (1)
+//!      8     2  version (2; version 1 is still read)
 //!     10     2  reserved (0)
 //!     12     8  offset            every batch below it is in the state, none at or above it
 //!     20     4  producer_count
 //!     24        producers, producer_count times:
 //!                 8  producer_id
 //!                 2  epoch
-//!                 1  batch_count (1 to 5)
+//!                 4  coordinator_epoch    of its last transaction marker, -1 before any
+//!                 8  txn_first_offset     first offset of its open transaction, -1 if none
+//!                 8  last_timestamp       of its last batch or marker
+//!                 1  batch_count (0 to 5; 0 only for a producer known by a marker alone)
 //!                    batches, oldest first, batch_count times (32 bytes each):
 //!                      4  first_sequence
 //!                      4  last_sequence
@@ -23,6 +26,10 @@
 //!                      8  max_timestamp
 //!    end-4     4  crc               CRC-32C of every byte before it
 //! ```
+//! Version 1 (before transactions) lacks the three fields after `epoch` and has 1 to 5
+//! batches: it reads as coordinator epoch -1, no open transaction, and the last batch's
+//! max timestamp.
+//!
 //! Replaced atomically (temp file, fsync, rename); the directory fsync of the checkpoint that
 //! follows makes the rename durable.
 
@@ -34,13 +41,15 @@ use crate::error::{Error, Result};
 use crate::io::Storage;
 
 const MAGIC: &[u8; 8] = b"LOGDPSNP";
-const VERSION: u16 = 1;
+const VERSION: u16 = 2;
 const HEADER_LEN: usize = 24;
 const CRC_LEN: usize = 4;
-const PRODUCER_LEN: usize = 11;
+const PRODUCER_LEN: usize = 31;
+const PRODUCER_LEN_V1: usize = 11;
 const BATCH_LEN: usize = 32;
 const _: () = assert!(HEADER_LEN == 8 + 2 + 2 + 8 + 4);
-const _: () = assert!(PRODUCER_LEN == 8 + 2 + 1);
+const _: () = assert!(PRODUCER_LEN == 8 + 2 + 4 + 8 + 8 + 1);
+const _: () = assert!(PRODUCER_LEN_V1 == 8 + 2 + 1);
 const _: () = assert!(BATCH_LEN == 4 + 4 + 8 + 8 + 8);
 /// Largest snapshot file read back: about three million producers with five batches each, far
 /// past what a partition holds; a larger file is damage, not state.
@@ -72,6 +81,9 @@ pub(crate) fn encode(offset: i64, producers: &Producers) -> Vec<u8> {
         let entry = &entries[id];
         out.extend_from_slice(&id.to_be_bytes());
         out.extend_from_slice(&entry.epoch.to_be_bytes());
+        out.extend_from_slice(&entry.coordinator_epoch.to_be_bytes());
+        out.extend_from_slice(&entry.txn_first_offset.unwrap_or(-1).to_be_bytes());
+        out.extend_from_slice(&entry.last_timestamp.to_be_bytes());
         out.push(entry.batches.len() as u8);
         for b in &entry.batches {
             out.extend_from_slice(&b.first_sequence.to_be_bytes());
@@ -103,28 +115,43 @@ impl Snapshot {
         if crate::crc::crc32c(body) != u32::from_be_bytes(crc.try_into().expect("4 bytes")) {
             return Err(corrupt("producer snapshot checksum mismatch"));
         }
-        if u16::from_be_bytes([buf[8], buf[9]]) != VERSION {
-            return Err(corrupt("unsupported producer snapshot version"));
-        }
+        let v1 = match u16::from_be_bytes([buf[8], buf[9]]) {
+            1 => true,
+            VERSION => false,
+            _ => return Err(corrupt("unsupported producer snapshot version")),
+        };
+        let (producer_len, min_batches) = match v1 {
+            true => (PRODUCER_LEN_V1, 1),
+            false => (PRODUCER_LEN, 0),
+        };
         let mut reader = Reader { buf: body, at: 12 };
         let offset = reader.i64();
         let count = reader.u32() as usize;
         if offset < 0 {
             return Err(corrupt("producer snapshot offset is negative"));
         }
-        // Each producer takes at least one batch: a count the bytes cannot hold is a lie.
-        if count > (body.len() - HEADER_LEN) / (PRODUCER_LEN + BATCH_LEN) {
+        // A count the bytes cannot hold is a lie.
+        if count > (body.len() - HEADER_LEN) / (producer_len + min_batches * BATCH_LEN) {
             return Err(corrupt("producer count exceeds the snapshot size"));
         }
         let mut entries = HashMap::with_capacity(count);
         for _ in 0..count {
-            if reader.remaining() < PRODUCER_LEN {
+            if reader.remaining() < producer_len {
                 return Err(corrupt("producer snapshot ends inside a producer"));
             }
             let id = reader.i64();
             let epoch = reader.i16();
+            let (coordinator_epoch, txn_first_offset, last_timestamp) = match v1 {
+                true => (-1, -1, None),
+                false => (reader.i32(), reader.i64(), Some(reader.i64())),
+            };
             let batch_count = usize::from(reader.u8());
-            if id < 0 || epoch < 0 || !(1..=BATCHES_RETAINED).contains(&batch_count) {
+            if id < 0
+                || epoch < 0
+                || coordinator_epoch < -1
+                || !(-1..offset).contains(&txn_first_offset)
+                || !(min_batches..=BATCHES_RETAINED).contains(&batch_count)
+            {
                 return Err(corrupt("producer snapshot has an invalid producer"));
             }
             if reader.remaining() < batch_count * BATCH_LEN {
@@ -147,10 +174,16 @@ impl Snapshot {
                 }
                 batches.push(batch);
             }
-            if entries
-                .insert(id, ProducerEntry { epoch, batches })
-                .is_some()
-            {
+            let entry = ProducerEntry {
+                epoch,
+                batches,
+                last_timestamp: last_timestamp
+                    .or(batches.last().map(|b| b.max_timestamp))
+                    .unwrap_or(-1),
+                coordinator_epoch,
+                txn_first_offset: (txn_first_offset >= 0).then_some(txn_first_offset),
+            };
+            if entries.insert(id, entry).is_some() {
                 return Err(corrupt("producer snapshot lists a producer twice"));
             }
         }

@@ -11,7 +11,13 @@ use crate::batch::BatchHeader;
 
 /// The header of a batch of `count` records from `id`/`epoch` starting at `sequence`, to be
 /// stored at `base_offset`.
-fn header(id: i64, epoch: i16, sequence: i32, count: i32, base_offset: i64) -> BatchHeader {
+pub(super) fn header(
+    id: i64,
+    epoch: i16,
+    sequence: i32,
+    count: i32,
+    base_offset: i64,
+) -> BatchHeader {
     BatchHeader {
         base_offset,
         batch_length: 0,
@@ -30,7 +36,7 @@ fn header(id: i64, epoch: i16, sequence: i32, count: i32, base_offset: i64) -> B
 }
 
 /// Checks one batch and, if it is appended, commits it.
-fn offer(producers: &mut Producers, h: BatchHeader) -> Result<Verdict> {
+pub(super) fn offer(producers: &mut Producers, h: BatchHeader) -> Result<Verdict> {
     match producers.check_append(&[(0, h)])? {
         Ok(updated) => {
             producers.commit(updated);
@@ -309,13 +315,19 @@ proptest! {
     fn snapshots_round_trip(
         producers in prop::collection::btree_map(
             0..i64::MAX,
-            (0..i16::MAX, prop::collection::vec((any::<i32>(), 1..1000i32, 0..1i64 << 40), 1..=5)),
+            (
+                0..i16::MAX,
+                prop::collection::vec((any::<i32>(), 1..1000i32, 0..1i64 << 40), 0..=5),
+                -1..1000i32,
+                prop::option::of(0..1i64 << 41),
+                any::<i64>(),
+            ),
             0..40,
         ),
     ) {
         let entries = producers
             .into_iter()
-            .map(|(id, (epoch, batches))| {
+            .map(|(id, (epoch, batches, coordinator_epoch, txn_first_offset, last_timestamp))| {
                 let batches = batches
                     .into_iter()
                     .map(|(first, count, at)| BatchMetadata {
@@ -326,7 +338,14 @@ proptest! {
                         max_timestamp: at * 3,
                     })
                     .collect();
-                (id, ProducerEntry { epoch, batches })
+                let entry = ProducerEntry {
+                    epoch,
+                    batches,
+                    last_timestamp,
+                    coordinator_epoch,
+                    txn_first_offset,
+                };
+                (id, entry)
             })
             .collect();
         let snapshot = Snapshot { offset: 1 << 41, producers: Producers::from_entries(entries) };
@@ -347,7 +366,7 @@ fn every_damaged_byte_of_a_snapshot_is_caught() {
     offer(&mut p, header(6, 0, 9, 1, 4)).unwrap();
     let good = snapshot::encode(5, &p);
     // Golden layout: header, two producers of one batch each, CRC.
-    assert_eq!(good.len(), 24 + 2 * (11 + 32) + 4);
+    assert_eq!(good.len(), 24 + 2 * (31 + 32) + 4);
     assert_eq!(&good[0..8], b"LOGDPSNP");
     assert_eq!(&good[12..20], &5i64.to_be_bytes(), "the snapshot's offset");
     assert_eq!(&good[20..24], &2u32.to_be_bytes(), "producer count");

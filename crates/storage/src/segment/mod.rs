@@ -1,8 +1,10 @@
-//! A segment: one `.log` file of batches plus its `.index` and `.timeindex`, all named by the
-//! zero-padded offset of the segment's first record. Owns the indexing rule and the scan that
+//! A segment: one `.log` file of batches plus its `.index` and `.timeindex` (and its
+//! `.txnindex` once it holds an abort marker), all named by the zero-padded offset of the
+//! segment's first record. Owns the indexing rule and the scan that
 //! validates batches during recovery; knows nothing of other segments.
 
 pub(crate) mod index;
+pub(crate) mod txn_index;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 
 use self::index::{IndexFile, OFFSET_ENTRY_LEN, TIME_ENTRY_LEN};
+use self::txn_index::{TXN_INDEX_EXT, TxnIndex};
 use crate::batch::{BatchHeader, BatchIter, HEADER_LEN};
 use crate::error::{Error, Result};
 use crate::io::{Storage, StorageFile};
@@ -67,6 +70,11 @@ pub(crate) struct Segment {
     pub log: Arc<dyn StorageFile>,
     pub index: IndexFile,
     pub time_index: IndexFile,
+    /// The aborted transactions whose markers are in this segment.
+    pub txn_index: TxnIndex,
+    /// The `.txnindex` found on opening broke its rules and was dropped: recovery rebuilds
+    /// every aborted-transaction index from the log.
+    pub txn_index_damaged: bool,
     /// Valid bytes in the `.log`.
     pub size: u64,
     /// Offset after the last batch.
@@ -127,12 +135,22 @@ impl Segment {
             TIME_ENTRY_LEN,
             known.time_index_entries,
         )?;
+        let (txn_index, txn_index_damaged) = match TxnIndex::open(
+            storage,
+            dir.join(file_name(base_offset, TXN_INDEX_EXT)),
+            base_offset,
+        )? {
+            Ok(txn_index) => (txn_index, false),
+            Err((txn_index, _damaged)) => (txn_index, true),
+        };
         let mut segment = Segment {
             base_offset,
             log_path,
             log,
             index,
             time_index,
+            txn_index,
+            txn_index_damaged,
             size: known.size,
             next_offset: known.next_offset,
             max_timestamp: -1,
@@ -228,12 +246,12 @@ impl Segment {
     }
 
     /// Seals the segment: its last time index entry now names its last offset and max
-    /// timestamp, and the log and both indexes are durable.
-    pub(crate) fn seal(&mut self) -> Result<()> {
+    /// timestamp, and the log and its indexes are durable.
+    pub(crate) fn seal(&mut self, storage: &dyn Storage) -> Result<()> {
         if self.next_offset > self.base_offset {
             self.push_time_entry(self.next_offset - 1);
         }
-        self.sync()
+        self.sync(storage)
     }
 
     /// Asks the OS to start writing back the bytes appended since the last call, once there
@@ -250,14 +268,16 @@ impl Segment {
         Ok(())
     }
 
-    /// Makes the log and both indexes durable.
-    pub(crate) fn sync(&mut self) -> Result<()> {
+    /// Makes the log and its indexes durable (a new `.txnindex`'s name with the caller's
+    /// next directory fsync).
+    pub(crate) fn sync(&mut self, storage: &dyn Storage) -> Result<()> {
         self.log
             .sync_data()
             .map_err(Error::io("fsync", &self.log_path))?;
         self.writeback_started = self.writeback_started.max(self.size);
         self.index.sync()?;
-        self.time_index.sync()
+        self.time_index.sync()?;
+        self.txn_index.sync(storage)
     }
 
     /// True if a sealed segment's indexes are whole: the time index ends at the segment's last
@@ -387,8 +407,9 @@ impl Segment {
             })
     }
 
-    /// Deletes the segment's three files (the caller fsyncs the directory).
-    pub(crate) fn remove_files(&self, storage: &dyn Storage) -> Result<()> {
+    /// Deletes the segment's files (the caller fsyncs the directory).
+    pub(crate) fn remove_files(&mut self, storage: &dyn Storage) -> Result<()> {
+        self.txn_index.remove(storage)?;
         for path in [
             &self.log_path,
             &self.index.path().to_owned(),

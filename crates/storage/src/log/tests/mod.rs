@@ -12,6 +12,8 @@ mod producers;
 mod sync_many;
 mod timestamps;
 mod torn_tail;
+mod txn;
+mod txn_crash;
 mod writeback;
 
 use std::collections::BTreeMap;

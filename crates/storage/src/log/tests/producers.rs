@@ -59,6 +59,8 @@ fn a_retry_stores_nothing_and_gets_the_original_offsets() {
             last_sequence: 3,
             last_timestamp: 20,
             last_offset: 4,
+            coordinator_epoch: -1,
+            txn_first_offset: None,
         }]
     );
 }
