@@ -38,6 +38,12 @@ pub struct Config {
     /// `errors.deadletterqueue.group.enable=true` (Kafka's
     /// `errors.deadletterqueue.auto.create.topics.enable`, off).
     pub auto_create_dead_letter_topics: bool,
+    /// The longest transaction timeout a transactional producer may ask for (Kafka's
+    /// `transaction.max.timeout.ms`, 15 minutes).
+    pub transaction_max_timeout_ms: i32,
+    /// A transactional id with nothing open is forgotten once idle this long (Kafka's
+    /// `transactional.id.expiration.ms`, 7 days).
+    pub transactional_id_expiration_ms: i64,
 }
 
 impl Default for Config {
@@ -52,6 +58,8 @@ impl Default for Config {
             max_open_files: None,
             dead_letter_topic_prefix: "dlq.".to_owned(),
             auto_create_dead_letter_topics: false,
+            transaction_max_timeout_ms: crate::txn::TRANSACTION_MAX_TIMEOUT_MS,
+            transactional_id_expiration_ms: crate::txn::TRANSACTIONAL_ID_EXPIRATION_MS,
         }
     }
 }

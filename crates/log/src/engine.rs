@@ -66,6 +66,7 @@ pub(crate) struct Shared {
     pub(crate) shares: crate::share::ShareStates,
     pub(crate) share_groups: crate::share::ShareGroups,
     pub(crate) producer_ids: ProducerIds,
+    pub(crate) txns: crate::txn::Transactions,
     pub(crate) appends: AppendSignal,
     /// The cleaner's memory of each compacted partition.
     pub(crate) cleaning: crate::cleaner_state::CleanerState,
@@ -99,8 +100,12 @@ impl Log {
     /// retry of a stored batch stores nothing and returns the original offsets
     /// ([`AppendInfo::duplicate`]). A producer id this engine never handed out is refused
     /// ([`Error::UnknownProducerId`]).
+    ///
+    /// A transactional batch is refused unless its producer's transaction is open and holds
+    /// the partition ([`Error::InvalidTxnState`]; [`Error::ProducerFenced`] for another epoch):
+    /// no batch opens a transaction a marker will not close.
     pub fn append(&self, topic: &str, partition: u32, batches: &mut [u8]) -> Result<AppendInfo> {
-        self.check_producer_ids(batches)?;
+        self.check_producer_ids(batches, topic, partition)?;
         let topic = self.topic_for_produce(topic)?;
         let now_ms = self.shared.clock.now_ms();
         let log = topic.partition(partition)?;
@@ -125,15 +130,20 @@ impl Log {
         Ok(info)
     }
 
-    /// Refuses batches claiming a producer id no `init_producer_id` returned. Headers only;
+    /// Refuses batches claiming a producer id no `init_producer_id` returned, and
+    /// transactional batches outside their producer's open transaction. Headers only;
     /// malformed input is left to the partition's validation.
-    fn check_producer_ids(&self, batches: &[u8]) -> Result<()> {
+    fn check_producer_ids(&self, batches: &[u8], topic: &str, partition: u32) -> Result<()> {
         let mut position = 0;
         while let Ok(header) = BatchHeader::parse(&batches[position..], position) {
             if header.producer_id >= 0 && !self.shared.producer_ids.handed_out(header.producer_id) {
                 return Err(Error::UnknownProducerId {
                     producer_id: header.producer_id,
                 });
+            }
+            if header.is_transactional() {
+                let (id, epoch) = (header.producer_id, header.producer_epoch);
+                self.verify_transactional(id, epoch, topic, partition)?;
             }
             position = match position.checked_add(header.total_len()) {
                 Some(next) if next < batches.len() => next,

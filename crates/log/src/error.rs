@@ -141,6 +141,48 @@ pub enum Error {
     /// A consumer-group call failed (stale generation, unknown member, rebalance, ...).
     #[error(transparent)]
     Group(#[from] crate::group::GroupError),
+    /// A transactional call from a producer whose epoch is not its transactional id's: a newer
+    /// instance or the transaction timeout fenced it (Kafka's PRODUCER_FENCED).
+    #[error(
+        "transactional id {transactional_id}: epoch {epoch} is fenced, the current one is {current}"
+    )]
+    ProducerFenced {
+        /// The transactional id.
+        transactional_id: String,
+        /// The request's epoch.
+        epoch: i16,
+        /// The id's current epoch.
+        current: i16,
+    },
+    /// A transactional call naming a producer id its transactional id does not have (Kafka's
+    /// INVALID_PRODUCER_ID_MAPPING).
+    #[error("transactional id {transactional_id} does not have producer id {producer_id}")]
+    InvalidProducerIdMapping {
+        /// The transactional id.
+        transactional_id: String,
+        /// The producer id the call named.
+        producer_id: i64,
+    },
+    /// A transactional call the transaction's state does not allow (Kafka's
+    /// INVALID_TXN_STATE).
+    #[error("invalid transaction state: {0}")]
+    InvalidTxnState(String),
+    /// The transactional id is completing a transaction: retry (Kafka's
+    /// CONCURRENT_TRANSACTIONS).
+    #[error("transactional id {0} is completing a transaction")]
+    ConcurrentTransactions(String),
+    /// A transaction timeout outside 1 ms to the broker's maximum (Kafka's
+    /// INVALID_TRANSACTION_TIMEOUT).
+    #[error("transaction timeout {timeout_ms} ms is not between 1 and {max_ms} ms")]
+    InvalidTransactionTimeout {
+        /// The timeout asked for.
+        timeout_ms: i32,
+        /// The maximum (`transaction.max.timeout.ms`).
+        max_ms: i32,
+    },
+    /// No such transactional id (Kafka's TRANSACTIONAL_ID_NOT_FOUND).
+    #[error("transactional id {0} not found")]
+    TransactionalIdNotFound(String),
 }
 
 fn locked_message(dir: &std::path::Path, holder: Option<u32>) -> String {

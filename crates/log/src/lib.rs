@@ -50,6 +50,8 @@ mod registry;
 pub mod share;
 mod topic;
 mod topic_admin;
+pub mod txn;
+mod txn_admin;
 
 pub use cleaner::{CleanerRanges, CleaningRound, PartitionCleanerState};
 pub use cleaner_state::CleanerStats;
@@ -73,8 +75,8 @@ pub use logd_offsets::{
 pub use logd_partition::{Consistent, ConsistentRandom, KeyHash, Partitioner, RoundRobin, Sticky};
 pub use logd_storage::batch::Compression;
 pub use logd_storage::{
-    AppendInfo, Error as StorageError, FsyncPolicy, LogConfig, Offset, PartitionLog, ProducerInfo,
-    RealFs, Storage,
+    AbortedTxn, AppendInfo, Error as StorageError, FsyncPolicy, LogConfig, Offset, OpenTxn,
+    PartitionLog, ProducerInfo, RealFs, Storage,
 };
 pub use priority::lower_thread_priority;
 pub use producer::{Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};

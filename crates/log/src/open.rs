@@ -1,5 +1,6 @@
 //! Opening the engine: the data directory's lock, its topics, the offset store, the producer
-//! id block and the group log recovered, then the engine's own threads started.
+//! id block, the group, share and transaction logs recovered (transactions the last stop left
+//! half-ended finished), then the engine's own threads started.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -76,6 +77,7 @@ impl Log {
                 })?;
         let group_configs = crate::group_configs::GroupConfigs::open(storage.clone(), &dir)?;
         let shares = crate::share::ShareStates::open(storage.clone(), &dir)?;
+        let txns = crate::txn::Transactions::open(storage.clone(), &dir)?;
         let shared = Arc::new(Shared {
             coordinator,
             group_configs,
@@ -88,6 +90,7 @@ impl Log {
             topics: TopicRegistry::new(topics),
             offsets,
             producer_ids,
+            txns,
             appends: AppendSignal::default(),
             cleaning: Default::default(),
             housekeeper: Mutex::new(None),
@@ -98,6 +101,7 @@ impl Log {
             shared,
         };
         log.recover_shares()?;
+        log.recover_transactions()?;
         let housekeeping = &log.shared.config.housekeeping;
         if housekeeping.enabled {
             *log.shared.housekeeper.lock() = Some(housekeeping::start(

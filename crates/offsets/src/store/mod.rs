@@ -105,6 +105,26 @@ impl OffsetStore {
 
     /// Stores `offsets` for `group`, all or none, and returns once they are durable.
     pub fn commit(&self, group: &str, offsets: &[OffsetCommit], now_ms: i64) -> Result<()> {
+        self.check(group, offsets)?;
+        let entry = Entry::Commit {
+            group: group.to_owned(),
+            offsets: offsets
+                .iter()
+                .map(|c| StoredCommit {
+                    topic: c.topic.clone(),
+                    partition: c.partition,
+                    offset: c.offset,
+                    metadata: c.metadata.clone(),
+                    commit_timestamp: now_ms,
+                })
+                .collect(),
+        };
+        Ok(self.log.append(entry)?)
+    }
+
+    /// Refuses what [`OffsetStore::commit`] would refuse, without storing anything (a
+    /// transaction checks its offsets when they are staged, so its commit cannot fail on them).
+    pub fn check(&self, group: &str, offsets: &[OffsetCommit]) -> Result<()> {
         if group.is_empty() {
             return Err(Error::EmptyGroup);
         }
@@ -123,20 +143,7 @@ impl OffsetStore {
                 });
             }
         }
-        let entry = Entry::Commit {
-            group: group.to_owned(),
-            offsets: offsets
-                .iter()
-                .map(|c| StoredCommit {
-                    topic: c.topic.clone(),
-                    partition: c.partition,
-                    offset: c.offset,
-                    metadata: c.metadata.clone(),
-                    commit_timestamp: now_ms,
-                })
-                .collect(),
-        };
-        Ok(self.log.append(entry)?)
+        Ok(())
     }
 
     /// The committed offset of `group` in `topic`/`partition`.

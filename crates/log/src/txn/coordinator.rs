@@ -1,0 +1,543 @@
+//! The transaction coordinator's decisions (Kafka's `TransactionCoordinator` and
+//! `TransactionMetadata`, transaction version 1): each call checks the producer id and epoch
+//! against the transactional id's, moves its state and logs the new metadata durably before
+//! answering. Writing the markers a decision calls for is the engine's (`txn_admin.rs`): a
+//! decision to end a transaction is logged as `PrepareCommit`/`PrepareAbort` first, so a crash
+//! before the markers are all written finishes them on the next open.
+//!
+//! One lock orders every decision; each waits for its record's fsync under it, so the next
+//! decision reads the state the last one left.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use logd_offsets::OffsetCommit;
+use logd_storage::{StateLog, Storage};
+use parking_lot::Mutex;
+
+use super::persist::{self, PendingOffset, SavedTxns, TxnMeta, TxnRecord, TxnState};
+use crate::error::{Error, Result};
+
+/// Kafka's `transaction.max.timeout.ms` default: 15 minutes.
+pub const TRANSACTION_MAX_TIMEOUT_MS: i32 = 900_000;
+/// Kafka's `transactional.id.expiration.ms` default: an id idle this long is forgotten.
+pub const TRANSACTIONAL_ID_EXPIRATION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+
+/// What finishing a transaction takes: a marker in each partition, and (for a commit) the
+/// offsets it commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Completion {
+    pub id: String,
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub commit: bool,
+    pub partitions: Vec<(String, u32)>,
+    pub offsets: Vec<(String, Vec<OffsetCommit>)>,
+}
+
+/// What InitProducerId decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Init {
+    /// The producer id and epoch to use.
+    Ready(i64, i16),
+    /// The id had a transaction open: it is aborted at the new epoch (the old instance is
+    /// fenced) by `Completion`, after which the new instance uses that epoch.
+    AbortFirst(Completion),
+}
+
+/// A transactional id as DescribeTransactions shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnDescription {
+    /// The transactional id.
+    pub transactional_id: String,
+    /// Its producer id.
+    pub producer_id: i64,
+    /// Its epoch.
+    pub epoch: i16,
+    /// Its state.
+    pub state: TxnState,
+    /// Its transaction timeout.
+    pub timeout_ms: i32,
+    /// When its open transaction began (ms), -1 when none is open.
+    pub started_ms: i64,
+    /// The partitions in its transaction.
+    pub partitions: Vec<(String, u32)>,
+    /// The groups whose offsets it commits.
+    pub groups: Vec<String>,
+}
+
+/// The engine's transactional ids.
+#[derive(Debug)]
+pub(crate) struct Transactions {
+    log: StateLog<SavedTxns>,
+    deciding: Mutex<()>,
+}
+
+/// The checks every call from a transactional producer passes: its id is known, maps to
+/// `producer_id`, at `epoch`.
+fn checked<'a>(ids: &'a SavedTxns, id: &str, producer_id: i64, epoch: i16) -> Result<&'a TxnMeta> {
+    let meta = ids
+        .ids
+        .get(id)
+        .ok_or_else(|| Error::InvalidProducerIdMapping {
+            transactional_id: id.to_owned(),
+            producer_id,
+        })?;
+    if meta.producer_id != producer_id {
+        return Err(Error::InvalidProducerIdMapping {
+            transactional_id: id.to_owned(),
+            producer_id,
+        });
+    }
+    if meta.epoch != epoch {
+        return Err(Error::ProducerFenced {
+            transactional_id: id.to_owned(),
+            epoch,
+            current: meta.epoch,
+        });
+    }
+    Ok(meta)
+}
+
+fn completion(id: &str, meta: &TxnMeta) -> Completion {
+    let commit = meta.state == TxnState::PrepareCommit;
+    let offsets = match commit {
+        true => meta
+            .groups
+            .iter()
+            .map(|(group, offsets)| {
+                let commits = offsets
+                    .iter()
+                    .map(|((topic, partition), pending)| OffsetCommit {
+                        topic: topic.clone(),
+                        partition: *partition,
+                        offset: pending.offset,
+                        metadata: pending.metadata.clone(),
+                    })
+                    .collect();
+                (group.clone(), commits)
+            })
+            .collect(),
+        false => Vec::new(),
+    };
+    Completion {
+        id: id.to_owned(),
+        producer_id: meta.producer_id,
+        epoch: meta.epoch,
+        commit,
+        partitions: meta.partitions.iter().cloned().collect(),
+        offsets,
+    }
+}
+
+/// `meta` with its epoch raised (a new producer id once epochs run out) and its transaction,
+/// if open, turned into an abort at that epoch.
+fn fenced(meta: &TxnMeta, allocate: impl FnOnce() -> Result<i64>) -> Result<TxnMeta> {
+    let mut next = meta.clone();
+    if meta.epoch >= i16::MAX - 1 {
+        next.producer_id = allocate()?;
+        next.epoch = 0;
+        next.last_epoch = -1;
+    } else {
+        next.epoch = meta.epoch + 1;
+        next.last_epoch = meta.epoch;
+    }
+    Ok(next)
+}
+
+impl Transactions {
+    /// The transaction state saved in the data directory `dir`.
+    pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path) -> Result<Transactions> {
+        Ok(Transactions {
+            log: persist::open(storage, dir)?,
+            deciding: Mutex::new(()),
+        })
+    }
+
+    fn put(&self, id: &str, meta: TxnMeta) -> Result<()> {
+        let id = id.to_owned();
+        Ok(self.log.append(TxnRecord::Put { id, meta })?)
+    }
+
+    /// InitProducerId with a transactional id (Kafka's `handleInitProducerId`): a new id gets
+    /// a new producer id at epoch 0; a known one its epoch raised, fencing the instance
+    /// before it, whose open transaction is aborted first. `expected` is the producer id and
+    /// epoch a client recovering from an error names (KIP-360): it must be the id's current or
+    /// previous one, and a retry of a bump that already happened gets the same answer.
+    pub(crate) fn init(
+        &self,
+        id: &str,
+        timeout_ms: i32,
+        max_timeout_ms: i32,
+        expected: Option<(i64, i16)>,
+        now_ms: i64,
+        allocate: impl FnOnce() -> Result<i64>,
+    ) -> Result<Init> {
+        if !(1..=max_timeout_ms).contains(&timeout_ms) {
+            return Err(Error::InvalidTransactionTimeout {
+                timeout_ms,
+                max_ms: max_timeout_ms,
+            });
+        }
+        let _deciding = self.deciding.lock();
+        let current = self.log.read(|s| s.ids.get(id).cloned());
+        let Some(meta) = current else {
+            let producer_id = allocate()?;
+            let meta = TxnMeta {
+                producer_id,
+                epoch: 0,
+                last_epoch: -1,
+                timeout_ms,
+                state: TxnState::Empty,
+                partitions: BTreeSet::new(),
+                groups: Default::default(),
+                started_ms: -1,
+                updated_ms: now_ms,
+            };
+            self.put(id, meta)?;
+            return Ok(Init::Ready(producer_id, 0));
+        };
+        if let Some((producer_id, epoch)) = expected {
+            let known = producer_id == meta.producer_id
+                && (epoch == meta.epoch || epoch == meta.last_epoch);
+            if !known {
+                return Err(Error::ProducerFenced {
+                    transactional_id: id.to_owned(),
+                    epoch,
+                    current: meta.epoch,
+                });
+            }
+            // A retry of the bump that made the current epoch: answer it again.
+            if epoch == meta.last_epoch && !meta.state.is_preparing() {
+                return Ok(Init::Ready(meta.producer_id, meta.epoch));
+            }
+        }
+        if meta.state.is_preparing() {
+            return Err(Error::ConcurrentTransactions(id.to_owned()));
+        }
+        let mut next = fenced(&meta, allocate)?;
+        next.timeout_ms = timeout_ms;
+        next.updated_ms = now_ms;
+        if meta.state == TxnState::Ongoing {
+            next.state = TxnState::PrepareAbort;
+            let done = completion(id, &next);
+            self.put(id, next)?;
+            return Ok(Init::AbortFirst(done));
+        }
+        next.state = TxnState::Empty;
+        let ready = Init::Ready(next.producer_id, next.epoch);
+        self.put(id, next)?;
+        Ok(ready)
+    }
+
+    /// Opens the transaction if needed and changes it with `change` (AddPartitionsToTxn,
+    /// AddOffsetsToTxn): refused while markers are being written.
+    fn extend(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        now_ms: i64,
+        change: impl FnOnce(&mut TxnMeta),
+    ) -> Result<()> {
+        let _deciding = self.deciding.lock();
+        let meta = self
+            .log
+            .read(|s| checked(s, id, producer_id, epoch).cloned())?;
+        if meta.state.is_preparing() {
+            return Err(Error::ConcurrentTransactions(id.to_owned()));
+        }
+        let mut next = meta.clone();
+        if meta.state != TxnState::Ongoing {
+            next.state = TxnState::Ongoing;
+            next.started_ms = now_ms;
+            next.partitions.clear();
+            next.groups.clear();
+        }
+        change(&mut next);
+        next.updated_ms = now_ms;
+        if next == meta {
+            return Ok(());
+        }
+        self.put(id, next)
+    }
+
+    /// AddPartitionsToTxn: `partitions` join the transaction.
+    pub(crate) fn add_partitions(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[(String, u32)],
+        now_ms: i64,
+    ) -> Result<()> {
+        self.extend(id, producer_id, epoch, now_ms, |meta| {
+            meta.partitions.extend(partitions.iter().cloned());
+        })
+    }
+
+    /// AddOffsetsToTxn: the transaction will commit offsets for `group`.
+    pub(crate) fn add_group(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        group: &str,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.extend(id, producer_id, epoch, now_ms, |meta| {
+            meta.groups.entry(group.to_owned()).or_default();
+        })
+    }
+
+    /// TxnOffsetCommit: `offsets` for `group` commit with the transaction, which must have
+    /// added the group.
+    pub(crate) fn stage_offsets(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        group: &str,
+        offsets: &[OffsetCommit],
+        now_ms: i64,
+    ) -> Result<()> {
+        let _deciding = self.deciding.lock();
+        let meta = self
+            .log
+            .read(|s| checked(s, id, producer_id, epoch).cloned())?;
+        if meta.state != TxnState::Ongoing || !meta.groups.contains_key(group) {
+            return Err(Error::InvalidTxnState(format!(
+                "transactional id {id} did not add group {group} to an open transaction"
+            )));
+        }
+        let mut next = meta;
+        let staged = next.groups.entry(group.to_owned()).or_default();
+        for commit in offsets {
+            staged.insert(
+                (commit.topic.clone(), commit.partition),
+                PendingOffset {
+                    offset: commit.offset,
+                    metadata: commit.metadata.clone(),
+                },
+            );
+        }
+        next.updated_ms = now_ms;
+        self.put(id, next)
+    }
+
+    /// EndTxn: decides to commit or abort the open transaction, returning what finishing it
+    /// takes; `None` for a retry of an end already complete (nothing is written twice).
+    pub(crate) fn end(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+        now_ms: i64,
+    ) -> Result<Option<Completion>> {
+        let _deciding = self.deciding.lock();
+        let meta = self
+            .log
+            .read(|s| checked(s, id, producer_id, epoch).cloned())?;
+        let wrong = |state: TxnState| {
+            Error::InvalidTxnState(format!(
+                "transactional id {id} cannot {} in state {}",
+                if commit { "commit" } else { "abort" },
+                state.name()
+            ))
+        };
+        match (meta.state, commit) {
+            (TxnState::Ongoing, _) => {}
+            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => {
+                return Ok(None);
+            }
+            (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
+                return Err(Error::ConcurrentTransactions(id.to_owned()));
+            }
+            (state, _) => return Err(wrong(state)),
+        }
+        let mut next = meta;
+        next.state = match commit {
+            true => TxnState::PrepareCommit,
+            false => TxnState::PrepareAbort,
+        };
+        next.updated_ms = now_ms;
+        let done = completion(id, &next);
+        self.put(id, next)?;
+        Ok(Some(done))
+    }
+
+    /// Logs that `done`'s markers (and offsets) are all written: the id's transaction is
+    /// complete.
+    pub(crate) fn completed(&self, done: &Completion, now_ms: i64) -> Result<()> {
+        let _deciding = self.deciding.lock();
+        let Some(mut meta) = self.log.read(|s| s.ids.get(&done.id).cloned()) else {
+            return Ok(());
+        };
+        if !meta.state.is_preparing() || meta.epoch != done.epoch {
+            return Ok(());
+        }
+        meta.state = match done.commit {
+            true => TxnState::CompleteCommit,
+            false => TxnState::CompleteAbort,
+        };
+        meta.partitions.clear();
+        meta.groups.clear();
+        meta.started_ms = -1;
+        meta.updated_ms = now_ms;
+        self.put(&done.id, meta)
+    }
+
+    /// Fences and aborts every open transaction older than its timeout (Kafka's
+    /// `abortTimedOutTransactions`, at a raised epoch so the producer cannot go on), and
+    /// forgets ids idle for `id_expiration_ms` with nothing open. Returns the aborts to finish.
+    pub(crate) fn expire(
+        &self,
+        now_ms: i64,
+        id_expiration_ms: i64,
+        allocate: &dyn Fn() -> Result<i64>,
+    ) -> Result<Vec<Completion>> {
+        let _deciding = self.deciding.lock();
+        let (timed_out, idle): (Vec<(String, TxnMeta)>, Vec<String>) = self.log.read(|s| {
+            let timed_out = s
+                .ids
+                .iter()
+                .filter(|(_, m)| {
+                    m.state == TxnState::Ongoing
+                        && now_ms.saturating_sub(m.started_ms) >= i64::from(m.timeout_ms)
+                })
+                .map(|(id, m)| (id.clone(), m.clone()))
+                .collect();
+            let idle = s
+                .ids
+                .iter()
+                .filter(|(_, m)| {
+                    matches!(
+                        m.state,
+                        TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
+                    ) && now_ms.saturating_sub(m.updated_ms) >= id_expiration_ms
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            (timed_out, idle)
+        });
+        let mut aborts = Vec::new();
+        for (id, meta) in timed_out {
+            let mut next = fenced(&meta, allocate)?;
+            next.state = TxnState::PrepareAbort;
+            next.updated_ms = now_ms;
+            aborts.push(completion(&id, &next));
+            self.put(&id, next)?;
+        }
+        for id in idle {
+            self.log.append(TxnRecord::Remove { id })?;
+        }
+        Ok(aborts)
+    }
+
+    /// Fences and aborts `id`'s open transaction now (`kafka-transactions.sh`'s abort of a
+    /// hanging transaction, for an id the coordinator knows).
+    pub(crate) fn abort_now(
+        &self,
+        id: &str,
+        now_ms: i64,
+        allocate: impl FnOnce() -> Result<i64>,
+    ) -> Result<Option<Completion>> {
+        let _deciding = self.deciding.lock();
+        let meta = self
+            .log
+            .read(|s| s.ids.get(id).cloned())
+            .ok_or_else(|| Error::TransactionalIdNotFound(id.to_owned()))?;
+        match meta.state {
+            TxnState::Ongoing => {}
+            state if state.is_preparing() => return Ok(Some(completion(id, &meta))),
+            _ => return Ok(None),
+        }
+        let mut next = fenced(&meta, allocate)?;
+        next.state = TxnState::PrepareAbort;
+        next.updated_ms = now_ms;
+        let done = completion(id, &next);
+        self.put(id, next)?;
+        Ok(Some(done))
+    }
+
+    /// The transactions whose markers a crash interrupted.
+    pub(crate) fn preparing(&self) -> Vec<Completion> {
+        self.log.read(|s| {
+            s.ids
+                .iter()
+                .filter(|(_, m)| m.state.is_preparing())
+                .map(|(id, m)| completion(id, m))
+                .collect()
+        })
+    }
+
+    /// Whether producer `producer_id` at `epoch` may write a transactional batch to `topic`
+    /// `partition`: its transactional id's transaction is open and holds the partition
+    /// (Kafka's produce-side verification, KIP-890 part 1), so no batch can open a
+    /// transaction in a partition that no marker will close.
+    pub(crate) fn verify_produce(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        topic: &str,
+        partition: u32,
+    ) -> Result<()> {
+        self.log.read(|s| {
+            let Some(id) = s.producers.get(&producer_id) else {
+                return Err(Error::InvalidTxnState(format!(
+                    "producer {producer_id} has no transactional id"
+                )));
+            };
+            let meta = &s.ids[id];
+            if meta.epoch != epoch {
+                return Err(Error::ProducerFenced {
+                    transactional_id: id.clone(),
+                    epoch,
+                    current: meta.epoch,
+                });
+            }
+            let holds = meta.state == TxnState::Ongoing
+                && meta.partitions.contains(&(topic.to_owned(), partition));
+            match holds {
+                true => Ok(()),
+                false => Err(Error::InvalidTxnState(format!(
+                    "{topic}-{partition} is not in transactional id {id}'s open transaction"
+                ))),
+            }
+        })
+    }
+
+    /// The partitions of `group` with offsets an open transaction commits: a stable
+    /// OffsetFetch waits for them (Kafka's UNSTABLE_OFFSET_COMMIT).
+    pub(crate) fn pending_offsets(&self, group: &str) -> BTreeSet<(String, i32)> {
+        self.log.read(|s| {
+            s.ids
+                .values()
+                .filter(|m| m.state == TxnState::Ongoing || m.state.is_preparing())
+                .filter_map(|m| m.groups.get(group))
+                .flat_map(|offsets| offsets.keys().cloned())
+                .collect()
+        })
+    }
+
+    /// Every transactional id, described, by id.
+    pub(crate) fn describe_all(&self) -> Vec<TxnDescription> {
+        self.log.read(|s| {
+            s.ids
+                .iter()
+                .map(|(id, m)| TxnDescription {
+                    transactional_id: id.clone(),
+                    producer_id: m.producer_id,
+                    epoch: m.epoch,
+                    state: m.state,
+                    timeout_ms: m.timeout_ms,
+                    started_ms: m.started_ms,
+                    partitions: m.partitions.iter().cloned().collect(),
+                    groups: m.groups.keys().cloned().collect(),
+                })
+                .collect()
+        })
+    }
+}

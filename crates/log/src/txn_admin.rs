@@ -1,0 +1,257 @@
+//! The engine's transactional calls (the Kafka APIs' meaning, transaction version 1): the
+//! coordinator (`txn/`) decides and logs, and this carries its decisions out: a commit or
+//! abort marker in every partition of the transaction, then (for a commit) its offsets in the
+//! offset store, then the completion logged. A crash in between leaves the decision logged as
+//! `PrepareCommit`/`PrepareAbort`, finished on the next open; a marker written twice for one
+//! transaction ends nothing the second time.
+
+use std::collections::BTreeSet;
+
+use logd_offsets::OffsetCommit;
+use logd_storage::{Marker, Offset};
+
+use crate::engine::Log;
+use crate::error::{Error, Result};
+use crate::txn::{Completion, Init, TxnDescription};
+
+impl Log {
+    /// InitProducerId for `transactional_id`: its producer id and a new epoch, fencing any
+    /// instance before it (its open transaction is aborted first). `timeout_ms` is the
+    /// producer's `transaction.timeout.ms`, at most [`crate::Config::transaction_max_timeout_ms`];
+    /// `expected` the producer id and epoch a client recovering from an error names (KIP-360).
+    pub fn init_transactional_producer(
+        &self,
+        transactional_id: &str,
+        timeout_ms: i32,
+        expected: Option<(i64, i16)>,
+    ) -> Result<(i64, i16)> {
+        let init = self.shared.txns.init(
+            transactional_id,
+            timeout_ms,
+            self.shared.config.transaction_max_timeout_ms,
+            expected,
+            self.shared.clock.now_ms(),
+            || self.shared.producer_ids.allocate(),
+        )?;
+        match init {
+            Init::Ready(producer_id, epoch) => Ok((producer_id, epoch)),
+            Init::AbortFirst(done) => {
+                self.finish(&done)?;
+                Ok((done.producer_id, done.epoch))
+            }
+        }
+    }
+
+    /// AddPartitionsToTxn: `partitions` (which must exist) join the producer's transaction,
+    /// opening it if none is open.
+    pub fn add_partitions_to_txn(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[(String, u32)],
+    ) -> Result<()> {
+        for (topic, partition) in partitions {
+            self.partition(topic, *partition)?;
+        }
+        let now = self.shared.clock.now_ms();
+        self.shared
+            .txns
+            .add_partitions(transactional_id, producer_id, epoch, partitions, now)
+    }
+
+    /// AddOffsetsToTxn: the producer's transaction will commit offsets for `group`.
+    pub fn add_offsets_to_txn(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        group: &str,
+    ) -> Result<()> {
+        let now = self.shared.clock.now_ms();
+        self.shared
+            .txns
+            .add_group(transactional_id, producer_id, epoch, group, now)
+    }
+
+    /// TxnOffsetCommit: `offsets` for `group` are committed when the transaction commits and
+    /// dropped if it aborts; until then a stable OffsetFetch of those partitions waits.
+    pub fn txn_offset_commit(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        group: &str,
+        offsets: &[OffsetCommit],
+    ) -> Result<()> {
+        self.shared.offsets.check(group, offsets)?;
+        let now = self.shared.clock.now_ms();
+        self.shared
+            .txns
+            .stage_offsets(transactional_id, producer_id, epoch, group, offsets, now)
+    }
+
+    /// EndTxn: commits or aborts the producer's transaction, returning once every marker
+    /// (and, for a commit, every offset) is durable. A retry of an end already done writes
+    /// nothing.
+    pub fn end_txn(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> Result<()> {
+        let now = self.shared.clock.now_ms();
+        match self
+            .shared
+            .txns
+            .end(transactional_id, producer_id, epoch, commit, now)?
+        {
+            Some(done) => self.finish(&done),
+            None => Ok(()),
+        }
+    }
+
+    /// Aborts `transactional_id`'s open transaction now, fencing its producer (a hanging
+    /// transaction, as `kafka-transactions.sh abort`). Nothing open is not an error.
+    pub fn abort_transaction(&self, transactional_id: &str) -> Result<()> {
+        let now = self.shared.clock.now_ms();
+        let done = self.shared.txns.abort_now(transactional_id, now, || {
+            self.shared.producer_ids.allocate()
+        })?;
+        match done {
+            Some(done) => self.finish(&done),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes an abort marker for `producer_id` at `epoch` in one partition: ends a
+    /// transaction open there that no transactional id accounts for (KIP-664's hanging
+    /// transaction, `kafka-transactions.sh abort --topic --partition --producer-id`).
+    /// Returns the marker's offset.
+    pub fn abort_partition_transaction(
+        &self,
+        topic: &str,
+        partition: u32,
+        producer_id: i64,
+        epoch: i16,
+    ) -> Result<Offset> {
+        let marker = Marker {
+            producer_id,
+            producer_epoch: epoch,
+            coordinator_epoch: 0,
+            commit: false,
+        };
+        let log = self.partition(topic, partition)?;
+        let offset = log.append_marker(&marker, self.shared.clock.now_ms())?;
+        self.shared.appends.notify();
+        Ok(offset)
+    }
+
+    /// Aborts (fencing their producers) the transactions open longer than their timeout,
+    /// and forgets transactional ids idle past `transactional.id.expiration.ms`. Returns how
+    /// many were aborted. Housekeeping runs it every second.
+    pub fn abort_expired_transactions(&self) -> Result<usize> {
+        let now = self.shared.clock.now_ms();
+        let expiration = self.shared.config.transactional_id_expiration_ms;
+        let allocate = || self.shared.producer_ids.allocate();
+        let aborts = self.shared.txns.expire(now, expiration, &allocate)?;
+        for done in &aborts {
+            tracing::info!(
+                transactional_id = done.id,
+                producer_id = done.producer_id,
+                "transaction timed out: aborted"
+            );
+            self.finish(done)?;
+        }
+        Ok(aborts.len())
+    }
+
+    /// Every transactional id this engine knows, by id.
+    pub fn transactions(&self) -> Vec<TxnDescription> {
+        self.shared.txns.describe_all()
+    }
+
+    /// The partitions of `group` whose offsets an open transaction commits: Kafka answers a
+    /// stable OffsetFetch of them UNSTABLE_OFFSET_COMMIT until it ends.
+    pub fn pending_transactional_offsets(&self, group: &str) -> BTreeSet<(String, i32)> {
+        self.shared.txns.pending_offsets(group)
+    }
+
+    /// The longest transaction timeout accepted.
+    pub fn transaction_max_timeout_ms(&self) -> i32 {
+        self.shared.config.transaction_max_timeout_ms
+    }
+
+    /// Whether producer `producer_id` at `epoch` may append a transactional batch to the
+    /// partition (see `Transactions::verify_produce`).
+    pub(crate) fn verify_transactional(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        topic: &str,
+        partition: u32,
+    ) -> Result<()> {
+        self.shared
+            .txns
+            .verify_produce(producer_id, epoch, topic, partition)
+    }
+
+    /// Finishes the transactions a crash left with their markers half written.
+    pub(crate) fn recover_transactions(&self) -> Result<()> {
+        for done in self.shared.txns.preparing() {
+            tracing::info!(
+                transactional_id = done.id,
+                commit = done.commit,
+                "finishing a transaction the last stop interrupted"
+            );
+            self.finish(&done)?;
+        }
+        Ok(())
+    }
+
+    /// Carries out `done`: a marker in each partition (one deleted since is skipped; a
+    /// partition whose producer state refuses the marker as stale is logged and skipped, as
+    /// Kafka's marker writer does), the offsets for a commit, then the completion logged.
+    fn finish(&self, done: &Completion) -> Result<()> {
+        let now = self.shared.clock.now_ms();
+        let marker = Marker {
+            producer_id: done.producer_id,
+            producer_epoch: done.epoch,
+            coordinator_epoch: 0,
+            commit: done.commit,
+        };
+        for (topic, partition) in &done.partitions {
+            let log = match self.partition(topic, *partition) {
+                Ok(log) => log,
+                Err(Error::UnknownTopic(_) | Error::UnknownPartition { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            match log.append_marker(&marker, now) {
+                Ok(_) => {}
+                Err(
+                    e @ (logd_storage::Error::InvalidProducerEpoch { .. }
+                    | logd_storage::Error::TransactionCoordinatorFenced { .. }),
+                ) => {
+                    tracing::warn!(
+                        transactional_id = done.id,
+                        topic,
+                        partition,
+                        error = %e,
+                        "marker refused as stale: skipped"
+                    );
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if !done.partitions.is_empty() {
+            self.shared.appends.notify();
+        }
+        for (group, offsets) in &done.offsets {
+            if !offsets.is_empty() {
+                self.shared.offsets.commit(group, offsets, now)?;
+            }
+        }
+        self.shared.txns.completed(done, now)
+    }
+}
