@@ -38,6 +38,19 @@ pub(crate) fn for_engine_error(error: &logd::Error) -> i16 {
         logd::Error::Group(e) => for_group_error(*e),
         logd::Error::PolicyViolation(_) => POLICY_VIOLATION,
         logd::Error::UnknownProducerId { .. } => ResponseError::UnknownProducerId.code(),
+        logd::Error::ProducerFenced { .. } => ResponseError::ProducerFenced.code(),
+        logd::Error::InvalidProducerIdMapping { .. } => {
+            ResponseError::InvalidProducerIdMapping.code()
+        }
+        logd::Error::InvalidTxnState(_) => ResponseError::InvalidTxnState.code(),
+        logd::Error::ConcurrentTransactions(_) => ResponseError::ConcurrentTransactions.code(),
+        logd::Error::InvalidTransactionTimeout { .. } => {
+            ResponseError::InvalidTransactionTimeout.code()
+        }
+        logd::Error::TransactionalIdNotFound(_) => ResponseError::TransactionalIdNotFound.code(),
+        logd::Error::Offsets(logd::OffsetsError::MetadataTooLarge { .. }) => {
+            OFFSET_METADATA_TOO_LARGE
+        }
         logd::Error::Storage(storage) => match storage {
             S::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,
             S::BatchTooLarge { .. } => MESSAGE_TOO_LARGE,

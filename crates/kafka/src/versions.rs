@@ -4,8 +4,11 @@
 //! included, each version's semantics implemented (`tests/versions.rs` sends every advertised
 //! version over a real connection), except where a newer version needs what logd does not
 //! have, where the range stops below it as on a Kafka broker with that feature off:
-//! Produce stops at v11 (v12 is KIP-890's transactions v2, v13 comes after it), and
-//! InitProducerId at v5 (v6 is KIP-939's two-phase commit). OffsetCommit and OffsetFetch stop
+//! Produce stops at v11 (v12 is KIP-890's transactions v2, v13 comes after it), so do
+//! EndTxn at v4 and TxnOffsetCommit at v4 (v5 of each is transaction version 2: clients then
+//! use version 1, as they do with Redpanda), AddPartitionsToTxn at v3 (v4+ are broker-only),
+//! ListTransactions at v1 (v2's id pattern is a Java regex), and InitProducerId at v5 (v6 is
+//! KIP-939's two-phase commit). OffsetCommit and OffsetFetch stop
 //! at v9: their v10 (topic ids, Kafka 4.1) is not in `kafka-protocol` 0.18. The newest share
 //! versions that crate lacks (ShareFetch and ShareAcknowledge v2, DescribeShareGroupOffsets
 //! v1) are logd's own codec (`logd_protocol::share_versions`).
@@ -24,6 +27,12 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 4),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::AlterConfigs, 0, 2),

@@ -123,6 +123,8 @@ const TOPIC: i16 = 29;
 const GROUP: i16 = 30;
 const CLUSTER: i16 = 31;
 const TRANSACTIONAL_ID: i16 = 53;
+const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
+const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 
 fn table() -> Vec<Row> {
     use Operation::*;
@@ -419,6 +421,107 @@ fn table() -> Vec<Row> {
             needs: vec![(Cluster, CLUSTER_NAME, IdempotentWrite, CLUSTER)],
             granted: 0,
             send: init_producer_id,
+        },
+        Row {
+            api: "InitProducerId (transactional)",
+            needs: vec![(TransactionalId, "t", Write, TRANSACTIONAL_ID)],
+            granted: 0,
+            send: |b| {
+                let mut request = InitProducerIdRequest::default();
+                request.transactional_id = Some(kafka_protocol::messages::TransactionalId(s("t")));
+                request.transaction_timeout_ms = 60_000;
+                request.producer_id = ProducerId(-1);
+                request.producer_epoch = -1;
+                let r: InitProducerIdResponse = call(b, ApiKey::InitProducerId, 4, &request);
+                r.error_code
+            },
+        },
+        Row {
+            api: "AddPartitionsToTxn",
+            needs: vec![
+                (TransactionalId, "t", Write, TRANSACTIONAL_ID),
+                (Topic, "orders", Write, TOPIC),
+            ],
+            // No InitProducerId before: the id has no producer.
+            granted: INVALID_PRODUCER_ID_MAPPING,
+            send: |b| {
+                let mut topic = add_partitions_to_txn_request::AddPartitionsToTxnTopic::default();
+                topic.name = TopicName(s("orders"));
+                topic.partitions = vec![0];
+                let mut request = AddPartitionsToTxnRequest::default();
+                request.v3_and_below_transactional_id =
+                    kafka_protocol::messages::TransactionalId(s("t"));
+                request.v3_and_below_producer_id = ProducerId(5);
+                request.v3_and_below_topics = vec![topic];
+                let r: AddPartitionsToTxnResponse =
+                    call(b, ApiKey::AddPartitionsToTxn, 3, &request);
+                r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+            },
+        },
+        Row {
+            api: "AddOffsetsToTxn",
+            needs: vec![
+                (TransactionalId, "t", Write, TRANSACTIONAL_ID),
+                (Group, "billing", Read, GROUP),
+            ],
+            granted: INVALID_PRODUCER_ID_MAPPING,
+            send: |b| {
+                let mut request = AddOffsetsToTxnRequest::default();
+                request.transactional_id = kafka_protocol::messages::TransactionalId(s("t"));
+                request.producer_id = ProducerId(5);
+                request.group_id = GroupId(s("billing"));
+                let r: AddOffsetsToTxnResponse = call(b, ApiKey::AddOffsetsToTxn, 3, &request);
+                r.error_code
+            },
+        },
+        Row {
+            api: "EndTxn",
+            needs: vec![(TransactionalId, "t", Write, TRANSACTIONAL_ID)],
+            granted: INVALID_PRODUCER_ID_MAPPING,
+            send: |b| {
+                let mut request = EndTxnRequest::default();
+                request.transactional_id = kafka_protocol::messages::TransactionalId(s("t"));
+                request.producer_id = ProducerId(5);
+                let r: EndTxnResponse = call(b, ApiKey::EndTxn, 3, &request);
+                r.error_code
+            },
+        },
+        Row {
+            api: "TxnOffsetCommit",
+            needs: vec![
+                (TransactionalId, "t", Write, TRANSACTIONAL_ID),
+                (Group, "billing", Read, GROUP),
+                (Topic, "orders", Read, TOPIC),
+            ],
+            granted: INVALID_PRODUCER_ID_MAPPING,
+            send: |b| {
+                let mut partition =
+                    txn_offset_commit_request::TxnOffsetCommitRequestPartition::default();
+                partition.committed_offset = 1;
+                let mut topic = txn_offset_commit_request::TxnOffsetCommitRequestTopic::default();
+                topic.name = TopicName(s("orders"));
+                topic.partitions = vec![partition];
+                let mut request = TxnOffsetCommitRequest::default();
+                request.transactional_id = kafka_protocol::messages::TransactionalId(s("t"));
+                request.group_id = GroupId(s("billing"));
+                request.producer_id = ProducerId(5);
+                request.generation_id = -1;
+                request.topics = vec![topic];
+                let r: TxnOffsetCommitResponse = call(b, ApiKey::TxnOffsetCommit, 3, &request);
+                r.topics[0].partitions[0].error_code
+            },
+        },
+        Row {
+            api: "DescribeTransactions",
+            needs: vec![(TransactionalId, "t", Describe, TRANSACTIONAL_ID)],
+            granted: TRANSACTIONAL_ID_NOT_FOUND,
+            send: |b| {
+                let mut request = DescribeTransactionsRequest::default();
+                request.transactional_ids = vec![kafka_protocol::messages::TransactionalId(s("t"))];
+                let r: DescribeTransactionsResponse =
+                    call(b, ApiKey::DescribeTransactions, 0, &request);
+                r.transaction_states[0].error_code
+            },
         },
         Row {
             api: "FindCoordinator",

@@ -26,6 +26,7 @@ fn broker(dir: &std::path::Path) -> Broker {
 
 fn init_producer_id(broker: &Broker, version: i16) -> i64 {
     let mut request = InitProducerIdRequest::default();
+    request.transactional_id = None;
     request.transaction_timeout_ms = 60_000;
     if version >= 3 {
         request.producer_id = ProducerId(-1);

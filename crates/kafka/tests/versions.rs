@@ -64,6 +64,20 @@ fn request(key: ApiKey) -> Option<RequestKind> {
             r.transactional_id = None;
             RequestKind::InitProducerId(r)
         }
+        ApiKey::AddPartitionsToTxn => {
+            RequestKind::AddPartitionsToTxn(AddPartitionsToTxnRequest::default())
+        }
+        ApiKey::AddOffsetsToTxn => RequestKind::AddOffsetsToTxn(AddOffsetsToTxnRequest::default()),
+        ApiKey::EndTxn => RequestKind::EndTxn(EndTxnRequest::default()),
+        ApiKey::TxnOffsetCommit => RequestKind::TxnOffsetCommit(TxnOffsetCommitRequest::default()),
+        ApiKey::DescribeTransactions => {
+            let mut r = DescribeTransactionsRequest::default();
+            r.transactional_ids = vec![TransactionalId(StrBytes::from_static_str("x"))];
+            RequestKind::DescribeTransactions(r)
+        }
+        ApiKey::ListTransactions => {
+            RequestKind::ListTransactions(ListTransactionsRequest::default())
+        }
         ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(DescribeConfigsRequest::default()),
         ApiKey::FindCoordinator => RequestKind::FindCoordinator(FindCoordinatorRequest::default()),
         ApiKey::JoinGroup => RequestKind::JoinGroup(JoinGroupRequest::default()),

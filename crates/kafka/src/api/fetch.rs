@@ -1,13 +1,17 @@
 //! Fetch, v4 to v18: each requested partition read from its fetch offset up to the byte
 //! limits (at least one batch per response, KIP-74), long-polling until `min_bytes` arrive or
-//! `max_wait_ms` passes. Topics are named (v4-12) or identified by their stable id (v13+); a
+//! `max_wait_ms` passes. A read_committed fetch (isolation level 1) reads only below the last
+//! stable offset and is told the aborted transactions in what it got; a read_uncommitted one
+//! reads to the high watermark and is told none (null). Topics are named (v4-12) or identified by their stable id (v13+); a
 //! client's leader epoch newer than this node's 0 is refused (UNKNOWN_LEADER_EPOCH). The answer
 //! is encoded without copying records (`fetch_response.rs`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use logd_storage::Offset;
 use logd_storage::batch::BatchHeader;
@@ -24,6 +28,8 @@ use crate::observer::BrokerObserver;
 const TOPIC_IDS: i16 = 13;
 /// The first version carrying the client's current leader epoch.
 const LEADER_EPOCHS: i16 = 9;
+/// Isolation level of a read_committed fetch.
+const READ_COMMITTED: i8 = 1;
 
 /// What a fetch may read of one requested topic, settled once before a long poll.
 enum Access {
@@ -167,13 +173,24 @@ impl FetchApi {
                         failed = true;
                     }
                     Ok(log) => {
+                        // Asked before the read: the stable offset only grows, so records
+                        // cut at this one are stable, and it is at most the high watermark
+                        // asked after.
+                        let stable = (request.isolation_level == READ_COMMITTED)
+                            .then(|| log.last_stable_offset().0);
                         // Up to the partition's and the response's byte limits, and at least
                         // one batch per response even over them (KIP-74): `read` always
                         // returns one whole batch.
                         let room = max_total.saturating_sub(total);
                         if total == 0 || room > 0 {
                             let limit = (requested.partition_max_bytes.max(0) as usize).min(room);
-                            match log.read(Offset(requested.fetch_offset), limit) {
+                            let read =
+                                log.read(Offset(requested.fetch_offset), limit)
+                                    .map(|bytes| match stable {
+                                        Some(stable) => below(bytes, stable),
+                                        None => bytes,
+                                    });
+                            match read {
                                 // `read` returns at least one whole batch; past the first
                                 // partition with data that may not exceed the response's
                                 // limit (KIP-74), so it waits for the next fetch.
@@ -191,8 +208,19 @@ impl FetchApi {
                         // Looked at after the read, so the answer never carries records past
                         // the high watermark it states (appends go on meanwhile).
                         data.high_watermark = log.high_watermark().0;
-                        // No transactions: everything is stable.
-                        data.last_stable_offset = data.high_watermark;
+                        data.last_stable_offset = log.last_stable_offset().0;
+                        // Null for read_uncommitted, as Kafka sends it.
+                        data.aborted_transactions = None;
+                        if let Some(stable) = stable {
+                            data.last_stable_offset = stable;
+                            let upper = data
+                                .records
+                                .as_deref()
+                                .and_then(logd_storage::batch::offset_after)
+                                .unwrap_or(requested.fetch_offset);
+                            data.aborted_transactions =
+                                Some(aborted(&log, requested.fetch_offset, upper));
+                        }
                         if version >= 5 {
                             data.log_start_offset = log.log_start_offset().0;
                         }
@@ -207,6 +235,34 @@ impl FetchApi {
         }
         (response, total, failed)
     }
+}
+
+/// The whole batches of `bytes` that start below `stable`.
+fn below(bytes: bytes::Bytes, stable: i64) -> bytes::Bytes {
+    let mut end = 0;
+    while let Ok(header) = BatchHeader::parse(&bytes[end..], end) {
+        if header.base_offset >= stable || end + header.total_len() > bytes.len() {
+            break;
+        }
+        end += header.total_len();
+    }
+    bytes.slice(..end)
+}
+
+/// The aborted transactions a read_committed fetch of `from..upper` is told of.
+fn aborted(log: &logd::PartitionLog, from: i64, upper: i64) -> Vec<AbortedTransaction> {
+    if upper <= from {
+        return Vec::new();
+    }
+    log.aborted_transactions(Offset(from), Offset(upper))
+        .into_iter()
+        .map(|a| {
+            let mut entry = AbortedTransaction::default();
+            entry.producer_id = kafka_protocol::messages::ProducerId(a.producer_id);
+            entry.first_offset = a.first_offset;
+            entry
+        })
+        .collect()
 }
 
 /// Records in stored batches, read from their headers.

@@ -190,7 +190,8 @@ impl GroupOffsetsApi {
                         .collect()
                 });
                 let mut group = OffsetFetchResponseGroup::default();
-                match self.committed_offsets(&asked.group_id, topics, peer) {
+                let stable = request.require_stable;
+                match self.committed_offsets(&asked.group_id, topics, stable, peer) {
                     Ok(found) => {
                         group.topics = found
                             .into_iter()
@@ -226,7 +227,8 @@ impl GroupOffsetsApi {
                 .map(|t| (t.name.to_string(), t.partition_indexes))
                 .collect::<Vec<_>>()
         });
-        let found = match self.committed_offsets(&request.group_id, topics.clone(), peer) {
+        let stable = version >= 7 && request.require_stable;
+        let found = match self.committed_offsets(&request.group_id, topics.clone(), stable, peer) {
             Ok(found) => found,
             // v2+ says it once; v1 has no group-level error: each partition carries it.
             Err(code) if version >= 2 => {
@@ -268,11 +270,14 @@ impl GroupOffsetsApi {
     }
 
     /// A group's committed offsets for `topics` (`None`: every partition it committed, less
-    /// the topics the principal may not describe), or the group-level refusal.
+    /// the topics the principal may not describe), or the group-level refusal. With
+    /// `require_stable` (KIP-447), a partition whose offset an open transaction commits is
+    /// UNSTABLE_OFFSET_COMMIT: the client asks again once the transaction ends.
     fn committed_offsets(
         &self,
         group: &str,
         topics: Option<Vec<(String, Vec<i32>)>>,
+        require_stable: bool,
         peer: &Peer,
     ) -> Result<Vec<(String, Vec<CommittedPartition>)>, i16> {
         if !self.guard.allowed(
@@ -284,6 +289,10 @@ impl GroupOffsetsApi {
             return Err(codes::GROUP_AUTHORIZATION_FAILED);
         }
         let offsets = self.log.offsets();
+        let pending = match require_stable {
+            true => self.log.pending_transactional_offsets(group),
+            false => Default::default(),
+        };
         let wanted = match topics {
             Some(topics) => topics,
             None => {
@@ -325,6 +334,12 @@ impl GroupOffsetsApi {
                             return CommittedPartition::refused(
                                 index,
                                 codes::TOPIC_AUTHORIZATION_FAILED,
+                            );
+                        }
+                        if pending.contains(&(name.clone(), index)) {
+                            return CommittedPartition::refused(
+                                index,
+                                kafka_protocol::error::ResponseError::UnstableOffsetCommit.code(),
                             );
                         }
                         match offsets.fetch(group, &name, index) {

@@ -20,6 +20,7 @@ mod share_offsets;
 mod share_partitions;
 mod topic_partitions;
 mod topics;
+mod txn;
 mod users;
 
 use std::sync::Arc;
@@ -50,6 +51,7 @@ use quotas::QuotasApi;
 use share::ShareApi;
 use topic_partitions::TopicPartitionsApi;
 use topics::TopicsApi;
+use txn::TxnApi;
 use users::UsersApi;
 
 /// One service per API family.
@@ -69,6 +71,7 @@ pub(crate) struct Apis {
     users: UsersApi,
     quotas: QuotasApi,
     share: ShareApi,
+    txn: TxnApi,
 }
 
 impl Apis {
@@ -146,6 +149,10 @@ impl Apis {
                 quotas: quotas.clone(),
             },
             share: ShareApi::new(log.clone(), guard.clone(), config.node_id),
+            txn: TxnApi {
+                log: log.clone(),
+                guard: guard.clone(),
+            },
         }
     }
 
@@ -192,8 +199,27 @@ impl Apis {
             RequestKind::CreatePartitions(request) => {
                 ResponseKind::CreatePartitions(self.topics.create_partitions(request, peer))
             }
-            RequestKind::InitProducerId(request) => {
-                ResponseKind::InitProducerId(self.produce.init_producer_id(request, peer))
+            RequestKind::InitProducerId(request) => ResponseKind::InitProducerId(
+                self.produce
+                    .init_producer_id(request, version, peer, &self.txn),
+            ),
+            RequestKind::AddPartitionsToTxn(request) => ResponseKind::AddPartitionsToTxn(
+                self.txn.add_partitions_to_txn(request, version, peer),
+            ),
+            RequestKind::AddOffsetsToTxn(request) => {
+                ResponseKind::AddOffsetsToTxn(self.txn.add_offsets_to_txn(request, version, peer))
+            }
+            RequestKind::EndTxn(request) => {
+                ResponseKind::EndTxn(self.txn.end_txn(request, version, peer))
+            }
+            RequestKind::TxnOffsetCommit(request) => {
+                ResponseKind::TxnOffsetCommit(self.txn.txn_offset_commit(request, version, peer))
+            }
+            RequestKind::DescribeTransactions(request) => {
+                ResponseKind::DescribeTransactions(self.txn.describe_transactions(request, peer))
+            }
+            RequestKind::ListTransactions(request) => {
+                ResponseKind::ListTransactions(self.txn.list_transactions(request, version, peer))
             }
             RequestKind::DeleteRecords(request) => {
                 ResponseKind::DeleteRecords(self.offsets.delete_records(request, peer))

@@ -103,11 +103,19 @@ impl OffsetsApi {
                                 partition.error_code = engine_codes::for_engine_error(&e.into())
                             }
                         },
+                        // A read_committed reader's latest is the last stable offset.
+                        -1 if request.isolation_level == 1 => {
+                            partition.offset = log.last_stable_offset().0
+                        }
                         -1 => partition.offset = log.high_watermark().0,
                         ts if ts < 0 => {
                             partition.error_code = codes::INVALID_REQUEST;
                         }
                         ts => match log.offset_for_timestamp(ts) {
+                            // What a read_committed reader cannot read yet is not found.
+                            Ok(Some(offset))
+                                if request.isolation_level == 1
+                                    && offset >= log.last_stable_offset() => {}
                             Ok(Some(offset)) => {
                                 partition.offset = offset.0;
                                 partition.timestamp =

@@ -159,26 +159,33 @@ impl ProduceApi {
         (request.acks != 0).then_some(response)
     }
 
-    /// A fresh producer id with epoch 0. Without a transactional id Kafka hands out a new id
-    /// whatever the request carries (KIP-360's current id and epoch, v3+, matter only to
-    /// transactional producers), so every version is answered alike.
+    /// A fresh producer id with epoch 0 for an idempotent producer. Without a transactional
+    /// id Kafka hands out a new id whatever the request carries (KIP-360's current id and
+    /// epoch, v3+, matter only to transactional producers), so every version is answered
+    /// alike. With one, the transaction coordinator answers (`txn.rs`).
     ///
     /// Needs IDEMPOTENT_WRITE on the cluster or WRITE on any topic, as Kafka's
     /// `handleInitProducerIdRequest` (and WRITE on the transactional id, for one that has it).
     pub(super) fn init_producer_id(
         &self,
         request: InitProducerIdRequest,
+        version: i16,
         peer: &Peer,
+        transactions: &super::txn::TxnApi,
     ) -> InitProducerIdResponse {
         let mut response = InitProducerIdResponse::default();
         let refused = match &request.transactional_id {
-            Some(id) => (!self.guard.allowed(
-                &peer.caller,
-                Operation::Write,
-                ResourceType::TransactionalId,
-                id,
-            ))
-            .then_some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+            Some(id)
+                if self.guard.allowed(
+                    &peer.caller,
+                    Operation::Write,
+                    ResourceType::TransactionalId,
+                    id,
+                ) =>
+            {
+                return transactions.init_producer_id(&request, id, version);
+            }
+            Some(_) => Some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
             None => {
                 let allowed = self.guard.allows(
                     &peer.caller,

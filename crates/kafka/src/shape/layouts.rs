@@ -220,6 +220,69 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             }
             fields
         }
+        ApiKey::AddPartitionsToTxn => match v {
+            0..=2 => vec![Str, I64, I16, Array(vec![Str, Array(vec![I32])])],
+            _ => vec![
+                CompactStr,
+                I64,
+                I16,
+                CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
+                Tags,
+            ],
+        },
+        ApiKey::AddOffsetsToTxn => match v {
+            0..=2 => vec![Str, I64, I16, Str],
+            _ => vec![CompactStr, I64, I16, CompactStr, Tags],
+        },
+        ApiKey::EndTxn => match v {
+            0..=2 => vec![Str, I64, I16, BOOL],
+            _ => vec![CompactStr, I64, I16, BOOL, Tags],
+        },
+        ApiKey::TxnOffsetCommit => match v {
+            0..=1 => vec![
+                Str,
+                Str,
+                I64,
+                I16,
+                Array(vec![Str, Array(vec![I32, I64, Str])]),
+            ],
+            2 => vec![
+                Str,
+                Str,
+                I64,
+                I16,
+                Array(vec![Str, Array(vec![I32, I64, I32, Str])]),
+            ],
+            _ => vec![
+                CompactStr,
+                CompactStr,
+                I64,
+                I16,
+                I32,
+                CompactStr,
+                CompactStr,
+                CompactArray(vec![
+                    CompactStr,
+                    CompactArray(vec![I32, I64, I32, CompactStr, Tags]),
+                    Tags,
+                ]),
+                Tags,
+            ],
+        },
+        ApiKey::DescribeTransactions => vec![CompactArray(vec![CompactStr]), Tags],
+        ApiKey::ListTransactions => match v {
+            0 => vec![
+                CompactArray(vec![CompactStr]),
+                CompactArray(vec![I64]),
+                Tags,
+            ],
+            _ => vec![
+                CompactArray(vec![CompactStr]),
+                CompactArray(vec![I64]),
+                I64,
+                Tags,
+            ],
+        },
         ApiKey::DescribeCluster => match v {
             0 => vec![BOOL, Tags],
             1 => vec![BOOL, I8, Tags],

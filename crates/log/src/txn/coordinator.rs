@@ -131,9 +131,15 @@ fn completion(id: &str, meta: &TxnMeta) -> Completion {
     }
 }
 
-/// `meta` with its epoch raised (a new producer id once epochs run out) and its transaction,
-/// if open, turned into an abort at that epoch.
-fn fenced(meta: &TxnMeta, allocate: impl FnOnce() -> Result<i64>) -> Result<TxnMeta> {
+/// `meta` with its epoch raised (a new producer id once epochs run out). The epoch before is
+/// remembered only for a bump a recovering client asked for (`recovering`, KIP-360), so that
+/// its retry gets the same answer; a fenced instance naming it stays fenced (Kafka's
+/// `prepareIncrementProducerEpoch`).
+fn fenced(
+    meta: &TxnMeta,
+    recovering: bool,
+    allocate: impl FnOnce() -> Result<i64>,
+) -> Result<TxnMeta> {
     let mut next = meta.clone();
     if meta.epoch >= i16::MAX - 1 {
         next.producer_id = allocate()?;
@@ -141,7 +147,7 @@ fn fenced(meta: &TxnMeta, allocate: impl FnOnce() -> Result<i64>) -> Result<TxnM
         next.last_epoch = -1;
     } else {
         next.epoch = meta.epoch + 1;
-        next.last_epoch = meta.epoch;
+        next.last_epoch = if recovering { meta.epoch } else { -1 };
     }
     Ok(next)
 }
@@ -216,7 +222,7 @@ impl Transactions {
         if meta.state.is_preparing() {
             return Err(Error::ConcurrentTransactions(id.to_owned()));
         }
-        let mut next = fenced(&meta, allocate)?;
+        let mut next = fenced(&meta, expected.is_some(), allocate)?;
         next.timeout_ms = timeout_ms;
         next.updated_ms = now_ms;
         if meta.state == TxnState::Ongoing {
@@ -424,7 +430,7 @@ impl Transactions {
         });
         let mut aborts = Vec::new();
         for (id, meta) in timed_out {
-            let mut next = fenced(&meta, allocate)?;
+            let mut next = fenced(&meta, false, allocate)?;
             next.state = TxnState::PrepareAbort;
             next.updated_ms = now_ms;
             aborts.push(completion(&id, &next));
@@ -454,7 +460,7 @@ impl Transactions {
             state if state.is_preparing() => return Ok(Some(completion(id, &meta))),
             _ => return Ok(None),
         }
-        let mut next = fenced(&meta, allocate)?;
+        let mut next = fenced(&meta, false, allocate)?;
         next.state = TxnState::PrepareAbort;
         next.updated_ms = now_ms;
         let done = completion(id, &next);

@@ -52,6 +52,7 @@ mod sarama;
 mod security;
 mod share_groups;
 mod topic_configs;
+mod transactions;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
