@@ -4,7 +4,8 @@
 //! starts again with an empty state directory, so its store is restored from the changelog.
 //! The final counts must be exact, the changelog compacted (as Streams creates it), and the
 //! repartition topic purged behind the application (DeleteRecords), so it does not grow
-//! without bound.
+//! without bound. And exactly-once v2: an instance SIGKILLed mid-transaction, the counts still
+//! exact (a broker that does not tell read_committed readers of aborted transactions fails it).
 
 use super::Daemon;
 use super::java_clients::java;
@@ -61,5 +62,82 @@ fn kafka_streams_counts_words_restores_its_store_and_purges_its_repartition_topi
         "counts {all=100, w0=15, w1=15, w2=14, w3=14, w4=14, w5=14, w6=14}\n\
          changelog true cleanup.policy compact\n\
          repartition purged true all true\n"
+    );
+}
+
+/// Exactly-once (v2): the same word count, its instance SIGKILLed while input flows in (so
+/// with a transaction open, its changelog and output records written but not committed),
+/// then a new instance, with a fresh state directory, to the end. At-least-once would count
+/// what the killed instance processed without committing twice (its changelog and output are
+/// written before the offsets); exactly-once aborts them with its transaction, the restore
+/// reads the changelog read_committed, and a read_committed reader sees exact counts.
+#[test]
+fn kafka_streams_exactly_once_v2_counts_exactly_across_a_killed_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let b = daemon.addr.as_str();
+    let created = java(
+        "org.apache.kafka.tools.TopicCommand",
+        &[
+            "--bootstrap-server",
+            b,
+            "--create",
+            "--topic",
+            "text",
+            "--partitions",
+            "3",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(created.status.success());
+    assert_eq!(word_count(&[b, "produce", "0", "1000"]), "produced 1000\n");
+    let state = dir.path().join("state-1");
+    let mut first = java("WordCount", &[b, "serve", state.to_str().unwrap(), "eos"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(first.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "progress");
+    // Input keeps coming (one acknowledged send at a time) while the instance dies.
+    let more = java("WordCount", &[b, "produce", "1000", "2000"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let produced = more.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&produced.stdout), "produced 2000\n");
+    let second = dir.path().join("state-2");
+    assert_eq!(
+        word_count(&[b, "run", second.to_str().unwrap(), "eos"]),
+        "caught up\n"
+    );
+    let listed = java(
+        "org.apache.kafka.tools.TransactionsCommand",
+        &["--bootstrap-server", b, "list"],
+    )
+    .output()
+    .unwrap();
+    // Kafka's own `kafka-transactions.sh list`: the killed instance's transactional id ended
+    // aborted (by its timeout: the new instance has an id of its own), the new one's committed.
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let states: Vec<&str> = listed
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(3))
+        .collect();
+    assert!(states.contains(&"CompleteAbort"), "{listed}");
+    assert!(states.contains(&"CompleteCommit"), "{listed}");
+    // 3,000 lines: 3000 = 7 * 428 + 4, so w0..w3 count 429 and w4..w6 428.
+    assert_eq!(
+        word_count(&[b, "check", "eos"]).lines().next().unwrap(),
+        "counts {all=3000, w0=429, w1=429, w2=429, w3=429, w4=428, w5=428, w6=428}"
     );
 }

@@ -1,12 +1,16 @@
 // Kafka Streams 4.x on logd: a word count with a repartition topic (groupBy) and a changelog
-// (the count store), at-least-once. Each step prints one line; exits non-zero on a failure.
+// (the count store), at-least-once or exactly-once (v2). Each step prints one line; exits
+// non-zero on a failure.
 //
 //   java WordCount BROKER produce FROM COUNT   lines FROM..FROM+COUNT into topic text
-//   java WordCount BROKER run STATE_DIR        runs the app until it has committed everything in
+//   java WordCount BROKER run STATE_DIR [eos]  runs the app until it has committed everything in
 //                                              text, then closes it
-//   java WordCount BROKER check                the latest count of each word in topic counts,
-//                                              the changelog's cleanup.policy and the
-//                                              repartition topics' start offsets
+//   java WordCount BROKER serve STATE_DIR eos  runs the app, prints "progress" once it has
+//                                              committed something, and runs until killed
+//   java WordCount BROKER check [eos]          the latest count of each word in topic counts
+//                                              (read_committed with eos), the changelog's
+//                                              cleanup.policy and the repartition topics'
+//                                              start offsets
 //
 // Line i holds the words "w(i % 7)" and "all", so after n lines "all" counts n.
 
@@ -76,16 +80,21 @@ public class WordCount {
     return true;
   }
 
-  static void run(String broker, String stateDir) throws Exception {
+  static KafkaStreams streams(String broker, String stateDir, boolean eos) {
+    return streams(broker, stateDir, eos, 100);
+  }
+
+  static KafkaStreams streams(String broker, String stateDir, boolean eos, int commitMs) {
     Properties p = common(broker);
     p.put(StreamsConfig.APPLICATION_ID_CONFIG, APP);
     p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
     p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.String().getClass());
     p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.String().getClass());
-    p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+    p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, commitMs);
     p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 100);
     p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-    p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
+    p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+        eos ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE);
     p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
     // Streams leaves its group on close only by timing out: a short session lets the restarted
     // instance take its partitions over in seconds rather than Kafka's 45.
@@ -98,7 +107,11 @@ public class WordCount {
         .count(Materialized.as("counts"))
         .toStream()
         .to("counts", Produced.with(Serdes.String(), Serdes.Long()));
-    try (KafkaStreams streams = new KafkaStreams(builder.build(), p);
+    return new KafkaStreams(builder.build(), p);
+  }
+
+  static void run(String broker, String stateDir, boolean eos) throws Exception {
+    try (KafkaStreams streams = streams(broker, stateDir, eos);
         Admin admin = Admin.create(common(broker))) {
       streams.start();
       long deadline = System.currentTimeMillis() + 120_000;
@@ -114,8 +127,28 @@ public class WordCount {
     }
   }
 
-  static void check(String broker) throws Exception {
+  /**
+   * Runs until killed, saying "progress" once the group has committed an offset. Commits
+   * every 2 s, so whenever it is killed while input flows, a transaction holds records.
+   */
+  static void serve(String broker, String stateDir, boolean eos) throws Exception {
+    KafkaStreams streams = streams(broker, stateDir, eos, 2000);
+    streams.start();
+    try (Admin admin = Admin.create(common(broker))) {
+      while (admin.listConsumerGroupOffsets(APP).partitionsToOffsetAndMetadata().get().isEmpty()) {
+        Thread.sleep(50);
+      }
+    }
+    System.out.println("progress");
+    System.out.flush();
+    Thread.sleep(600_000);
+  }
+
+  static void check(String broker, boolean eos) throws Exception {
     Properties c = common(broker);
+    if (eos) {
+      c.put("isolation.level", "read_committed");
+    }
     c.put("key.deserializer", StringDeserializer.class.getName());
     c.put("value.deserializer", LongDeserializer.class.getName());
     Map<String, Long> latest = new TreeMap<>();
@@ -159,8 +192,9 @@ public class WordCount {
   public static void main(String[] args) throws Exception {
     switch (args[1]) {
       case "produce" -> produce(args[0], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
-      case "run" -> run(args[0], args[2]);
-      case "check" -> check(args[0]);
+      case "run" -> run(args[0], args[2], args.length > 3 && args[3].equals("eos"));
+      case "serve" -> serve(args[0], args[2], args.length > 3 && args[3].equals("eos"));
+      case "check" -> check(args[0], args.length > 2 && args[2].equals("eos"));
       default -> throw new IllegalArgumentException(args[1]);
     }
   }
