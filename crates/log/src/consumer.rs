@@ -23,6 +23,7 @@ use crate::group::{
     Assignor, GroupError, JoinRequest, JoinStatus, decode_assignment, decode_subscription,
     encode_assignment, encode_subscription,
 };
+pub use crate::isolation::IsolationLevel;
 
 /// A partition of a topic.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -88,6 +89,8 @@ pub struct ConsumerConfig {
     pub rebalance_timeout: Duration,
     /// Assignment strategy this consumer offers when it leads.
     pub assignor: Assignor,
+    /// Read every record, or only committed transactions' (Kafka's `isolation.level`).
+    pub isolation: IsolationLevel,
 }
 
 impl Default for ConsumerConfig {
@@ -102,6 +105,7 @@ impl Default for ConsumerConfig {
             session_timeout: Duration::from_secs(45),
             rebalance_timeout: Duration::from_secs(60),
             assignor: Assignor::Range,
+            isolation: IsolationLevel::ReadUncommitted,
         }
     }
 }
@@ -234,14 +238,12 @@ impl Consumer {
         self.paused.iter().cloned().collect()
     }
 
-    /// True when this consumer has read `tp` to its high watermark: the end-of-partition
-    /// signal (Kafka's `enable.partition.eof`). It turns false again when records arrive.
+    /// True when this consumer has read `tp` to its high watermark (its last stable offset
+    /// under read_committed): the end-of-partition signal (Kafka's `enable.partition.eof`).
+    /// It turns false again when records arrive.
     pub fn at_end(&mut self, tp: &TopicPartition) -> Result<bool> {
-        let end = self
-            .log
-            .partition(&tp.topic, tp.partition)?
-            .high_watermark()
-            .0;
+        let log = self.log.partition(&tp.topic, tp.partition)?;
+        let end = self.config.isolation.end(&log);
         Ok(self.position(tp)? >= end)
     }
 
@@ -334,29 +336,26 @@ impl Consumer {
                 // The position fell out of retention (or beyond the end): reset it.
                 position = self.reset_position(&tp, &log)?;
             }
-            if position >= log.high_watermark().0 {
+            let end = self.config.isolation.end(&log);
+            if position >= end {
                 continue;
             }
             let bytes = log.read(Offset(position), self.config.fetch_max_bytes)?;
-            let max_decompressed = log.config().max_decompressed_bytes;
             let topic: Arc<str> = tp.topic.as_str().into();
             let limit = self.config.max_poll_records;
-            Record::decode_each(&bytes, max_decompressed, |record| {
-                if record.offset < position {
-                    return true;
-                }
-                if records.len() >= limit {
-                    return false;
-                }
-                position = record.offset + 1;
-                records.push(ConsumerRecord::new(topic.clone(), tp.partition, record));
-                true
-            })?;
-            if records.len() < limit {
-                // Every record taken: past the batches too, which a cleaning may have emptied.
-                let after = logd_storage::batch::offset_after(&bytes);
-                position = position.max(after.unwrap_or(position));
-            }
+            // Past the batches looked at too: a cleaning may have emptied some, and markers and
+            // aborted transactions hold offsets without records for this reader.
+            let after = self
+                .config
+                .isolation
+                .records(&log, &bytes, position, end, |record| {
+                    if records.len() >= limit {
+                        return false;
+                    }
+                    records.push(ConsumerRecord::new(topic.clone(), tp.partition, record));
+                    true
+                })?;
+            position = position.max(after);
             self.positions.insert(tp, position);
         }
         if count > 0 {
@@ -398,7 +397,7 @@ impl Consumer {
     fn reset_position(&mut self, tp: &TopicPartition, log: &PartitionLog) -> Result<i64> {
         let position = match self.config.auto_offset_reset {
             AutoOffsetReset::Earliest => log.log_start_offset().0,
-            AutoOffsetReset::Latest => log.high_watermark().0,
+            AutoOffsetReset::Latest => self.config.isolation.end(log),
             AutoOffsetReset::Error => {
                 return Err(Error::NoOffset {
                     topic: tp.topic.clone(),
@@ -471,7 +470,7 @@ impl Consumer {
         let log = self.log.partition(&tp.topic, tp.partition)?;
         let offset = log
             .offset_for_timestamp(timestamp)?
-            .map_or(log.high_watermark().0, |o| o.0);
+            .map_or(self.config.isolation.end(&log), |o| o.0);
         self.seek(tp, offset)
     }
 
@@ -485,13 +484,11 @@ impl Consumer {
         self.seek(tp, start)
     }
 
-    /// Reads `tp` from its end: only new records.
+    /// Reads `tp` from its end (its last stable offset under read_committed): only new
+    /// records.
     pub fn seek_to_end(&mut self, tp: &TopicPartition) -> Result<()> {
-        let end = self
-            .log
-            .partition(&tp.topic, tp.partition)?
-            .high_watermark()
-            .0;
+        let log = self.log.partition(&tp.topic, tp.partition)?;
+        let end = self.config.isolation.end(&log);
         self.seek(tp, end)
     }
 

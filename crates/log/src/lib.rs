@@ -41,6 +41,7 @@ pub mod group_configs;
 mod headers;
 mod housekeeper;
 mod housekeeping;
+mod isolation;
 mod maintenance;
 mod open;
 mod priority;
@@ -58,7 +59,7 @@ pub use cleaner_state::CleanerStats;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{Config, Housekeeping, PRODUCER_ID_EXPIRATION_MS};
 pub use consumer::{
-    AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics,
+    AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics, IsolationLevel,
     RebalanceListener, TopicPartition,
 };
 pub use engine::Log;

@@ -583,3 +583,59 @@ fn a_power_cut_never_loses_an_acknowledged_end_nor_leaves_a_transaction_hanging(
     });
     assert!(states > 250, "{states} crash states");
 }
+
+#[test]
+fn the_embedded_consumer_reads_committed_or_everything_but_never_a_marker() {
+    use crate::{AutoOffsetReset, Consumer, ConsumerConfig, IsolationLevel, TopicPartition};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), Arc::new(ManualClock::new(0)));
+    let (pid, epoch) = log.init_transactional_producer("t", 60_000, None).unwrap();
+    let part = [("out".to_owned(), 0)];
+    log.add_partitions_to_txn("t", pid, epoch, &part).unwrap();
+    send(&log, 0, (pid, epoch), 0, &["c1", "c2"]).unwrap();
+    log.end_txn("t", pid, epoch, true).unwrap();
+    log.add_partitions_to_txn("t", pid, epoch, &part).unwrap();
+    send(&log, 0, (pid, epoch), 2, &["aborted"]).unwrap();
+    log.end_txn("t", pid, epoch, false).unwrap();
+    log.add_partitions_to_txn("t", pid, epoch, &part).unwrap();
+    send(&log, 0, (pid, epoch), 3, &["open"]).unwrap();
+    let read = |isolation| {
+        let mut consumer = Consumer::new(
+            &log,
+            ConsumerConfig {
+                auto_offset_reset: AutoOffsetReset::Earliest,
+                isolation,
+                max_poll_records: 1,
+                ..ConsumerConfig::default()
+            },
+        );
+        let tp = TopicPartition::new("out", 0);
+        consumer.assign(vec![tp.clone()]).unwrap();
+        let mut values = Vec::new();
+        while !consumer.at_end(&tp).unwrap() {
+            for r in consumer.poll(Duration::ZERO).unwrap() {
+                values.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
+            }
+        }
+        consumer.seek_to_end(&tp).unwrap();
+        (values, consumer.position(&tp).unwrap())
+    };
+    // Offsets: c1 0, c2 1, commit 2, aborted 3, abort 4, open 5.
+    assert_eq!(
+        read(IsolationLevel::ReadCommitted),
+        (vec!["c1".into(), "c2".into()], 5)
+    );
+    assert_eq!(
+        read(IsolationLevel::ReadUncommitted),
+        (
+            vec!["c1".into(), "c2".into(), "aborted".into(), "open".into()],
+            6
+        )
+    );
+    log.end_txn("t", pid, epoch, true).unwrap();
+    assert_eq!(
+        read(IsolationLevel::ReadCommitted),
+        (vec!["c1".into(), "c2".into(), "open".into()], 7)
+    );
+}

@@ -300,7 +300,8 @@ pub struct RecordHeader {
 
 impl Record {
     /// Decodes every record of the whole batches in `batches` (CRC checked), sharing `batches`'
-    /// buffer for uncompressed keys and values rather than copying them.
+    /// buffer for uncompressed keys and values rather than copying them. Control batches
+    /// (transaction markers) hold no records for a reader, as Kafka's consumers skip them.
     pub fn decode_all(batches: &Bytes, max_decompressed: usize) -> Result<Vec<Record>> {
         let mut out = Vec::new();
         Record::decode_each(batches, max_decompressed, |record| {
@@ -320,6 +321,9 @@ impl Record {
         for item in super::header::BatchIter::new(batches, 0) {
             let (position, batch) = item?;
             batch.verify_crc(position)?;
+            if batch.header.is_control() {
+                continue;
+            }
             let records = batch.records(max_decompressed)?;
             let base = match &records.payload {
                 Cow::Borrowed(slice) => batches.slice_ref(slice),
