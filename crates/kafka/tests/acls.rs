@@ -512,6 +512,23 @@ fn table() -> Vec<Row> {
             },
         },
         Row {
+            api: "WriteTxnMarkers",
+            needs: vec![(Cluster, CLUSTER_NAME, ClusterAction, CLUSTER)],
+            granted: 0,
+            send: |b| {
+                let mut topic = write_txn_markers_request::WritableTxnMarkerTopic::default();
+                topic.name = TopicName(s("orders"));
+                topic.partition_indexes = vec![0];
+                let mut marker = write_txn_markers_request::WritableTxnMarker::default();
+                marker.producer_id = ProducerId(5);
+                marker.topics = vec![topic];
+                let mut request = WriteTxnMarkersRequest::default();
+                request.markers = vec![marker];
+                let r: WriteTxnMarkersResponse = call(b, ApiKey::WriteTxnMarkers, 1, &request);
+                r.markers[0].topics[0].partitions[0].error_code
+            },
+        },
+        Row {
             api: "DescribeTransactions",
             needs: vec![(TransactionalId, "t", Describe, TRANSACTIONAL_ID)],
             granted: TRANSACTIONAL_ID_NOT_FOUND,

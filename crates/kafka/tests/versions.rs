@@ -75,6 +75,7 @@ fn request(key: ApiKey) -> Option<RequestKind> {
             r.transactional_ids = vec![TransactionalId(StrBytes::from_static_str("x"))];
             RequestKind::DescribeTransactions(r)
         }
+        ApiKey::WriteTxnMarkers => RequestKind::WriteTxnMarkers(WriteTxnMarkersRequest::default()),
         ApiKey::ListTransactions => {
             RequestKind::ListTransactions(ListTransactionsRequest::default())
         }

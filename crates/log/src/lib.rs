@@ -76,7 +76,7 @@ pub use logd_offsets::{
 pub use logd_partition::{Consistent, ConsistentRandom, KeyHash, Partitioner, RoundRobin, Sticky};
 pub use logd_storage::batch::Compression;
 pub use logd_storage::{
-    AbortedTxn, AppendInfo, Error as StorageError, FsyncPolicy, LogConfig, Offset, OpenTxn,
+    AbortedTxn, AppendInfo, Error as StorageError, FsyncPolicy, LogConfig, Marker, Offset, OpenTxn,
     PartitionLog, ProducerInfo, RealFs, Storage,
 };
 pub use priority::lower_thread_priority;

@@ -125,25 +125,12 @@ impl Log {
         }
     }
 
-    /// Writes an abort marker for `producer_id` at `epoch` in one partition: ends a
+    /// Writes `marker` to one partition (Kafka's WriteTxnMarkers): how an operator ends a
     /// transaction open there that no transactional id accounts for (KIP-664's hanging
-    /// transaction, `kafka-transactions.sh abort --topic --partition --producer-id`).
-    /// Returns the marker's offset.
-    pub fn abort_partition_transaction(
-        &self,
-        topic: &str,
-        partition: u32,
-        producer_id: i64,
-        epoch: i16,
-    ) -> Result<Offset> {
-        let marker = Marker {
-            producer_id,
-            producer_epoch: epoch,
-            coordinator_epoch: 0,
-            commit: false,
-        };
+    /// transaction, `kafka-transactions.sh abort`). Returns the marker's offset.
+    pub fn write_marker(&self, topic: &str, partition: u32, marker: &Marker) -> Result<Offset> {
         let log = self.partition(topic, partition)?;
-        let offset = log.append_marker(&marker, self.shared.clock.now_ms())?;
+        let offset = log.append_marker(marker, self.shared.clock.now_ms())?;
         self.shared.appends.notify();
         Ok(offset)
     }

@@ -221,6 +221,9 @@ impl Apis {
             RequestKind::ListTransactions(request) => {
                 ResponseKind::ListTransactions(self.txn.list_transactions(request, version, peer))
             }
+            RequestKind::WriteTxnMarkers(request) => {
+                ResponseKind::WriteTxnMarkers(self.txn.write_txn_markers(request, peer))
+            }
             RequestKind::DeleteRecords(request) => {
                 ResponseKind::DeleteRecords(self.offsets.delete_records(request, peer))
             }

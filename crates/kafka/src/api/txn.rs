@@ -1,7 +1,8 @@
 //! Transactions over the wire (KIP-98, KIP-447, KIP-664; Kafka's transaction version 1):
 //! InitProducerId with a transactional id, AddPartitionsToTxn (v0-3: the client versions),
 //! AddOffsetsToTxn, TxnOffsetCommit and EndTxn (v0-4: v5 is KIP-890's transaction version
-//! 2), DescribeTransactions and ListTransactions (v0-1). The engine's coordinator decides;
+//! 2), DescribeTransactions and ListTransactions (v0-1), and WriteTxnMarkers (v1), which
+//! Kafka's admin client sends to abort a hanging transaction (`kafka-transactions.sh abort`). The engine's coordinator decides;
 //! this checks the ACLs as Kafka's `KafkaApis` does and translates. Requests older than
 //! PRODUCER_FENCED (KIP-588) get INVALID_PRODUCER_EPOCH for it, as Kafka answers them.
 
@@ -14,6 +15,9 @@ use kafka_protocol::messages::list_transactions_response::TransactionState as Li
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
+use kafka_protocol::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, DescribeTransactionsRequest, DescribeTransactionsResponse,
@@ -21,6 +25,7 @@ use kafka_protocol::messages::{
     TopicName, TransactionalId, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use kafka_protocol::messages::{ListTransactionsRequest, ListTransactionsResponse};
+use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 use kafka_protocol::protocol::StrBytes;
 use logd::txn::TxnState as EngineState;
 use logd_offsets::OffsetCommit;
@@ -378,6 +383,55 @@ impl TxnApi {
                 state.error_code = ResponseError::TransactionalIdNotFound.code();
             }
             response.transaction_states.push(state);
+        }
+        response
+    }
+
+    /// WriteTxnMarkers: each marker written to each partition named (CLUSTER_ACTION on the
+    /// cluster, as Kafka's brokers and its admin's abort need), per partition the outcome:
+    /// INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED for a stale marker,
+    /// UNKNOWN_TOPIC_OR_PARTITION.
+    pub(super) fn write_txn_markers(
+        &self,
+        request: WriteTxnMarkersRequest,
+        peer: &Peer,
+    ) -> WriteTxnMarkersResponse {
+        let allowed = self.guard.allowed(
+            &peer.caller,
+            Operation::ClusterAction,
+            ResourceType::Cluster,
+            crate::acl::CLUSTER_NAME,
+        );
+        let mut response = WriteTxnMarkersResponse::default();
+        for asked in request.markers {
+            let marker = logd::Marker {
+                producer_id: asked.producer_id.0,
+                producer_epoch: asked.producer_epoch,
+                coordinator_epoch: asked.coordinator_epoch,
+                commit: asked.transaction_result,
+            };
+            let mut result = WritableTxnMarkerResult::default();
+            result.producer_id = asked.producer_id;
+            for topic in asked.topics {
+                let mut topic_result = WritableTxnMarkerTopicResult::default();
+                for index in topic.partition_indexes {
+                    let mut partition = WritableTxnMarkerPartitionResult::default();
+                    partition.partition_index = index;
+                    partition.error_code = if !allowed {
+                        codes::CLUSTER_AUTHORIZATION_FAILED
+                    } else {
+                        let index = u32::try_from(index).unwrap_or(u32::MAX);
+                        match self.log.write_marker(&topic.name, index, &marker) {
+                            Ok(_) => codes::NONE,
+                            Err(e) => engine_codes::for_engine_error(&e),
+                        }
+                    };
+                    topic_result.partitions.push(partition);
+                }
+                topic_result.name = topic.name;
+                result.topics.push(topic_result);
+            }
+            response.markers.push(result);
         }
         response
     }

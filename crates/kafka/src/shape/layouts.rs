@@ -270,6 +270,17 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             ],
         },
         ApiKey::DescribeTransactions => vec![CompactArray(vec![CompactStr]), Tags],
+        ApiKey::WriteTxnMarkers => vec![
+            CompactArray(vec![
+                I64,
+                I16,
+                BOOL,
+                CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
+                I32,
+                Tags,
+            ]),
+            Tags,
+        ],
         ApiKey::ListTransactions => match v {
             0 => vec![
                 CompactArray(vec![CompactStr]),

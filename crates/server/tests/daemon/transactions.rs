@@ -357,3 +357,89 @@ fn consume_transform_produce_is_exactly_once_across_kill_9_of_the_app_and_of_log
         "{commits:?} transactions"
     );
 }
+
+/// Kafka's `kafka-transactions.sh` (its TransactionsCommand, kafka-tools 4.4) on a producer
+/// killed mid-transaction with a ten-minute timeout: `list` and `describe` show it Ongoing
+/// with its partition, `describe-producers` its open transaction's start, and `abort` (which
+/// sends WriteTxnMarkers) ends it at once, so a read_committed reader gets past it without
+/// waiting for the timeout.
+#[test]
+fn kafkas_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
+    use super::java_clients::java;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let b = daemon.addr.as_str();
+    super::logd(
+        &[
+            "topics",
+            "create",
+            "held",
+            "--partitions",
+            "1",
+            "--bootstrap",
+            b,
+        ],
+        "",
+    );
+    let mut doomed = python_script(DIES_MID_TRANSACTION, &[b, "600000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(doomed.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+    let tool = |args: &[&str]| {
+        let mut all = vec!["--bootstrap-server", b];
+        all.extend_from_slice(args);
+        let out = java("org.apache.kafka.tools.TransactionsCommand", &all)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let listed = tool(&["list"]);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("doomed") && l.contains("Ongoing")),
+        "{listed}"
+    );
+    let described = tool(&["describe", "--transactional-id", "doomed"]);
+    assert!(
+        described.contains("Ongoing") && described.contains("held-0"),
+        "{described}"
+    );
+    let producers = tool(&["describe-producers", "--topic", "held", "--partition", "0"]);
+    // Columns: ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp
+    // CurrentTransactionStartOffset.
+    let start: Vec<&str> = producers
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .collect();
+    assert_eq!(start, ["0"], "{producers}");
+    tool(&[
+        "abort",
+        "--topic",
+        "held",
+        "--partition",
+        "0",
+        "--start-offset",
+        "0",
+    ]);
+    let out = python(READS_PAST_IT, b);
+    let (values, seconds) = out.trim().rsplit_once(' ').unwrap();
+    assert_eq!(values, "after");
+    assert!(
+        seconds.parse::<u64>().unwrap() < 5,
+        "read past it at once: {seconds} s"
+    );
+}
