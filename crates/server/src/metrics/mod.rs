@@ -2,8 +2,8 @@
 //! topic and request latency (as a [`BrokerObserver`]), fsync latency (through
 //! [`fsync::MeteredFs`]), active connections, and, computed at each scrape from the engine,
 //! consumer lag per group and partition, the age of each group's oldest unconsumed record,
-//! dead-letter topic depth and age, and idempotent producers tracked and duplicates dropped
-//! per topic.
+//! dead-letter topic depth and age, idempotent producers tracked and duplicates dropped per
+//! topic, and transactions (`transactions.rs`).
 //!
 //! A dead-letter topic is one whose name ends in [`DLQ_SUFFIX`]; its depth is its pending
 //! letters: the records after the dead-letter position (what the group [`DLQ_REPLAY_GROUP`]
@@ -11,6 +11,7 @@
 //! as replayed, so replaying dead letters lowers it.
 
 pub(crate) mod fsync;
+mod transactions;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -66,6 +67,9 @@ pub(crate) struct Metrics {
     dlq_oldest: Family<Labels, FloatGauge>,
     producers: Family<Labels, Gauge>,
     duplicates: Family<Labels, Counter>,
+    transactions: Family<Labels, Gauge>,
+    oldest_transaction: FloatGauge,
+    stable_offset_lag: Family<Labels, Gauge>,
     cleaner_failures: Counter,
     cleaner_records_removed: Counter,
     cleaner_bytes_freed: Counter,
@@ -115,6 +119,9 @@ impl Metrics {
             dlq_depth: Family::default(),
             dlq_oldest: Family::default(),
             producers: Family::default(),
+            transactions: Family::default(),
+            oldest_transaction: FloatGauge::default(),
+            stable_offset_lag: Family::default(),
             duplicates: Family::default(),
             cleaner_failures: Counter::default(),
             cleaner_records_removed: Counter::default(),
@@ -287,6 +294,22 @@ impl Metrics {
             m.budget_waiting.clone(),
         );
         registry.register(
+            "transactions",
+            "Transactional ids by the state of their transaction (Kafka's names: Empty, Ongoing, PrepareCommit, ...)",
+            m.transactions.clone(),
+        );
+        registry.register_with_unit(
+            "transaction_oldest_open_age",
+            "How long the oldest open transaction has been open (0 with none)",
+            Unit::Seconds,
+            m.oldest_transaction.clone(),
+        );
+        registry.register(
+            "last_stable_offset_lag",
+            "Records between a partition's last stable offset and its high watermark: what read_committed readers wait for (partitions with an open transaction only)",
+            m.stable_offset_lag.clone(),
+        );
+        registry.register(
             "idempotent_producers",
             "Idempotent producers with state in the topic's partitions",
             m.producers.clone(),
@@ -389,6 +412,7 @@ impl Metrics {
             self.refresh_share_groups(log);
             self.refresh_dead_letters(log);
             self.refresh_producers(log);
+            self.refresh_transactions(log);
             self.refresh_cleaner(log);
         }
         let mut out = String::new();

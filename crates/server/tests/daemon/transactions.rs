@@ -362,13 +362,15 @@ fn consume_transform_produce_is_exactly_once_across_kill_9_of_the_app_and_of_log
 /// killed mid-transaction with a ten-minute timeout: `list` and `describe` show it Ongoing
 /// with its partition, `describe-producers` its open transaction's start, and `abort` (which
 /// sends WriteTxnMarkers) ends it at once, so a read_committed reader gets past it without
-/// waiting for the timeout.
+/// waiting for the timeout. `/metrics` shows the open transaction and the partition's
+/// last-stable-offset lag, and no lag once it is aborted.
 #[test]
 fn kafkas_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
     use super::java_clients::java;
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path(), &[]);
+    let daemon = Daemon::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
     let b = daemon.addr.as_str();
+    let http = daemon.metrics.clone().unwrap();
     super::logd(
         &[
             "topics",
@@ -426,6 +428,14 @@ fn kafkas_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
         .filter_map(|l| l.split_whitespace().nth(5))
         .collect();
     assert_eq!(start, ["0"], "{producers}");
+    let metrics = super::metrics::scrape(&http);
+    assert_eq!(
+        metrics.get("logd_transactions{state=\"Ongoing\"}"),
+        Some(&1.0)
+    );
+    let lag = "logd_last_stable_offset_lag{topic=\"held\",partition=\"0\"}";
+    assert_eq!(metrics.get(lag), Some(&5.0), "its five records");
+    assert!(metrics["logd_transaction_oldest_open_age_seconds"] > 0.0);
     tool(&[
         "abort",
         "--topic",
@@ -435,6 +445,7 @@ fn kafkas_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
         "--start-offset",
         "0",
     ]);
+    assert_eq!(super::metrics::scrape(&http).get(lag), None);
     let out = python(READS_PAST_IT, b);
     let (values, seconds) = out.trim().rsplit_once(' ').unwrap();
     assert_eq!(values, "after");
