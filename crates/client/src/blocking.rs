@@ -15,6 +15,7 @@ use crate::group_client::GroupInfo;
 use crate::quota_client::EntityQuotas;
 use crate::records_client::{ActiveProducer, PartitionOffsets};
 use crate::share_group_client::ShareGroupInfo;
+use crate::txn_client::TransactionInfo;
 use crate::user_client::UserCredentials;
 use logd_protocol::acl::{AclBinding, AclFilter};
 use logd_protocol::quota::QuotaEntity;
@@ -226,6 +227,29 @@ impl Client {
     /// Every group's id.
     pub fn list_groups(&mut self) -> Result<Vec<String>> {
         self.runtime.block_on(self.inner.list_groups())
+    }
+
+    /// Every transactional id the cluster knows, by id.
+    pub fn list_transactions(&mut self) -> Result<Vec<TransactionInfo>> {
+        self.runtime.block_on(self.inner.list_transactions())
+    }
+
+    /// A transactional id's state and open transaction.
+    pub fn describe_transaction(&mut self, transactional_id: &str) -> Result<TransactionInfo> {
+        self.runtime
+            .block_on(self.inner.describe_transaction(transactional_id))
+    }
+
+    /// Aborts the transaction open in `topic`'s `partition` since `start_offset`; its
+    /// producer id.
+    pub fn abort_transaction(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        start_offset: i64,
+    ) -> Result<i64> {
+        self.runtime
+            .block_on(self.inner.abort_transaction(topic, partition, start_offset))
     }
 
     /// A group's state and members.

@@ -21,6 +21,7 @@ mod retry_transport;
 mod routing;
 mod share_group_client;
 mod topic_client;
+mod txn_client;
 mod user_client;
 mod wire;
 mod writer;
@@ -38,6 +39,7 @@ pub use records_client::{ActiveProducer, PartitionOffsets};
 pub use retry_transport::Remote;
 pub use share_group_client::ShareGroupInfo;
 pub use topic_client::TopicConfigEntry;
+pub use txn_client::TransactionInfo;
 pub use user_client::UserCredentials;
 pub use writer::TopicWriter;
 

@@ -46,6 +46,10 @@ pub struct ActiveProducer {
     pub last_sequence: i32,
     /// Timestamp of its last stored batch (ms).
     pub last_timestamp: i64,
+    /// The coordinator epoch of its last transaction marker, -1 before any.
+    pub coordinator_epoch: i32,
+    /// Where its open transaction starts, -1 when none is open.
+    pub txn_start_offset: i64,
 }
 
 const PRODUCE: i16 = 7;
@@ -252,6 +256,8 @@ impl AsyncClient {
                 epoch: p.producer_epoch,
                 last_sequence: p.last_sequence,
                 last_timestamp: p.last_timestamp,
+                coordinator_epoch: p.coordinator_epoch,
+                txn_start_offset: p.current_txn_start_offset,
             }));
         }
         producers.sort_by_key(|p| (p.partition, p.producer_id));

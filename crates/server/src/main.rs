@@ -68,6 +68,8 @@ enum Command {
     /// List, set or remove client quotas (Kafka's, over the wire: byte rates and request time
     /// per user and client id).
     Quotas(tools::quotas::QuotasArgs),
+    /// List or describe transactions, or abort a hanging one, on a running broker.
+    Transactions(tools::transactions::TransactionsArgs),
     /// Read a segment file offline, verifying every batch's CRC (like kafka-dump-log); exits 1
     /// if a batch is corrupt.
     Dump(dump::DumpArgs),
@@ -307,6 +309,7 @@ fn main() -> ExitCode {
         Some(Command::Users(args)) => done(tools::users::run(&args)),
         Some(Command::Acls(args)) => done(tools::acls::run(&args)),
         Some(Command::Quotas(args)) => done(tools::quotas::run(&args)),
+        Some(Command::Transactions(args)) => done(tools::transactions::run(&args)),
         Some(Command::Dump(args)) => dump::run(&args),
         None => done(serve(cli.serve)),
     };

@@ -11,6 +11,7 @@ pub(crate) mod produce;
 pub(crate) mod quotas;
 mod share_groups;
 pub(crate) mod topics;
+pub(crate) mod transactions;
 pub(crate) mod users;
 
 use std::path::PathBuf;

@@ -454,3 +454,90 @@ fn kafkas_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
         "read past it at once: {seconds} s"
     );
 }
+
+/// `logd transactions` on the same kind of hanging transaction: `list` and `describe` show it,
+/// `abort` at a wrong offset is refused and at its start ends it, so a read_committed reader
+/// gets past it at once.
+#[test]
+fn logds_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let b = daemon.addr.as_str();
+    super::logd(
+        &[
+            "topics",
+            "create",
+            "held",
+            "--partitions",
+            "1",
+            "--bootstrap",
+            b,
+        ],
+        "",
+    );
+    let mut doomed = python_script(DIES_MID_TRANSACTION, &[b, "600000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(doomed.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+    let logd = |args: &[&str]| {
+        let mut all = vec!["transactions"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--bootstrap", b]);
+        super::logd(&all, "")
+    };
+    let (ok, listed, err) = logd(&["list"]);
+    assert!(ok, "{err}");
+    let rows: Vec<Vec<&str>> = listed
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').collect())
+        .collect();
+    assert_eq!(rows.len(), 1, "{listed}");
+    assert_eq!((rows[0][0], rows[0][2]), ("doomed", "Ongoing"));
+    let (ok, described, err) = logd(&["describe", "doomed"]);
+    assert!(ok, "{err}");
+    let row: Vec<&str> = described.lines().nth(1).unwrap().split('\t').collect();
+    assert_eq!(
+        (row[0], row[2], row[3], row[4]),
+        ("doomed", "0", "Ongoing", "600000")
+    );
+    assert_eq!(row[6], "held-0");
+    let (ok, _, err) = logd(&[
+        "abort",
+        "--topic",
+        "held",
+        "--partition",
+        "0",
+        "--start-offset",
+        "3",
+    ]);
+    assert!(
+        !ok && err.contains("no transaction in held-0 starts at offset 3"),
+        "{err}"
+    );
+    let (ok, aborted, err) = logd(&[
+        "abort",
+        "--topic",
+        "held",
+        "--partition",
+        "0",
+        "--start-offset",
+        "0",
+    ]);
+    assert!(ok, "{err}");
+    assert!(aborted.contains("held-0 from offset 0"), "{aborted}");
+    let out = python(READS_PAST_IT, b);
+    let (values, seconds) = out.trim().rsplit_once(' ').unwrap();
+    assert_eq!(values, "after");
+    assert!(
+        seconds.parse::<u64>().unwrap() < 5,
+        "read past it at once: {seconds} s"
+    );
+}
