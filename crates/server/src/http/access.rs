@@ -150,6 +150,11 @@ impl Caller {
     pub(crate) fn sees_group(&self, name: &str) -> bool {
         self.may(Operation::Describe, ResourceType::Group, name)
     }
+
+    /// Whether the caller may see the transactional id `name`.
+    pub(crate) fn sees_transactional_id(&self, name: &str) -> bool {
+        self.may(Operation::Describe, ResourceType::TransactionalId, name)
+    }
 }
 
 /// Lets a request to the API through as a [`Caller`], or answers it: 401 when a login is due

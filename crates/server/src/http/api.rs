@@ -46,6 +46,7 @@ pub(super) fn routes(state: &Shared) -> Router<Shared> {
         .route("/quotas", get(super::quotas::quotas))
         .route("/groups", get(groups))
         .route("/share-groups", get(super::share_groups::share_groups))
+        .route("/transactions", get(super::transactions::transactions))
         .route("/groups/{group}", get(group).delete(changes::delete_group))
         .route(
             "/groups/{group}/reset-offsets",
@@ -385,6 +386,7 @@ mod tests {
             "api/v1/groups/{group}",
             "api/v1/groups/{group}/reset-offsets",
             "api/v1/share-groups",
+            "api/v1/transactions",
             "metrics",
             "health",
         ];

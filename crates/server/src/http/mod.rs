@@ -19,6 +19,7 @@ mod refusals;
 mod search;
 mod share_groups;
 mod timeline;
+mod transactions;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -75,6 +75,9 @@ fn idempotent(id: i64, epoch: i16, sequence: i32, value: &[u8]) -> Vec<u8> {
 fn init_producer_id(stream: &mut TcpStream, correlation_id: i32) -> i64 {
     use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
     let mut request = InitProducerIdRequest::default();
+    // Null, as idempotent producers send it (the codec's default is "", which Kafka's
+    // coordinator refuses as an empty transactional id).
+    request.transactional_id = None;
     request.transaction_timeout_ms = 60_000;
     write_request(stream, ApiKey::InitProducerId, 1, correlation_id, &request);
     let (header, mut body) = read_response(stream, ApiKey::InitProducerId, 1);

@@ -436,6 +436,17 @@ fn kafkas_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
     let lag = "logd_last_stable_offset_lag{topic=\"held\",partition=\"0\"}";
     assert_eq!(metrics.get(lag), Some(&5.0), "its five records");
     assert!(metrics["logd_transaction_oldest_open_age_seconds"] > 0.0);
+    // The console's view of the same.
+    let (status, body) = super::metrics::get(&http, "/api/v1/transactions");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let t = &answer["transactions"][0];
+    assert_eq!(
+        (t["transactional_id"].as_str(), t["state"].as_str()),
+        (Some("doomed"), Some("Ongoing"))
+    );
+    assert_eq!(t["partitions"][0]["topic"], "held");
+    assert_eq!(answer["unstable_partitions"][0]["lag"], 5);
     tool(&[
         "abort",
         "--topic",
