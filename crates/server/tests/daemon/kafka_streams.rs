@@ -22,16 +22,13 @@ fn word_count(args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-#[test]
-fn kafka_streams_counts_words_restores_its_store_and_purges_its_repartition_topic() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path(), &[]);
-    let b = daemon.addr.as_str();
+/// Creates the input topic `text`, three partitions, with Kafka's own `kafka-topics`.
+fn create_text_topic(bootstrap: &str) {
     let created = java(
         "org.apache.kafka.tools.TopicCommand",
         &[
             "--bootstrap-server",
-            b,
+            bootstrap,
             "--create",
             "--topic",
             "text",
@@ -42,6 +39,14 @@ fn kafka_streams_counts_words_restores_its_store_and_purges_its_repartition_topi
     .output()
     .unwrap();
     assert!(created.status.success());
+}
+
+#[test]
+fn kafka_streams_counts_words_restores_its_store_and_purges_its_repartition_topic() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let b = daemon.addr.as_str();
+    create_text_topic(b);
 
     assert_eq!(word_count(&[b, "produce", "0", "50"]), "produced 50\n");
     let first_state = dir.path().join("state-1");
@@ -76,21 +81,7 @@ fn kafka_streams_exactly_once_v2_counts_exactly_across_a_killed_instance() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &[]);
     let b = daemon.addr.as_str();
-    let created = java(
-        "org.apache.kafka.tools.TopicCommand",
-        &[
-            "--bootstrap-server",
-            b,
-            "--create",
-            "--topic",
-            "text",
-            "--partitions",
-            "3",
-        ],
-    )
-    .output()
-    .unwrap();
-    assert!(created.status.success());
+    create_text_topic(b);
     assert_eq!(word_count(&[b, "produce", "0", "1000"]), "produced 1000\n");
     let state = dir.path().join("state-1");
     let mut first = java("WordCount", &[b, "serve", state.to_str().unwrap(), "eos"])

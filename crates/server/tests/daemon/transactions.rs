@@ -100,6 +100,34 @@ print("ready", flush=True)
 time.sleep(600)
 "#;
 
+/// Creates topic `held` and leaves in it a transaction of five records, open under
+/// `timeout_ms` ("6000" or longer), by a producer SIGKILLed once they were acknowledged.
+fn hanging_transaction(bootstrap: &str, timeout_ms: &str) {
+    super::logd(
+        &[
+            "topics",
+            "create",
+            "held",
+            "--partitions",
+            "1",
+            "--bootstrap",
+            bootstrap,
+        ],
+        "",
+    );
+    let mut doomed = python_script(DIES_MID_TRANSACTION, &[bootstrap, timeout_ms])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(doomed.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+}
+
 /// Produces "after" (idempotent, not transactional), then reads read_committed until it sees
 /// it, printing each value and the seconds it took.
 const READS_PAST_IT: &str = r#"
@@ -125,29 +153,7 @@ print(" ".join(got), round(time.time() - start))
 fn a_producer_killed_mid_transaction_is_never_read_and_its_timeout_frees_the_stable_offset() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &[]);
-    super::logd(
-        &[
-            "topics",
-            "create",
-            "held",
-            "--partitions",
-            "1",
-            "--bootstrap",
-            &daemon.addr,
-        ],
-        "",
-    );
-    let mut doomed = python_script(DIES_MID_TRANSACTION, &[&daemon.addr, "6000"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(doomed.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    doomed.kill().unwrap();
-    doomed.wait().unwrap();
+    hanging_transaction(&daemon.addr, "6000");
     let out = python(READS_PAST_IT, &daemon.addr);
     let (values, seconds) = out.trim().rsplit_once(' ').unwrap();
     assert_eq!(
@@ -358,6 +364,26 @@ fn consume_transform_produce_is_exactly_once_across_kill_9_of_the_app_and_of_log
     );
 }
 
+/// `kafka-transactions.sh abort` and `logd transactions abort` of `held`'s transaction.
+const ABORT_HELD: [&str; 7] = [
+    "abort",
+    "--topic",
+    "held",
+    "--partition",
+    "0",
+    "--start-offset",
+    "0",
+];
+
+/// A read_committed reader gets past the aborted transaction at once, not after its timeout.
+fn read_past_it_at_once(bootstrap: &str) {
+    let out = python(READS_PAST_IT, bootstrap);
+    let (values, seconds) = out.trim().rsplit_once(' ').unwrap();
+    assert_eq!(values, "after");
+    let seconds: u64 = seconds.parse().unwrap();
+    assert!(seconds < 5, "read past it at once: {seconds} s");
+}
+
 /// Kafka's `kafka-transactions.sh` (its TransactionsCommand, kafka-tools 4.4) on a producer
 /// killed mid-transaction with a ten-minute timeout: `list` and `describe` show it Ongoing
 /// with its partition, `describe-producers` its open transaction's start, and `abort` (which
@@ -371,29 +397,7 @@ fn kafkas_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
     let daemon = Daemon::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
     let b = daemon.addr.as_str();
     let http = daemon.metrics.clone().unwrap();
-    super::logd(
-        &[
-            "topics",
-            "create",
-            "held",
-            "--partitions",
-            "1",
-            "--bootstrap",
-            b,
-        ],
-        "",
-    );
-    let mut doomed = python_script(DIES_MID_TRANSACTION, &[b, "600000"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(doomed.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    doomed.kill().unwrap();
-    doomed.wait().unwrap();
+    hanging_transaction(b, "600000");
     let tool = |args: &[&str]| {
         let mut all = vec!["--bootstrap-server", b];
         all.extend_from_slice(args);
@@ -447,23 +451,9 @@ fn kafkas_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
     );
     assert_eq!(t["partitions"][0]["topic"], "held");
     assert_eq!(answer["unstable_partitions"][0]["lag"], 5);
-    tool(&[
-        "abort",
-        "--topic",
-        "held",
-        "--partition",
-        "0",
-        "--start-offset",
-        "0",
-    ]);
+    tool(&ABORT_HELD);
     assert_eq!(super::metrics::scrape(&http).get(lag), None);
-    let out = python(READS_PAST_IT, b);
-    let (values, seconds) = out.trim().rsplit_once(' ').unwrap();
-    assert_eq!(values, "after");
-    assert!(
-        seconds.parse::<u64>().unwrap() < 5,
-        "read past it at once: {seconds} s"
-    );
+    read_past_it_at_once(b);
 }
 
 /// `logd transactions` on the same kind of hanging transaction: `list` and `describe` show it,
@@ -474,29 +464,7 @@ fn logds_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &[]);
     let b = daemon.addr.as_str();
-    super::logd(
-        &[
-            "topics",
-            "create",
-            "held",
-            "--partitions",
-            "1",
-            "--bootstrap",
-            b,
-        ],
-        "",
-    );
-    let mut doomed = python_script(DIES_MID_TRANSACTION, &[b, "600000"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(doomed.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    doomed.kill().unwrap();
-    doomed.wait().unwrap();
+    hanging_transaction(b, "600000");
     let logd = |args: &[&str]| {
         let mut all = vec!["transactions"];
         all.extend_from_slice(args);
@@ -533,22 +501,8 @@ fn logds_transactions_tool_lists_describes_and_aborts_a_hanging_transaction() {
         !ok && err.contains("no transaction in held-0 starts at offset 3"),
         "{err}"
     );
-    let (ok, aborted, err) = logd(&[
-        "abort",
-        "--topic",
-        "held",
-        "--partition",
-        "0",
-        "--start-offset",
-        "0",
-    ]);
+    let (ok, aborted, err) = logd(&ABORT_HELD);
     assert!(ok, "{err}");
     assert!(aborted.contains("held-0 from offset 0"), "{aborted}");
-    let out = python(READS_PAST_IT, b);
-    let (values, seconds) = out.trim().rsplit_once(' ').unwrap();
-    assert_eq!(values, "after");
-    assert!(
-        seconds.parse::<u64>().unwrap() < 5,
-        "read past it at once: {seconds} s"
-    );
+    read_past_it_at_once(b);
 }
