@@ -143,7 +143,7 @@ impl Log {
             }
             if header.is_transactional() {
                 let (id, epoch) = (header.producer_id, header.producer_epoch);
-                self.verify_transactional(id, epoch, topic, partition)?;
+                (self.shared.txns).verify_produce(id, epoch, topic, partition)?;
             }
             position = match position.checked_add(header.total_len()) {
                 Some(next) if next < batches.len() => next,

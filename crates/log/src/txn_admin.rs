@@ -170,20 +170,6 @@ impl Log {
         self.shared.config.transaction_max_timeout_ms
     }
 
-    /// Whether producer `producer_id` at `epoch` may append a transactional batch to the
-    /// partition (see `Transactions::verify_produce`).
-    pub(crate) fn verify_transactional(
-        &self,
-        producer_id: i64,
-        epoch: i16,
-        topic: &str,
-        partition: u32,
-    ) -> Result<()> {
-        self.shared
-            .txns
-            .verify_produce(producer_id, epoch, topic, partition)
-    }
-
     /// Finishes the transactions a crash left with their markers half written.
     pub(crate) fn recover_transactions(&self) -> Result<()> {
         for done in self.shared.txns.preparing() {

@@ -135,14 +135,8 @@ impl Segment {
             TIME_ENTRY_LEN,
             known.time_index_entries,
         )?;
-        let (txn_index, txn_index_damaged) = match TxnIndex::open(
-            storage,
-            dir.join(file_name(base_offset, TXN_INDEX_EXT)),
-            base_offset,
-        )? {
-            Ok(txn_index) => (txn_index, false),
-            Err((txn_index, _damaged)) => (txn_index, true),
-        };
+        let txn_path = dir.join(file_name(base_offset, TXN_INDEX_EXT));
+        let (txn_index, txn_index_damaged) = TxnIndex::open(storage, txn_path, base_offset)?;
         let mut segment = Segment {
             base_offset,
             log_path,

@@ -37,10 +37,6 @@ pub(crate) struct TxnIndex {
     file_len: u64,
 }
 
-/// Why an index file could not be trusted: recovery rebuilds every index from the log.
-#[derive(Debug)]
-pub(crate) struct Damaged;
-
 impl TxnIndex {
     /// An empty index for a new segment (no file until the first entry).
     pub(crate) fn empty(path: PathBuf) -> TxnIndex {
@@ -52,24 +48,25 @@ impl TxnIndex {
         }
     }
 
-    /// Reads the index at `path` for the segment holding offsets `base..next`: a missing file
-    /// is an empty index, a torn last entry is dropped, and any entry that breaks a rule
-    /// (version, order, offsets outside the segment) makes it [`Damaged`], with nothing kept.
+    /// Reads the index at `path` for the segment starting at `base`, and whether it was
+    /// damaged: a missing file is an empty index, a torn last entry is dropped, and any entry
+    /// that breaks a rule (version, order, offsets outside the segment) makes it damaged, with
+    /// nothing kept (recovery then rebuilds every index from the log).
     pub(crate) fn open(
         storage: &dyn Storage,
         path: PathBuf,
         base: i64,
-    ) -> Result<std::result::Result<TxnIndex, (TxnIndex, Damaged)>> {
+    ) -> Result<(TxnIndex, bool)> {
         let file = match storage.open(&path, false) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Ok(TxnIndex::empty(path)));
+                return Ok((TxnIndex::empty(path), false));
             }
             Err(e) => return Err(Error::io("open", &path)(e)),
         };
         let len = file.size().map_err(Error::io("stat", &path))?;
         if len > MAX_FILE_BYTES {
-            return Ok(Err((TxnIndex::empty_over(path, len), Damaged)));
+            return Ok((TxnIndex::empty_over(path, len), true));
         }
         let whole = (len / ENTRY_LEN as u64) as usize;
         let mut buf = vec![0u8; whole * ENTRY_LEN];
@@ -79,15 +76,16 @@ impl TxnIndex {
         for chunk in buf.chunks_exact(ENTRY_LEN) {
             match decode(chunk, base, entries.last()) {
                 Some(entry) => entries.push(entry),
-                None => return Ok(Err((TxnIndex::empty_over(path, len), Damaged))),
+                None => return Ok((TxnIndex::empty_over(path, len), true)),
             }
         }
-        Ok(Ok(TxnIndex {
+        let index = TxnIndex {
             path,
             written: entries.len(),
             entries,
             file_len: len,
-        }))
+        };
+        Ok((index, false))
     }
 
     /// An empty index over a file of `len` bytes, which the next write cuts.
