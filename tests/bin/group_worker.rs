@@ -14,16 +14,23 @@
 //! `--crash-at-append N`: the process SIGKILLs itself as its Nth append of a copy starts (after
 //! the commit under the broken order, before it under the right one).
 //!
+//! `--exactly-once ID`: no group membership (`Remote`, one worker at a time) and each hop one
+//! transaction as transactional id ID; `--crash-at-append N` then kills the process just after
+//! its Nth copy was appended, inside the transaction, before the commit.
+//!
+//! `--source TOPIC` and `--group GROUP` replace `tasks` and `workers`, for tests that share a
+//! cluster.
+//!
 //! Usage: `logd-group-worker BOOTSTRAP NAME EVENTS [OPTIONS]`
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use logd_client::{Client, ClientSecurity, GroupRemote};
+use logd_client::{Client, ClientSecurity, GroupRemote, Remote};
 use logd_retry::{
-    CommitOrder, Failure, Headers, Jitter, Message, Ordering, Outcome, Ownership, Result,
-    RetryConfig, RetryPolicy, RetryWorker, Transport,
+    CommitOrder, Failure, Headers, Jitter, Message, Ordering, OutRecord, Outcome, Ownership,
+    Result, RetryConfig, RetryPolicy, RetryWorker, Transport,
 };
 
 /// What the options ask for.
@@ -32,6 +39,9 @@ struct Options {
     handler_ms: Option<u64>,
     commit_before_append: bool,
     crash_at_append: Option<u64>,
+    exactly_once: Option<String>,
+    source: Option<String>,
+    group: Option<String>,
 }
 
 fn options(args: &[String]) -> Option<Options> {
@@ -42,6 +52,9 @@ fn options(args: &[String]) -> Option<Options> {
             "--handler-ms" => options.handler_ms = Some(args.next()?.parse().ok()?),
             "--commit-before-append" => options.commit_before_append = true,
             "--crash-at-append" => options.crash_at_append = Some(args.next()?.parse().ok()?),
+            "--exactly-once" => options.exactly_once = Some(args.next()?.clone()),
+            "--source" => options.source = Some(args.next()?.clone()),
+            "--group" => options.group = Some(args.next()?.clone()),
             _ => return None,
         }
     }
@@ -126,6 +139,28 @@ impl<T: Transport> Transport for CrashAtAppend<T> {
         self.inner.commit(group, topic, partition, offset)
     }
 
+    fn init_transactions(&mut self, transactional_id: &str) -> Result<()> {
+        self.inner.init_transactions(transactional_id)
+    }
+
+    fn append_in_transaction(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        record: &OutRecord,
+    ) -> Result<i64> {
+        let offset = self.inner.append_in_transaction(topic, partition, record)?;
+        self.appends += 1;
+        if self.crash_at == Some(self.appends) {
+            crash();
+        }
+        Ok(offset)
+    }
+
+    fn commit_transaction(&mut self, group: &str, offsets: &[(String, u32, i64)]) -> Result<()> {
+        self.inner.commit_transaction(group, offsets)
+    }
+
     fn marker(&mut self) -> u64 {
         self.inner.marker()
     }
@@ -161,11 +196,6 @@ fn run(
         .open(events)?;
     let security = ClientSecurity::default();
     let client = Client::connect_with(bootstrap, &security)?;
-    let transport = CrashAtAppend {
-        inner: GroupRemote::new(client, bootstrap, &security)?,
-        appends: 0,
-        crash_at: options.crash_at_append,
-    };
     let config = RetryConfig {
         ordering: Ordering::PerKey,
         policy: RetryPolicy {
@@ -179,7 +209,32 @@ fn run(
             true => CommitOrder::BeforeAppend,
             false => CommitOrder::AfterAppend,
         },
-        ..RetryConfig::new("workers", "tasks")
+        transactional_id: options.exactly_once.clone(),
+        ..RetryConfig::new(
+            options.group.as_deref().unwrap_or("workers"),
+            options.source.as_deref().unwrap_or("tasks"),
+        )
+    };
+    match &options.exactly_once {
+        Some(_) => work(Remote::new(client), config, name, &events, options),
+        None => {
+            let member = GroupRemote::new(client, bootstrap, &security)?;
+            work(member, config, name, &events, options)
+        }
+    }
+}
+
+fn work(
+    transport: impl Transport,
+    config: RetryConfig,
+    name: &str,
+    events: &std::fs::File,
+    options: &Options,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let transport = CrashAtAppend {
+        inner: transport,
+        appends: 0,
+        crash_at: options.crash_at_append,
     };
     let mut worker = RetryWorker::new(transport, config, None)?;
     let failed_write = std::cell::Cell::new(None);
@@ -208,7 +263,7 @@ fn run(
             "{nanos} {name} {task} {key} {} {attempt} {said} {}@{}\n",
             m.partition, m.topic, m.offset
         );
-        if let Err(e) = (&events).write_all(line.as_bytes()) {
+        if let Err(e) = (&*events).write_all(line.as_bytes()) {
             failed_write.set(Some(e));
         }
         outcome
@@ -227,7 +282,7 @@ fn run(
             let nanos = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
-            writeln!(&events, "{nanos} {name} - - - - refused")?;
+            writeln!(&*events, "{nanos} {name} - - - - refused")?;
         }
         if worker.owned() != owned {
             owned = worker.owned();
@@ -235,7 +290,7 @@ fn run(
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
             let list: Vec<String> = owned.iter().map(u32::to_string).collect();
-            writeln!(&events, "{nanos} {name} - - - - owns {}", list.join(","))?;
+            writeln!(&*events, "{nanos} {name} - - - - owns {}", list.join(","))?;
         }
         if poll.handled == 0 {
             std::thread::sleep(Duration::from_millis(10));

@@ -30,9 +30,7 @@ use rdkafka::mocking::{MockCluster, MockCoordinator};
 
 use super::read_through;
 
-#[path = "../support/serve_logd.rs"]
-mod serve_logd;
-use serve_logd::serve_logd;
+use super::serve_logd::serve_logd;
 
 const PARTITIONS: i32 = 6;
 const TASKS: u32 = 600;

@@ -3,11 +3,14 @@
 
 mod crash;
 mod dead_letters;
+mod exactly_once;
 mod group_processes;
 mod ordering;
 mod process_kill;
 mod scale_out;
 mod seed;
+#[path = "../support/serve_logd.rs"]
+mod serve_logd;
 mod share_crash;
 mod waiting;
 

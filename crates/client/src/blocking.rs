@@ -13,9 +13,10 @@ use crate::client_security::ClientSecurity;
 use crate::error::Result;
 use crate::group_client::GroupInfo;
 use crate::quota_client::EntityQuotas;
-use crate::records_client::{ActiveProducer, PartitionOffsets};
+use crate::records_client::{ActiveProducer, Fetched, PartitionOffsets};
 use crate::share_group_client::ShareGroupInfo;
 use crate::txn_client::TransactionInfo;
+use crate::txn_producer::TransactionalProducer;
 use crate::user_client::UserCredentials;
 use logd_protocol::acl::{AclBinding, AclFilter};
 use logd_protocol::quota::QuotaEntity;
@@ -167,6 +168,73 @@ impl Client {
     ) -> Result<(Bytes, i64)> {
         self.runtime
             .block_on(self.inner.fetch(topic, partition, offset, max_wait_ms))
+    }
+
+    /// [`AsyncClient::fetch_isolated`]: a fetch at an isolation level.
+    pub fn fetch_isolated(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+        read_committed: bool,
+    ) -> Result<Fetched> {
+        self.runtime.block_on(self.inner.fetch_isolated(
+            topic,
+            partition,
+            offset,
+            max_wait_ms,
+            read_committed,
+        ))
+    }
+
+    /// [`AsyncClient::init_transactions`]: produce as transactional id `id`, fencing earlier
+    /// instances.
+    pub fn init_transactions(
+        &mut self,
+        id: &str,
+        timeout_ms: i32,
+    ) -> Result<TransactionalProducer> {
+        self.runtime
+            .block_on(self.inner.init_transactions(id, timeout_ms))
+    }
+
+    /// [`AsyncClient::send_in_transaction`]: a batch inside `producer`'s transaction.
+    pub fn send_in_transaction(
+        &mut self,
+        producer: &mut TransactionalProducer,
+        topic: &str,
+        partition: i32,
+        batch: Vec<u8>,
+    ) -> Result<i64> {
+        self.runtime.block_on(
+            self.inner
+                .send_in_transaction(producer, topic, partition, batch),
+        )
+    }
+
+    /// [`AsyncClient::send_offsets_to_transaction`]: a group's offsets inside `producer`'s
+    /// transaction.
+    pub fn send_offsets_to_transaction(
+        &mut self,
+        producer: &mut TransactionalProducer,
+        group: &str,
+        offsets: &[(String, i32, i64)],
+    ) -> Result<()> {
+        self.runtime.block_on(
+            self.inner
+                .send_offsets_to_transaction(producer, group, offsets),
+        )
+    }
+
+    /// [`AsyncClient::end_transaction`]: commits or aborts `producer`'s transaction.
+    pub fn end_transaction(
+        &mut self,
+        producer: &mut TransactionalProducer,
+        commit: bool,
+    ) -> Result<()> {
+        self.runtime
+            .block_on(self.inner.end_transaction(producer, commit))
     }
 
     /// Every user with a credential, and each one's SCRAM mechanisms and iterations.

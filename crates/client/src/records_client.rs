@@ -13,12 +13,14 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
-    ProduceRequest, ProduceResponse, TopicName,
+    ProduceRequest, ProduceResponse, TopicName, TransactionalId,
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
 use kafka_protocol::protocol::StrBytes;
+
+use logd_storage::AbortedTxn;
 
 use crate::client::AsyncClient;
 use crate::error::{Error, Result};
@@ -50,6 +52,18 @@ pub struct ActiveProducer {
     pub coordinator_epoch: i32,
     /// Where its open transaction starts, -1 when none is open.
     pub txn_start_offset: i64,
+}
+
+/// What a fetch returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// Whole record batches.
+    pub records: Bytes,
+    /// The partition's high watermark.
+    pub high_watermark: i64,
+    /// For a read_committed fetch, the aborted transactions the batches hold (their
+    /// producers and first offsets).
+    pub aborted: Vec<AbortedTxn>,
 }
 
 const PRODUCE: i16 = 7;
@@ -297,6 +311,18 @@ impl AsyncClient {
 
     /// Appends record batches to a partition with acks = all; returns the base offset.
     pub async fn produce(&mut self, topic: &str, partition: i32, batches: Vec<u8>) -> Result<i64> {
+        self.produce_as(None, topic, partition, batches).await
+    }
+
+    /// [`AsyncClient::produce`] as transactional producer `transactional_id` (its batches
+    /// transactional ones, the partition added to its open transaction first).
+    pub(crate) async fn produce_as(
+        &mut self,
+        transactional_id: Option<&str>,
+        topic: &str,
+        partition: i32,
+        batches: Vec<u8>,
+    ) -> Result<i64> {
         let mut data = PartitionProduceData::default();
         data.index = partition;
         data.records = Some(Bytes::from(batches));
@@ -304,6 +330,8 @@ impl AsyncClient {
         t.name = name(topic);
         t.partition_data = vec![data];
         let mut request = ProduceRequest::default();
+        request.transactional_id =
+            transactional_id.map(|id| TransactionalId(StrBytes::from_string(id.to_owned())));
         request.acks = -1;
         request.timeout_ms = 30_000;
         request.topic_data = vec![t];
@@ -348,6 +376,23 @@ impl AsyncClient {
         offset: i64,
         max_wait_ms: i32,
     ) -> Result<(Bytes, i64)> {
+        let fetched = self
+            .fetch_isolated(topic, partition, offset, max_wait_ms, false)
+            .await?;
+        Ok((fetched.records, fetched.high_watermark))
+    }
+
+    /// [`AsyncClient::fetch`] at an isolation level: with `read_committed`, only up to the
+    /// partition's last stable offset, with the aborted transactions in the batches returned
+    /// (which the caller skips, e.g. with `logd_storage::ReadCommitted`).
+    pub async fn fetch_isolated(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+        read_committed: bool,
+    ) -> Result<Fetched> {
         let mut p = FetchPartition::default();
         p.partition = partition;
         p.fetch_offset = offset;
@@ -360,6 +405,7 @@ impl AsyncClient {
         request.max_wait_ms = max_wait_ms;
         request.min_bytes = 1;
         request.max_bytes = 4 << 20;
+        request.isolation_level = i8::from(read_committed);
         request.topics = vec![t];
         let response: FetchResponse = self
             .wire
@@ -385,10 +431,23 @@ impl AsyncClient {
                 code: -1,
             })?;
         match data.error_code {
-            0 => Ok((
-                data.records.clone().unwrap_or_default(),
-                data.high_watermark,
-            )),
+            0 => Ok(Fetched {
+                records: data.records.clone().unwrap_or_default(),
+                high_watermark: data.high_watermark,
+                aborted: data
+                    .aborted_transactions
+                    .iter()
+                    .flatten()
+                    .map(|a| AbortedTxn {
+                        producer_id: a.producer_id.0,
+                        first_offset: a.first_offset,
+                        // A fetch tells only where an aborted transaction starts; the reader
+                        // finds its end at the producer's abort marker.
+                        last_offset: -1,
+                        last_stable_offset: -1,
+                    })
+                    .collect(),
+            }),
             code => Err(Error::Kafka {
                 what: format!("fetch {topic}-{partition} at {offset}"),
                 code,

@@ -19,6 +19,10 @@ use logd_protocol::codes;
 /// The FindCoordinator version the client sends.
 pub(crate) const FIND_COORDINATOR: i16 = 2;
 
+/// FindCoordinator's key types: a group, a transactional id.
+pub(crate) const GROUP_KEY: i8 = 0;
+pub(crate) const TRANSACTION_KEY: i8 = 1;
+
 /// How long a call keeps retrying a route that went stale before it reports the error.
 const RETRY_FOR: Duration = Duration::from_secs(15);
 /// The first pause before a retry; doubled each time, up to [`MAX_BACKOFF`].
@@ -36,6 +40,8 @@ pub(crate) enum Route<'a> {
     Leader(&'a str, i32),
     /// A consumer group's coordinator.
     Coordinator(&'a str),
+    /// A transactional id's coordinator.
+    TxnCoordinator(&'a str),
     /// One broker by id (calls asked of every broker, such as ListGroups).
     Broker(i32),
 }
@@ -47,7 +53,8 @@ pub(crate) struct Routes {
     pub(crate) brokers: BTreeMap<i32, String>,
     pub(crate) controller: Option<i32>,
     pub(crate) leaders: HashMap<(String, i32), i32>,
-    pub(crate) coordinators: HashMap<String, i32>,
+    /// Coordinators by FindCoordinator key type (0 groups, 1 transactional ids) and key.
+    pub(crate) coordinators: HashMap<(i8, String), i32>,
     /// Whether a Metadata answer was seen at all.
     pub(crate) known: bool,
 }
@@ -89,7 +96,10 @@ impl Routes {
                 self.leaders.remove(&(topic.to_owned(), partition));
             }
             Route::Coordinator(group) => {
-                self.coordinators.remove(group);
+                self.coordinators.remove(&(GROUP_KEY, group.to_owned()));
+            }
+            Route::TxnCoordinator(id) => {
+                self.coordinators.remove(&(TRANSACTION_KEY, id.to_owned()));
             }
         }
     }

@@ -21,7 +21,9 @@ use logd_protocol::codes;
 use crate::client_security::ClientSecurity;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
-use crate::routing::{FIND_COORDINATOR, Retry, Route, Routes, is_stale_route};
+use crate::routing::{
+    FIND_COORDINATOR, GROUP_KEY, Retry, Route, Routes, TRANSACTION_KEY, is_stale_route,
+};
 
 const API_VERSIONS: i16 = 2;
 const METADATA: i16 = 4;
@@ -247,7 +249,8 @@ impl Wire {
                 }
             },
             Route::Leader(topic, partition) => self.leader(topic, partition).await?,
-            Route::Coordinator(group) => self.coordinator(group).await?,
+            Route::Coordinator(group) => self.coordinator(GROUP_KEY, group).await?,
+            Route::TxnCoordinator(id) => self.coordinator(TRANSACTION_KEY, id).await?,
         }))
     }
 
@@ -284,21 +287,26 @@ impl Wire {
         }
     }
 
-    /// The coordinator of `group` (FindCoordinator v2, asked of the bootstrap broker).
-    async fn coordinator(&mut self, group: &str) -> Result<i32> {
-        if let Some(&id) = self.routes.coordinators.get(group) {
+    /// The coordinator of a group or transactional id (`key_type` [`GROUP_KEY`] or
+    /// [`TRANSACTION_KEY`]; FindCoordinator v2, asked of the bootstrap broker).
+    async fn coordinator(&mut self, key_type: i8, key: &str) -> Result<i32> {
+        let route = (key_type, key.to_owned());
+        if let Some(&id) = self.routes.coordinators.get(&route) {
             return Ok(id);
         }
         let mut request = FindCoordinatorRequest::default();
-        request.key = StrBytes::from_string(group.to_owned());
-        request.key_type = 0;
+        request.key = StrBytes::from_string(key.to_owned());
+        request.key_type = key_type;
         let response: FindCoordinatorResponse = self
             .bootstrap
             .call(ApiKey::FindCoordinator, FIND_COORDINATOR, &request)
             .await?;
         if response.error_code != 0 {
             return Err(Error::Kafka {
-                what: format!("the coordinator of group {group}"),
+                what: match key_type {
+                    GROUP_KEY => format!("the coordinator of group {key}"),
+                    _ => format!("the coordinator of transactional id {key}"),
+                },
                 code: response.error_code,
             });
         }
@@ -307,7 +315,7 @@ impl Wire {
             .brokers
             .entry(id)
             .or_insert_with(|| format!("{}:{}", response.host.as_str(), response.port));
-        self.routes.coordinators.insert(group.to_owned(), id);
+        self.routes.coordinators.insert(route, id);
         Ok(id)
     }
 

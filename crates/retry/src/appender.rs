@@ -62,6 +62,7 @@ impl IdempotentAppender {
                 producer_id,
                 epoch,
                 sequence,
+                transactional: false,
             },
         )
     }

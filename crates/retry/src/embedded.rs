@@ -119,6 +119,7 @@ impl Transport for Embedded {
                 partition,
                 from,
                 log.config().max_decompressed_bytes,
+                None,
             )?;
             // Only batches a cleaning emptied (a compacted source): look past them.
             match logd_storage::batch::offset_after(&batches) {

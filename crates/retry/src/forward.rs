@@ -95,6 +95,30 @@ macro_rules! forward_transport {
             self.$inner.commit(group, topic, partition, offset)
         }
     };
+    (@call $inner:ident init_transactions) => {
+        fn init_transactions(&mut self, transactional_id: &str) -> $crate::Result<()> {
+            self.$inner.init_transactions(transactional_id)
+        }
+    };
+    (@call $inner:ident append_in_transaction) => {
+        fn append_in_transaction(
+            &mut self,
+            topic: &str,
+            partition: u32,
+            record: &$crate::OutRecord,
+        ) -> $crate::Result<i64> {
+            self.$inner.append_in_transaction(topic, partition, record)
+        }
+    };
+    (@call $inner:ident commit_transaction) => {
+        fn commit_transaction(
+            &mut self,
+            group: &str,
+            offsets: &[(::std::string::String, u32, i64)],
+        ) -> $crate::Result<()> {
+            self.$inner.commit_transaction(group, offsets)
+        }
+    };
     (@call $inner:ident marker) => {
         fn marker(&mut self) -> u64 {
             self.$inner.marker()

@@ -59,6 +59,13 @@ pub struct RetryConfig {
     /// that a crash interrupted between its append and its commit is completed after the
     /// restart without a second copy; without it, that copy may be written twice.
     pub state_dir: Option<std::path::PathBuf>,
+    /// A transactional id of this worker's own (default none): with it each hop (the copy to
+    /// a retry tier or the dead-letter topic, and the commit past its source record) is one
+    /// transaction, so a crash anywhere leaves the copy written exactly once, with no journal;
+    /// the worker reads committed records only. Needs a transport with transactions (the
+    /// remote one; a broker serving Kafka's transactions). A restarted worker must use the
+    /// same id, which fences the instance before it; two live workers must not share one.
+    pub transactional_id: Option<String>,
 }
 
 impl RetryConfig {
@@ -77,6 +84,7 @@ impl RetryConfig {
             dlq_retention: Some(Duration::from_secs(30 * 24 * 3600)),
             commit_order: CommitOrder::AfterAppend,
             state_dir: None,
+            transactional_id: None,
         }
     }
 

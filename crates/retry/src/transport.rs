@@ -8,9 +8,10 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use bytes::Bytes;
-use logd_storage::batch::{BatchBuilder, Compression, Record};
+use logd_storage::ReadCommitted;
+use logd_storage::batch::{BatchBuilder, BatchRef, Compression, Record};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::message::{Message, OutRecord};
 
 /// A log the worker reads, appends to and commits in.
@@ -61,6 +62,34 @@ pub trait Transport {
     fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>>;
     /// Commits `offset` (the next to read) for `group`; durable when it returns.
     fn commit(&mut self, group: &str, topic: &str, partition: u32, offset: i64) -> Result<()>;
+    /// Makes this transport a transactional producer with id `transactional_id` for the
+    /// worker's exactly-once hops: fences any earlier instance with that id (aborting the
+    /// transaction it left open, so a copy it wrote is never read) and from now on reads
+    /// only committed records (read_committed). A transport without transactions refuses.
+    fn init_transactions(&mut self, transactional_id: &str) -> Result<()> {
+        Err(Error::Config(format!(
+            "exactly-once hops (transactional id {transactional_id}) need a transport with \
+             transactions"
+        )))
+    }
+    /// Appends `record` to `topic`/`partition` inside this producer's transaction (opening
+    /// one); returns its offset. On failure the transaction is aborted.
+    fn append_in_transaction(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        record: &OutRecord,
+    ) -> Result<i64> {
+        let _ = (topic, partition, record);
+        Err(Error::Config("this transport has no transactions".into()))
+    }
+    /// Commits `offsets` ((topic, partition, next offset to read)) for `group` inside the
+    /// open transaction, then commits the transaction: its appends and these offsets take
+    /// effect together or not at all. On failure the transaction is aborted.
+    fn commit_transaction(&mut self, group: &str, offsets: &[(String, u32, i64)]) -> Result<()> {
+        let _ = (group, offsets);
+        Err(Error::Config("this transport has no transactions".into()))
+    }
     /// A marker for [`Transport::wait`]: taken before looking for data.
     fn marker(&mut self) -> u64;
     /// Waits up to `timeout` for data newer than `marker` (or returns early).
@@ -86,6 +115,8 @@ pub struct Stamp {
     pub epoch: i16,
     /// Sequence of the batch's record.
     pub sequence: i32,
+    /// Whether the batch belongs to a transaction (the producer's transactional id's).
+    pub transactional: bool,
 }
 
 /// Builds one batch holding `record`, written by the idempotent producer `stamp` names.
@@ -100,6 +131,9 @@ pub fn encode_record(record: &OutRecord, stamp: Stamp) -> Result<Vec<u8>> {
         stamp.epoch,
         stamp.sequence,
     );
+    if stamp.transactional {
+        builder = builder.transactional();
+    }
     builder.push(
         record.timestamp,
         record.key.as_deref(),
@@ -109,16 +143,19 @@ pub fn encode_record(record: &OutRecord, stamp: Stamp) -> Result<Vec<u8>> {
     Ok(builder.build(0)?)
 }
 
-/// The records of `batches` at or after `from`, as messages of `topic`/`partition`.
+/// The records of `batches` at or after `from`, as messages of `topic`/`partition`; with
+/// `committed`, only those a read_committed reader keeps.
 pub fn decode_messages(
     batches: &Bytes,
     topic: &str,
     partition: u32,
     from: i64,
     max_decompressed: usize,
+    mut committed: Option<ReadCommitted>,
 ) -> Result<Vec<Message>> {
     let mut out = Vec::new();
-    Record::decode_each(batches, max_decompressed, |r| {
+    let keep = |batch: &BatchRef<'_>| committed.as_mut().is_none_or(|c| c.keep(batch));
+    Record::decode_kept(batches, max_decompressed, keep, |r| {
         if r.offset >= from {
             out.push(Message {
                 topic: topic.to_owned(),

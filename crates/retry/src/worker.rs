@@ -141,12 +141,25 @@ impl<T: Transport> RetryWorker<T> {
         if config.policy.max_attempts == 0 {
             return Err(Error::Config("max_attempts must be at least 1".into()));
         }
+        if config.transactional_id.is_some()
+            && (config.state_dir.is_some() || config.commit_order != CommitOrder::AfterAppend)
+        {
+            return Err(Error::Config(
+                "a transactional id makes each hop one transaction: it takes no hop journal \
+                 (state_dir) and no commit order"
+                    .into(),
+            ));
+        }
         let partitions = transport.partition_count(&config.source)?;
         for tier in &config.tiers {
             transport.ensure_topic(&config.tier_topic(*tier), partitions, None)?;
         }
         let retention = config.dlq_retention.map(|d| d.as_millis() as i64);
         transport.ensure_topic(&config.dlq_topic(), partitions, retention)?;
+        // Before the commits are read: what an earlier instance left open is aborted first.
+        if let Some(id) = &config.transactional_id {
+            transport.init_transactions(id)?;
+        }
         let mut worker = RetryWorker {
             rng: SplitMix64::new(config.seed),
             transport,
@@ -588,6 +601,27 @@ impl<T: Transport> RetryWorker<T> {
         record: OutRecord,
     ) -> Result<()> {
         let partition = partition % self.partitions;
+        if self.config.transactional_id.is_some() {
+            // One transaction: a crash before its end aborts the copy and keeps the record
+            // uncommitted, so it is handled again and copied once in a later transaction.
+            let next = message.offset + 1;
+            let offsets = [(message.topic.clone(), message.partition, next)];
+            let hopped = self
+                .transport
+                .append_in_transaction(topic, partition, &record)
+                .and_then(|_| {
+                    self.transport
+                        .commit_transaction(&self.config.group, &offsets)
+                });
+            if hopped.is_err() {
+                // A failed EndTxn may still have committed: the next poll reads the positions
+                // from the group's commits again rather than handle the record a second time.
+                self.owned = None;
+            }
+            hopped?;
+            self.committed_next(&message.topic, message.partition, next);
+            return Ok(());
+        }
         match self.config.commit_order {
             CommitOrder::AfterAppend => {
                 let batch = self
@@ -642,6 +676,12 @@ impl<T: Transport> RetryWorker<T> {
     fn commit_next(&mut self, topic: &str, partition: u32, next: i64) -> Result<()> {
         self.transport
             .commit(&self.config.group, topic, partition, next)?;
+        self.committed_next(topic, partition, next);
+        Ok(())
+    }
+
+    /// Reads on from `next`, which the group has as committed in `topic`/`partition`.
+    fn committed_next(&mut self, topic: &str, partition: u32, next: i64) {
         self.positions.insert((topic.to_owned(), partition), next);
         // A later offset of the same partition covers what handled records owed.
         if self
@@ -651,6 +691,5 @@ impl<T: Transport> RetryWorker<T> {
         {
             self.owed = None;
         }
-        Ok(())
     }
 }

@@ -3,7 +3,9 @@
 //! gone within its session timeout and a second, so its group can be deleted; a
 //! cooperative-sticky consumer whose topic is deleted, and a pattern subscription while
 //! topics come and go, never leave a new connection's ApiVersions unanswered; and librdkafka's
-//! own statistics scenario (its `0053_stats`) reads every record it produced.
+//! own statistics scenario (its `0053_stats`) reads every record it produced; and its
+//! transaction scenarios (its `0103_transactions`, with the consume-transform-produce of the
+//! `0098` kind) pass on logd as on Apache Kafka's cluster.
 //!
 //! The programs need librdkafka's headers (`apt-get install librdkafka-dev`); without them the
 //! tests say so and cover nothing, except under CI, whose script installs them.
@@ -173,6 +175,61 @@ fn librdkafka_2_0_statistics_scenario_reads_every_record() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// librdkafka's transaction scenarios (`c/transactions.c`) against `bootstrap`, topics named
+/// after `prefix`: what the program printed, and its log and complaint.
+fn transaction_scenarios(program: &Path, bootstrap: &str, prefix: &str) -> (String, String) {
+    for (suffix, partitions) in [("basic", "4"), ("in", "4"), ("out", "4"), ("fenced", "1")] {
+        let topic = format!("{prefix}-{suffix}");
+        let create = [
+            "topics",
+            "create",
+            &topic,
+            "--partitions",
+            partitions,
+            "--bootstrap",
+            bootstrap,
+        ];
+        let (ok, _, err) = logd(&create, "");
+        assert!(ok, "{err}");
+    }
+    let mut child = run(program, &[bootstrap, prefix])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounded: a scenario that hangs fails here rather than stall the suite.
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let output = child.wait_with_output().unwrap();
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn librdkafka_2_0_transaction_scenarios_pass_on_logd_as_on_kafka() {
+    let Some(program) = program("transactions") else {
+        return;
+    };
+    let expected = "ok misuse\nok basic\nok pipeline 150\nok fenced\n";
+    let (on_kafka, log) = transaction_scenarios(
+        &program,
+        &super::kafka_cluster::kafka_cluster().bootstrap,
+        "rdk-txn",
+    );
+    assert_eq!(on_kafka, expected, "the scenarios on Kafka:\n{log}");
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--group-initial-rebalance-delay-ms", "0"]);
+    let (on_logd, log) = transaction_scenarios(&program, &daemon.addr, "rdk-txn");
+    assert_eq!(on_logd, expected, "the scenarios on logd:\n{log}");
 }
 
 #[test]

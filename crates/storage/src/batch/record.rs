@@ -316,12 +316,24 @@ impl Record {
     pub fn decode_each(
         batches: &Bytes,
         max_decompressed: usize,
+        f: impl FnMut(Record) -> bool,
+    ) -> Result<()> {
+        Record::decode_kept(batches, max_decompressed, |_| true, f)
+    }
+
+    /// As [`Record::decode_each`], only of the batches `keep` keeps (asked of each batch in
+    /// order, control batches too): a read_committed reader's
+    /// [`ReadCommitted`](crate::ReadCommitted).
+    pub fn decode_kept(
+        batches: &Bytes,
+        max_decompressed: usize,
+        mut keep: impl FnMut(&super::BatchRef<'_>) -> bool,
         mut f: impl FnMut(Record) -> bool,
     ) -> Result<()> {
         for item in super::header::BatchIter::new(batches, 0) {
             let (position, batch) = item?;
             batch.verify_crc(position)?;
-            if batch.header.is_control() {
+            if !keep(&batch) || batch.header.is_control() {
                 continue;
             }
             let records = batch.records(max_decompressed)?;
