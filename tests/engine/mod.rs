@@ -9,6 +9,7 @@ mod group_log;
 mod group_restart;
 mod groups;
 mod idempotence;
+mod isolation_lag;
 mod keys;
 mod many_partitions;
 mod power_cut;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, FetchRequest, RequestHeader, RequestKind, ResponseKind};
 
 use crate::acl::Authorizer;
 use crate::admin::{Admin, Caller, Guard};
@@ -195,6 +195,7 @@ impl Broker {
                 let mut request = *request;
                 if let RequestKind::Fetch(fetch) = &mut request {
                     charge.cap_fetch(fetch);
+                    self.note_isolation(fetch, &header, peer);
                 }
                 let response = self.apis.handle(&header, request, version, peer);
                 self.answer(served, response, charge)
@@ -274,9 +275,19 @@ impl Broker {
         let served = Served::new(key, version, &header, arrived, request_bytes);
         let charge = self.charge(key, &header, peer);
         charge.cap_fetch(&mut request);
+        self.note_isolation(&request, &header, peer);
         let response = self.apis.fetch_without_waiting(&request, version, peer)?;
         let response = Some(ResponseKind::Fetch(response));
         Some(self.answer(served, response, charge))
+    }
+
+    /// A consumer's read_committed fetch marks its client so, for its groups' lag (a Fetch
+    /// names no group; see `logd::Log::group_isolation`).
+    fn note_isolation(&self, fetch: &FetchRequest, header: &RequestHeader, peer: &Peer) {
+        if fetch.isolation_level == 1 && fetch.replica_id.0 < 0 {
+            let client_id = header.client_id.as_deref().unwrap_or("");
+            self.log.note_read_committed(client_id, &peer.member_host());
+        }
     }
 
     /// Starts charging a request to its client's quotas.

@@ -25,6 +25,9 @@ use crate::group::{
 };
 pub use crate::isolation::IsolationLevel;
 
+/// The host embedded members are shown with.
+const EMBEDDED_HOST: &str = "embedded";
+
 /// A partition of a topic.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TopicPartition {
@@ -543,6 +546,10 @@ impl Consumer {
     }
 
     fn join(&mut self, group: &str) -> Result<()> {
+        if self.config.isolation == IsolationLevel::ReadCommitted {
+            self.log
+                .note_read_committed(&self.config.client_id, EMBEDDED_HOST);
+        }
         let coordinator = self.log.coordinator();
         let clock = self.log.clock();
         // The group ends a join phase at the rebalance deadline; wait past it, not up to it.
@@ -559,7 +566,7 @@ impl Consumer {
                 )],
                 session_timeout_ms: self.config.session_timeout.as_millis() as i64,
                 rebalance_timeout_ms: self.config.rebalance_timeout.as_millis() as i64,
-                client_host: "embedded".into(),
+                client_host: EMBEDDED_HOST.into(),
                 require_known_member_id: false,
             };
             let joined = match coordinator.join_and_wait(group, request, clock, wait) {

@@ -70,6 +70,8 @@ pub(crate) struct Shared {
     pub(crate) appends: AppendSignal,
     /// The cleaner's memory of each compacted partition.
     pub(crate) cleaning: crate::cleaner_state::CleanerState,
+    /// Which groups read committed records only (for their lag).
+    pub(crate) group_isolation: crate::group_isolation::GroupIsolation,
     /// Declared before the lock: dropping it stops (and joins) the housekeeping thread first.
     pub(crate) housekeeper: Mutex<Option<Housekeeper>>,
     pub(crate) _lock: DirLock,

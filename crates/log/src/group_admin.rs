@@ -8,6 +8,7 @@ use logd_storage::Offset;
 use crate::engine::Log;
 use crate::error::Result;
 use crate::group::{GroupError, GroupPhase, MemberDescription, decode_assignment};
+use crate::isolation::IsolationLevel;
 
 /// One partition's line in a group description.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +19,7 @@ pub struct GroupPartitionLag {
     pub partition: u32,
     /// Committed offset (next to read).
     pub committed: i64,
-    /// Partition's high watermark.
+    /// Partition's high watermark, or its last stable offset for a read_committed group.
     pub log_end: i64,
     /// `log_end - committed`, at least 0.
     pub lag: i64,
@@ -37,6 +38,9 @@ pub struct GroupDescription {
     pub members: Vec<(MemberDescription, Vec<(String, u32)>)>,
     /// Committed offsets with log end and lag.
     pub offsets: Vec<GroupPartitionLag>,
+    /// Whether the group reads committed records only ([`Log::group_isolation`]): then its
+    /// log end is each partition's last stable offset, else its high watermark.
+    pub isolation: IsolationLevel,
 }
 
 impl Log {
@@ -66,12 +70,13 @@ impl Log {
             });
             (g.phase(), g.generation(), members.collect::<Vec<_>>())
         });
+        let isolation = self.group_isolation(group);
         let mut offsets = Vec::new();
         for (topic, partition, committed) in self.shared.offsets.group_offsets(group) {
             let Ok(log) = self.partition(&topic, partition as u32) else {
                 continue;
             };
-            let log_end = log.high_watermark().0;
+            let log_end = isolation.end(&log);
             offsets.push(GroupPartitionLag {
                 topic,
                 partition: partition as u32,
@@ -90,6 +95,7 @@ impl Log {
             generation,
             members,
             offsets,
+            isolation,
         })
     }
 

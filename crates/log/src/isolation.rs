@@ -21,7 +21,7 @@ pub enum IsolationLevel {
 
 impl IsolationLevel {
     /// Where reading stops: the high watermark, or the last stable offset.
-    pub(crate) fn end(self, log: &PartitionLog) -> i64 {
+    pub fn end(self, log: &PartitionLog) -> i64 {
         match self {
             IsolationLevel::ReadUncommitted => log.high_watermark().0,
             IsolationLevel::ReadCommitted => log.last_stable_offset().0,

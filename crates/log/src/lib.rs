@@ -38,6 +38,7 @@ mod error;
 pub mod group;
 mod group_admin;
 pub mod group_configs;
+mod group_isolation;
 mod headers;
 mod housekeeper;
 mod housekeeping;

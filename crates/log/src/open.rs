@@ -93,6 +93,7 @@ impl Log {
             txns,
             appends: AppendSignal::default(),
             cleaning: Default::default(),
+            group_isolation: Default::default(),
             housekeeper: Mutex::new(None),
             _lock: lock,
         });

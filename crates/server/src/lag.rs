@@ -1,8 +1,9 @@
 //! A consumer group's lag, in records and in time: how many records lie after its commits, and
 //! the timestamp of the oldest of them (the age of the oldest unconsumed record). Shared by
-//! `/metrics` and the console, so both say the same.
+//! `/metrics` and the console, so both say the same. A read_committed group's lag ends at each
+//! partition's last stable offset, what it can read (`Log::group_isolation`).
 
-use logd::Log;
+use logd::{IsolationLevel, Log};
 use logd_storage::Offset;
 
 /// One partition's lag behind a committed offset.
@@ -14,16 +15,17 @@ pub(crate) struct PartitionLag {
     pub oldest_unconsumed: Option<i64>,
 }
 
-/// The lag of a group committed at `committed` on `topic`/`partition`; `None` if the
-/// partition no longer exists.
+/// The lag of a group reading at `isolation`, committed at `committed` on
+/// `topic`/`partition`; `None` if the partition no longer exists.
 pub(crate) fn partition_lag(
     log: &Log,
+    isolation: IsolationLevel,
     topic: &str,
     partition: i32,
     committed: i64,
 ) -> Option<PartitionLag> {
     let p = log.partition(topic, u32::try_from(partition).ok()?).ok()?;
-    let end = p.high_watermark().0;
+    let end = isolation.end(&p);
     // Below the log start, the first unconsumed record is the first one stored.
     let next = committed.max(p.log_start_offset().0);
     let oldest_unconsumed = match next < end {
@@ -43,8 +45,9 @@ pub(crate) fn group_lag(log: &Log, group: &str) -> PartitionLag {
         records: 0,
         oldest_unconsumed: None,
     };
+    let isolation = log.group_isolation(group);
     for (topic, partition, committed) in log.offsets().group_offsets(group) {
-        if let Some(lag) = partition_lag(log, &topic, partition, committed.offset) {
+        if let Some(lag) = partition_lag(log, isolation, &topic, partition, committed.offset) {
             total.records += lag.records;
             total.oldest_unconsumed = match (total.oldest_unconsumed, lag.oldest_unconsumed) {
                 (Some(a), Some(b)) => Some(a.min(b)),

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use logd::IsolationLevel;
 use logd::group::GroupPhase;
 use logd_kafka::acl::{Operation, ResourceType};
 use serde_json::{Value, json};
@@ -255,7 +256,8 @@ async fn group(
         .iter()
         .filter(|o| caller.sees_topic(&o.topic))
         .map(|o| {
-            let oldest = partition_lag(&state.log, &o.topic, o.partition as i32, o.committed)
+            let partition = o.partition as i32;
+            let oldest = partition_lag(&state.log, g.isolation, &o.topic, partition, o.committed)
                 .and_then(|lag| lag.oldest_unconsumed);
             json!({
                 "topic": o.topic,
@@ -288,7 +290,7 @@ async fn group(
             "topic": topic,
             "partition": partition,
             "committed": null,
-            "log_end": log.high_watermark().0,
+            "log_end": g.isolation.end(&log),
             "records": log.high_watermark().0 - log.log_start_offset().0,
             "lag": null,
             "lag_ms": null,
@@ -298,6 +300,10 @@ async fn group(
         "group": g.group,
         "state": phase_name(g.phase),
         "generation": g.generation,
+        "isolation": match g.isolation {
+            IsolationLevel::ReadCommitted => "read_committed",
+            IsolationLevel::ReadUncommitted => "read_uncommitted",
+        },
         "members": members,
         "offsets": offsets,
     }))

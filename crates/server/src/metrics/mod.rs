@@ -426,8 +426,10 @@ impl Metrics {
         let now = log.clock().now_ms();
         for group in log.list_groups() {
             let mut oldest: Option<i64> = None;
+            let isolation = log.group_isolation(&group);
             for (topic, partition, committed) in log.offsets().group_offsets(&group) {
-                let Some(lag) = partition_lag(log, &topic, partition, committed.offset) else {
+                let Some(lag) = partition_lag(log, isolation, &topic, partition, committed.offset)
+                else {
                     continue;
                 };
                 self.consumer_lag

@@ -167,6 +167,78 @@ fn a_producer_killed_mid_transaction_is_never_read_and_its_timeout_frees_the_sta
     );
 }
 
+/// Two consumer groups on `held`, `rc` read_committed and `ru` read_uncommitted: each reads
+/// what it can for 6 s, committing after each record, prints what it read and stays a member.
+const TWO_GROUPS: &str = r#"
+import sys, time
+from confluent_kafka import Consumer
+b = sys.argv[1]
+groups = {}
+for group, level in [("rc", "read_committed"), ("ru", "read_uncommitted")]:
+    c = Consumer({"bootstrap.servers": b, "group.id": group, "isolation.level": level,
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c.subscribe(["held"])
+    groups[group] = (c, [])
+start = time.time()
+while time.time() - start < 6:
+    for c, got in groups.values():
+        m = c.poll(0.1)
+        if m is not None and not m.error():
+            got.append(m.value().decode())
+            c.commit(message=m, asynchronous=False)
+for group, (c, got) in groups.items():
+    print(group, " ".join(got), flush=True)
+time.sleep(600)
+"#;
+
+#[test]
+fn a_read_committed_groups_lag_ends_at_the_last_stable_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
+    let create = ["topics", "create", "held", "--partitions", "1"];
+    let (ok, _, err) = super::logd(&[&create[..], &["--bootstrap", &daemon.addr]].concat(), "");
+    assert!(ok, "{err}");
+    let (ok, _, err) = super::logd(
+        &["produce", "--topic", "held", "--bootstrap", &daemon.addr],
+        "before\n",
+    );
+    assert!(ok, "{err}");
+    // Five records of an open transaction after it, its producer dead, its timeout a minute.
+    hanging_transaction(&daemon.addr, "60000");
+    let mut groups = python_script(TWO_GROUPS, &[&daemon.addr])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(groups.stdout.take().unwrap());
+    let mut read = BTreeMap::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        lines.read_line(&mut line).unwrap();
+        let (group, values) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+        read.insert(group.to_owned(), values.to_owned());
+    }
+    assert_eq!(read["rc"], "before");
+    assert_eq!(read["ru"], "before dead0 dead1 dead2 dead3 dead4");
+    // Both read all they can: rc's lag is 0 to the stable offset (5 to the high watermark).
+    let metrics = daemon.metrics.as_deref().unwrap();
+    let samples = super::metrics::scrape(metrics);
+    for group in ["rc", "ru"] {
+        let lag = format!(r#"logd_consumer_lag{{group="{group}",topic="held",partition="0"}}"#);
+        assert_eq!(samples.get(&lag), Some(&0.0), "{group}: {samples:?}");
+    }
+    let (_, rc) = super::metrics::get(metrics, "/api/v1/groups/rc");
+    let (_, ru) = super::metrics::get(metrics, "/api/v1/groups/ru");
+    groups.kill().unwrap();
+    groups.wait().unwrap();
+    let rc: serde_json::Value = serde_json::from_str(&rc).unwrap();
+    let ru: serde_json::Value = serde_json::from_str(&ru).unwrap();
+    assert_eq!(rc["isolation"], "read_committed", "{rc}");
+    assert_eq!(rc["offsets"][0]["log_end"], 1, "{rc}");
+    assert_eq!(rc["offsets"][0]["lag"], 0, "{rc}");
+    assert_eq!(ru["isolation"], "read_uncommitted", "{ru}");
+    assert_eq!(ru["offsets"][0]["log_end"], 6, "{ru}");
+}
+
 /// The application: consumes `in` read_committed in group `xf`, and per poll of up to five
 /// records, in one transaction, produces each value prefixed `out-` to `out` and sends the
 /// consumed offsets. Any error ends it with status 1 (the harness starts it again, as a
