@@ -14,9 +14,10 @@
 //! `--crash-at-append N`: the process SIGKILLs itself as its Nth append of a copy starts (after
 //! the commit under the broken order, before it under the right one).
 //!
-//! `--exactly-once ID`: no group membership (`Remote`, one worker at a time) and each hop one
-//! transaction as transactional id ID; `--crash-at-append N` then kills the process just after
-//! its Nth copy was appended, inside the transaction, before the commit.
+//! `--exactly-once ID`: each hop one transaction, by producer `ID-<partition>`;
+//! `--crash-at-append N` then kills the process just after its Nth copy was appended, inside
+//! the transaction, before the commit. `--no-group`: no group membership (`Remote`, one worker
+//! at a time).
 //!
 //! `--source TOPIC` and `--group GROUP` replace `tasks` and `workers`, for tests that share a
 //! cluster.
@@ -40,6 +41,7 @@ struct Options {
     commit_before_append: bool,
     crash_at_append: Option<u64>,
     exactly_once: Option<String>,
+    no_group: bool,
     source: Option<String>,
     group: Option<String>,
 }
@@ -53,6 +55,7 @@ fn options(args: &[String]) -> Option<Options> {
             "--commit-before-append" => options.commit_before_append = true,
             "--crash-at-append" => options.crash_at_append = Some(args.next()?.parse().ok()?),
             "--exactly-once" => options.exactly_once = Some(args.next()?.clone()),
+            "--no-group" => options.no_group = true,
             "--source" => options.source = Some(args.next()?.clone()),
             "--group" => options.group = Some(args.next()?.clone()),
             _ => return None,
@@ -145,11 +148,14 @@ impl<T: Transport> Transport for CrashAtAppend<T> {
 
     fn append_in_transaction(
         &mut self,
+        transactional_id: &str,
         topic: &str,
         partition: u32,
         record: &OutRecord,
     ) -> Result<i64> {
-        let offset = self.inner.append_in_transaction(topic, partition, record)?;
+        let offset =
+            self.inner
+                .append_in_transaction(transactional_id, topic, partition, record)?;
         self.appends += 1;
         if self.crash_at == Some(self.appends) {
             crash();
@@ -157,8 +163,14 @@ impl<T: Transport> Transport for CrashAtAppend<T> {
         Ok(offset)
     }
 
-    fn commit_transaction(&mut self, group: &str, offsets: &[(String, u32, i64)]) -> Result<()> {
-        self.inner.commit_transaction(group, offsets)
+    fn commit_transaction(
+        &mut self,
+        transactional_id: &str,
+        group: &str,
+        offsets: &[(String, u32, i64)],
+    ) -> Result<()> {
+        self.inner
+            .commit_transaction(transactional_id, group, offsets)
     }
 
     fn marker(&mut self) -> u64 {
@@ -215,9 +227,9 @@ fn run(
             options.source.as_deref().unwrap_or("tasks"),
         )
     };
-    match &options.exactly_once {
-        Some(_) => work(Remote::new(client), config, name, &events, options),
-        None => {
+    match options.no_group {
+        true => work(Remote::new(client), config, name, &events, options),
+        false => {
             let member = GroupRemote::new(client, bootstrap, &security)?;
             work(member, config, name, &events, options)
         }

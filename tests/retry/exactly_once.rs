@@ -59,22 +59,28 @@ fn a_worker_whose_transactional_id_was_taken_over_stops_writing() {
     let offsets = [("fenced".to_owned(), 0, 1)];
     let mut old = Remote::new(Client::connect(&addr).unwrap());
     old.init_transactions("fenced-worker").unwrap();
-    old.append_in_transaction("fenced", 0, &record).unwrap();
+    old.append_in_transaction("fenced-worker", "fenced", 0, &record)
+        .unwrap();
     // A newer instance with the same id aborts the old one's open transaction.
     let mut new = Remote::new(client);
     new.init_transactions("fenced-worker").unwrap();
     for attempt in 0..2 {
         let refused = old
-            .commit_transaction("fenced-group", &offsets)
-            .and_then(|()| old.append_in_transaction("fenced", 0, &record).map(|_| ()))
+            .commit_transaction("fenced-worker", "fenced-group", &offsets)
+            .and_then(|()| {
+                old.append_in_transaction("fenced-worker", "fenced", 0, &record)
+                    .map(|_| ())
+            })
             .expect_err("the fenced instance must not write");
         assert!(
             refused.to_string().contains("fenced"),
             "try {attempt}: {refused}"
         );
     }
-    new.append_in_transaction("fenced", 0, &record).unwrap();
-    new.commit_transaction("fenced-group", &offsets).unwrap();
+    new.append_in_transaction("fenced-worker", "fenced", 0, &record)
+        .unwrap();
+    new.commit_transaction("fenced-worker", "fenced-group", &offsets)
+        .unwrap();
     let mut committed = Remote::new(Client::connect(&addr).unwrap()).read_committed();
     assert_eq!(read_through(&mut committed, "fenced", 1).len(), 1);
     assert_eq!(
@@ -99,7 +105,7 @@ fn worker(bootstrap: &str, source: &str, dir: &Path, crash_at: Option<u32>) -> C
         .arg("w")
         .arg(dir.join("w.events"))
         .args(["--source", source, "--group", &format!("{source}-workers")])
-        .args(["--exactly-once", &format!("{source}-worker")]);
+        .args(["--exactly-once", &format!("{source}-worker"), "--no-group"]);
     if let Some(n) = crash_at {
         command.args(["--crash-at-append", &n.to_string()]);
     }

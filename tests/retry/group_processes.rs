@@ -210,6 +210,26 @@ fn workers_as_processes_share_a_logd_group_survive_a_sigkill_and_lose_nothing() 
 }
 
 #[test]
+fn exactly_once_workers_share_a_logd_group_and_write_each_letter_once() {
+    let (_dir, addr) = logd_with_tasks();
+    Client::connect(&addr)
+        .unwrap()
+        .create_topic("eos", PARTITIONS, &[])
+        .unwrap();
+    scenario(&addr, Variant::ExactlyOnce).unwrap_or_else(|problem| panic!("{problem}"));
+}
+
+#[test]
+fn exactly_once_workers_share_a_real_kafka_group_and_write_each_letter_once() {
+    let bootstrap = &crate::kafka_cluster::kafka_cluster().bootstrap;
+    Client::connect(bootstrap)
+        .unwrap()
+        .create_topic("eos", PARTITIONS, &[])
+        .unwrap();
+    scenario(bootstrap, Variant::ExactlyOnce).unwrap_or_else(|problem| panic!("{problem}"));
+}
+
+#[test]
 fn the_checker_catches_workers_that_commit_before_they_append() {
     let (_dir, addr) = logd_with_tasks();
     let problem = scenario(&addr, Variant::CommitBeforeAppend)
@@ -229,6 +249,26 @@ fn logd_with_tasks() -> (tempfile::TempDir, String) {
     (dir, addr)
 }
 
+/// The exactly-once workers' options, and b's (it dies inside its tenth hop's transaction).
+const EOS: &[&str] = &[
+    "--exactly-once",
+    "eos",
+    "--source",
+    "eos",
+    "--group",
+    "eos-workers",
+];
+const EOS_B: &[&str] = &[
+    "--exactly-once",
+    "eos",
+    "--source",
+    "eos",
+    "--group",
+    "eos-workers",
+    "--crash-at-append",
+    "10",
+];
+
 /// How the workers run and b dies.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Variant {
@@ -239,6 +279,9 @@ enum Variant {
     /// Every worker commits before it appends (deliberately wrong), and b kills itself as its
     /// tenth append of a copy starts: after that record's commit.
     CommitBeforeAppend,
+    /// Each hop one transaction (source `eos`, group `eos-workers`), b SIGKILLed by itself
+    /// inside its tenth hop's transaction; every dead letter must then exist once.
+    ExactlyOnce,
 }
 
 /// Three worker processes on the tasks of `bootstrap` (one broker or a list), one killed, one
@@ -254,7 +297,18 @@ fn scenario(bootstrap: &str, variant: Variant) -> Result<(), String> {
             &["--commit-before-append"],
             &["--commit-before-append", "--crash-at-append", "10"],
         ),
+        Variant::ExactlyOnce => (EOS, EOS_B),
     };
+    let source = match variant {
+        Variant::ExactlyOnce => "eos",
+        _ => "tasks",
+    };
+    let dlq = format!("{source}.dlq");
+    // What the checks read: only committed records for workers that write in transactions.
+    let mut committed = Remote::new(Client::connect(bootstrap).unwrap());
+    if variant == Variant::ExactlyOnce {
+        committed = committed.read_committed();
+    }
     let mut a = worker(bootstrap, "a", dir.path(), options);
     let mut b = worker(bootstrap, "b", dir.path(), b_options);
     let mut c = worker(bootstrap, "c", dir.path(), options);
@@ -279,7 +333,7 @@ fn scenario(bootstrap: &str, variant: Variant) -> Result<(), String> {
             headers: vec![("task-id".into(), Some(Bytes::from(task.to_string())))],
         };
         appender
-            .send(&mut remote, "tasks", key % PARTITIONS as u32, &record)
+            .send(&mut remote, source, key % PARTITIONS as u32, &record)
             .unwrap();
     }
     let processed = |dir: &PathBuf| {
@@ -318,7 +372,7 @@ fn scenario(bootstrap: &str, variant: Variant) -> Result<(), String> {
         "every task is processed or dead-lettered, or the workers are idle",
         Duration::from_secs(180),
         || {
-            let dead: BTreeSet<String> = read_through(&mut remote, "tasks.dlq", PARTITIONS as u32)
+            let dead: BTreeSet<String> = read_through(&mut committed, &dlq, PARTITIONS as u32)
                 .iter()
                 .filter_map(|m| m.header_str("task-id").map(str::to_owned))
                 .collect();
@@ -344,7 +398,7 @@ fn scenario(bootstrap: &str, variant: Variant) -> Result<(), String> {
         .iter()
         .filter(|e| matches!(e.outcome.as_str(), "ok" | "retry" | "poison"))
         .collect();
-    let dead: Vec<u32> = read_through(&mut remote, "tasks.dlq", PARTITIONS as u32)
+    let dead: Vec<u32> = read_through(&mut committed, &dlq, PARTITIONS as u32)
         .iter()
         .map(|m| m.header_str("task-id").unwrap().parse().unwrap())
         .collect();
@@ -373,6 +427,10 @@ fn scenario(bootstrap: &str, variant: Variant) -> Result<(), String> {
     let refusals = all.iter().filter(|e| e.outcome == "refused").count();
     let processed_twice = successes.values().filter(|by| by.len() > 1).count();
     let dead_twice = dead.len() - dead_set.len();
+    check(
+        variant != Variant::ExactlyOnce || dead_twice == 0,
+        format!("{dead_twice} dead letters committed twice by exactly-once workers"),
+    )?;
     // Each task is handled as often as its rule says, plus what the disruptions repeat: a
     // worker that kept handling the same records (a commit loop) would exceed this.
     let expected_calls: usize = (0..TASKS)

@@ -10,6 +10,12 @@
 //! librdkafka consumer fetches nothing (every assigned partition is paused as it is
 //! assigned); it only heartbeats, rejoins, and commits.
 //!
+//! Exactly-once hops (`RetryConfig::transactional_id`) go through the client too, one
+//! transactional producer per partition number: a member that takes a partition over starts
+//! its producer, which fences the previous owner and aborts what it left open, before reading
+//! the partition's commits (KIP-98's fencing by transactional id; the hop's TxnOffsetCommit
+//! carries no generation).
+//!
 //! The librdkafka build has no TLS (no OpenSSL, which would need its own C build): the member
 //! connects in clear text, with SASL PLAIN at most; other security settings are refused with
 //! a message that says so.
@@ -173,7 +179,8 @@ fn partition_list(topic: &str, partition: u32, offset: Option<i64>) -> Result<To
 impl Transport for GroupRemote {
     logd_retry::forward_transport!(remote =>
         now_ms, ensure_topic, partition_count, partitions_if_exists, fetch, append,
-        init_producer_id, marker, wait,
+        init_producer_id, marker, wait, init_transactions, append_in_transaction,
+        commit_transaction,
     );
 
     fn owned_partitions(
@@ -208,6 +215,9 @@ impl Transport for GroupRemote {
         let Some(member) = self.member.as_ref().filter(|m| m.group == group) else {
             return self.remote.committed(group, topic, partition);
         };
+        // What a failed hop's transaction left open is aborted first: its offsets are read
+        // final, never half-way.
+        self.remote.settle_transactions()?;
         let found = member
             .consumer
             .committed_offsets(partition_list(topic, partition, None)?, CALL_TIMEOUT)

@@ -15,6 +15,7 @@ mod error;
 mod group_client;
 #[cfg(feature = "rdkafka")]
 mod group_transport;
+mod hop_producers;
 mod quota_client;
 mod records_client;
 mod retry_transport;

@@ -4,24 +4,18 @@
 //! commits under its group id (OffsetCommit without a generation, which brokers accept while
 //! the group has no other members), so one worker runs per group.
 //!
-//! With a transactional id (`RetryConfig::transactional_id`) it is a transactional producer:
-//! each hop's copy and its source commit go in one transaction (TxnOffsetCommit), and it reads
-//! read_committed, skipping what aborted transactions wrote. Any failure inside a transaction
-//! starts the producer over (InitProducerId again, which aborts it and resets its sequences,
-//! so an append whose fate is unknown is never mistaken for a duplicate); a producer fenced by
-//! a newer instance with the same id stops for good.
+//! With a transactional id (`RetryConfig::transactional_id`) it holds transactional producers
+//! (`hop_producers.rs`): each hop's copy and its source commit go in one transaction
+//! (TxnOffsetCommit), and it reads read_committed, skipping what aborted transactions wrote.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kafka_protocol::ResponseError;
-use logd_retry::{
-    Error, Message, OutRecord, Result, Stamp, Transport, decode_messages, encode_record,
-};
+use logd_retry::{Error, Message, OutRecord, Result, Transport, decode_messages};
 use logd_storage::ReadCommitted;
 
 use crate::blocking::Client;
 use crate::error::Error as ClientError;
-use crate::txn_producer::TransactionalProducer;
+use crate::hop_producers::HopProducers;
 use logd_protocol::codes;
 
 /// Largest a fetched batch may decompress to.
@@ -29,27 +23,13 @@ const MAX_DECOMPRESSED: usize = 64 << 20;
 /// How long [`Transport::wait`] sleeps at most between looks at the broker.
 const IDLE_POLL: Duration = Duration::from_millis(100);
 
-/// Longest a hop's transaction may stay open before the coordinator aborts it (a worker that
-/// hangs mid-hop): Kafka's producer default.
-const TRANSACTION_TIMEOUT_MS: i32 = 60_000;
-
 /// A broker as a retry transport.
 #[derive(Debug)]
 pub struct Remote {
     client: Client,
     /// Read committed records only (set by `init_transactions`).
     read_committed: bool,
-    transactions: Option<Transactions>,
-}
-
-/// The transactional producer behind exactly-once hops.
-#[derive(Debug)]
-struct Transactions {
-    id: String,
-    /// `None` until (re)initialised: after a failure inside a transaction.
-    producer: Option<TransactionalProducer>,
-    /// A newer instance with the same id took over: this one must not write again.
-    fenced: bool,
+    producers: HopProducers,
 }
 
 impl Remote {
@@ -58,7 +38,7 @@ impl Remote {
         Remote {
             client,
             read_committed: false,
-            transactions: None,
+            producers: HopProducers::default(),
         }
     }
 
@@ -69,55 +49,12 @@ impl Remote {
         self
     }
 
-    /// The transactional producer, (re)initialised if need be (which aborts what an earlier
-    /// failure left open, and waits until that abort is complete).
-    fn producer(&mut self) -> Result<(&mut Client, &mut TransactionalProducer)> {
-        let Some(txn) = &mut self.transactions else {
-            return Err(Error::Config(
-                "no transactional id: call init_transactions first".into(),
-            ));
-        };
-        if txn.fenced {
-            return Err(fenced(&txn.id));
-        }
-        if txn.producer.is_none() {
-            let started = self
-                .client
-                .init_transactions(&txn.id, TRANSACTION_TIMEOUT_MS)
-                .map_err(|e| txn.failed(e))?;
-            txn.producer = Some(started);
-        }
-        let producer = txn.producer.as_mut().expect("initialised above");
-        Ok((&mut self.client, producer))
+    /// Starts again the transactional producers a failure stopped, aborting what they left
+    /// open, so the commits read next are final (a group member reads them through its own
+    /// consumer).
+    pub(crate) fn settle_transactions(&mut self) -> Result<()> {
+        self.producers.settle(&mut self.client)
     }
-
-    /// After a failure inside a transaction: starts over at the next call.
-    fn failed(&mut self, e: ClientError) -> Error {
-        match &mut self.transactions {
-            Some(txn) => txn.failed(e),
-            None => remote(e),
-        }
-    }
-}
-
-impl Transactions {
-    fn failed(&mut self, e: ClientError) -> Error {
-        self.producer = None;
-        if let ClientError::Kafka { code, .. } = e
-            && (code == ResponseError::ProducerFenced.code()
-                || code == ResponseError::InvalidProducerEpoch.code())
-        {
-            self.fenced = true;
-            return fenced(&self.id);
-        }
-        remote(e)
-    }
-}
-
-fn fenced(id: &str) -> Error {
-    Error::Transport(format!(
-        "transactional id {id} was taken over by a newer worker (fenced): this one stops"
-    ))
 }
 
 fn remote(e: ClientError) -> Error {
@@ -237,51 +174,36 @@ impl Transport for Remote {
 
     fn init_transactions(&mut self, transactional_id: &str) -> Result<()> {
         self.read_committed = true;
-        self.transactions = Some(Transactions {
-            id: transactional_id.to_owned(),
-            producer: None,
-            fenced: false,
-        });
-        self.producer().map(|_| ())
+        self.producers.init(&mut self.client, transactional_id)
     }
 
     fn append_in_transaction(
         &mut self,
+        transactional_id: &str,
         topic: &str,
         partition: u32,
         record: &OutRecord,
     ) -> Result<i64> {
-        let (client, producer) = self.producer()?;
-        let (producer_id, epoch) = producer.producer();
-        let stamp = Stamp {
-            producer_id,
-            epoch,
-            sequence: producer.next_sequence(topic, partition as i32),
-            transactional: true,
-        };
-        let batch = encode_record(record, stamp)?;
-        let sent = client.send_in_transaction(producer, topic, partition as i32, batch);
-        sent.map_err(|e| self.failed(e))
+        let client = &mut self.client;
+        self.producers
+            .append(client, transactional_id, topic, partition, record)
     }
 
-    fn commit_transaction(&mut self, group: &str, offsets: &[(String, u32, i64)]) -> Result<()> {
-        let (client, producer) = self.producer()?;
-        let offsets: Vec<(String, i32, i64)> = offsets
-            .iter()
-            .map(|(t, p, o)| (t.clone(), *p as i32, *o))
-            .collect();
-        let committed = client
-            .send_offsets_to_transaction(producer, group, &offsets)
-            .and_then(|()| client.end_transaction(producer, true));
-        committed.map_err(|e| self.failed(e))
+    fn commit_transaction(
+        &mut self,
+        transactional_id: &str,
+        group: &str,
+        offsets: &[(String, u32, i64)],
+    ) -> Result<()> {
+        let client = &mut self.client;
+        self.producers
+            .commit(client, transactional_id, group, offsets)
     }
 
     fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>> {
         // A transaction a failure left open is aborted (and complete) before its offsets are
         // read, so they are never read half-way.
-        if self.transactions.is_some() {
-            self.producer()?;
-        }
+        self.settle_transactions()?;
         self.client
             .committed_offset(group, topic, partition as i32)
             .map_err(remote)

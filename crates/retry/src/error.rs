@@ -36,7 +36,8 @@ pub enum Error {
         offset: i64,
     },
     /// A remote transport's commit was refused because the group went on without this
-    /// worker (a rebalance it missed, or its session ran out).
+    /// worker (a rebalance it missed, or its session ran out), or another worker took over
+    /// the transactional producer of the partition.
     #[error("commit refused, the group moved on: {0}")]
     Fenced(String),
     /// The configuration cannot work.

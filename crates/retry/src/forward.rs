@@ -103,20 +103,24 @@ macro_rules! forward_transport {
     (@call $inner:ident append_in_transaction) => {
         fn append_in_transaction(
             &mut self,
+            transactional_id: &str,
             topic: &str,
             partition: u32,
             record: &$crate::OutRecord,
         ) -> $crate::Result<i64> {
-            self.$inner.append_in_transaction(topic, partition, record)
+            self.$inner
+                .append_in_transaction(transactional_id, topic, partition, record)
         }
     };
     (@call $inner:ident commit_transaction) => {
         fn commit_transaction(
             &mut self,
+            transactional_id: &str,
             group: &str,
             offsets: &[(::std::string::String, u32, i64)],
         ) -> $crate::Result<()> {
-            self.$inner.commit_transaction(group, offsets)
+            self.$inner
+                .commit_transaction(transactional_id, group, offsets)
         }
     };
     (@call $inner:ident marker) => {

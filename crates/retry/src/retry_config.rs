@@ -59,12 +59,15 @@ pub struct RetryConfig {
     /// that a crash interrupted between its append and its commit is completed after the
     /// restart without a second copy; without it, that copy may be written twice.
     pub state_dir: Option<std::path::PathBuf>,
-    /// A transactional id of this worker's own (default none): with it each hop (the copy to
-    /// a retry tier or the dead-letter topic, and the commit past its source record) is one
+    /// The base of the workers' transactional ids (default none): with it each hop (the copy
+    /// to a retry tier or the dead-letter topic, and the commit past its source record) is one
     /// transaction, so a crash anywhere leaves the copy written exactly once, with no journal;
-    /// the worker reads committed records only. Needs a transport with transactions (the
-    /// remote one; a broker serving Kafka's transactions). A restarted worker must use the
-    /// same id, which fences the instance before it; two live workers must not share one.
+    /// the worker reads committed records only. Each partition number has its own producer,
+    /// `<base>-<partition>`, whichever worker of the group owns it: the worker that takes a
+    /// partition over (a restart, or a rebalance) fences the one before it and aborts what it
+    /// left open before reading the group's commits. Needs a transport with transactions (the
+    /// remote ones; a broker serving Kafka's transactions). Give every worker of a group the
+    /// same base; without group membership (`Remote`), run one worker per base.
     pub transactional_id: Option<String>,
 }
 

@@ -62,32 +62,42 @@ pub trait Transport {
     fn committed(&mut self, group: &str, topic: &str, partition: u32) -> Result<Option<i64>>;
     /// Commits `offset` (the next to read) for `group`; durable when it returns.
     fn commit(&mut self, group: &str, topic: &str, partition: u32, offset: i64) -> Result<()>;
-    /// Makes this transport a transactional producer with id `transactional_id` for the
-    /// worker's exactly-once hops: fences any earlier instance with that id (aborting the
-    /// transaction it left open, so a copy it wrote is never read) and from now on reads
-    /// only committed records (read_committed). A transport without transactions refuses.
+    /// Starts (or starts again) transactional producer `transactional_id` for the worker's
+    /// exactly-once hops: fences any other instance with that id (aborting the transaction it
+    /// left open, so a copy it wrote is never read, and waiting until that is complete) and
+    /// from now on reads only committed records (read_committed). A transport without
+    /// transactions refuses.
     fn init_transactions(&mut self, transactional_id: &str) -> Result<()> {
         Err(Error::Config(format!(
             "exactly-once hops (transactional id {transactional_id}) need a transport with \
              transactions"
         )))
     }
-    /// Appends `record` to `topic`/`partition` inside this producer's transaction (opening
-    /// one); returns its offset. On failure the transaction is aborted.
+    /// Appends `record` to `topic`/`partition` inside producer `transactional_id`'s
+    /// transaction (opening one); returns its offset. On failure the transaction is aborted;
+    /// [`Error::Fenced`](crate::Error) when another instance took the id over.
     fn append_in_transaction(
         &mut self,
+        transactional_id: &str,
         topic: &str,
         partition: u32,
         record: &OutRecord,
     ) -> Result<i64> {
-        let _ = (topic, partition, record);
+        let _ = (transactional_id, topic, partition, record);
         Err(Error::Config("this transport has no transactions".into()))
     }
-    /// Commits `offsets` ((topic, partition, next offset to read)) for `group` inside the
-    /// open transaction, then commits the transaction: its appends and these offsets take
-    /// effect together or not at all. On failure the transaction is aborted.
-    fn commit_transaction(&mut self, group: &str, offsets: &[(String, u32, i64)]) -> Result<()> {
-        let _ = (group, offsets);
+    /// Commits `offsets` ((topic, partition, next offset to read)) for `group` inside
+    /// producer `transactional_id`'s open transaction, then commits the transaction: its
+    /// appends and these offsets take effect together or not at all. On failure the
+    /// transaction is aborted; [`Error::Fenced`](crate::Error) when another instance took the
+    /// id over.
+    fn commit_transaction(
+        &mut self,
+        transactional_id: &str,
+        group: &str,
+        offsets: &[(String, u32, i64)],
+    ) -> Result<()> {
+        let _ = (transactional_id, group, offsets);
         Err(Error::Config("this transport has no transactions".into()))
     }
     /// A marker for [`Transport::wait`]: taken before looking for data.

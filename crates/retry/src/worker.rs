@@ -112,6 +112,9 @@ pub struct RetryWorker<T: Transport> {
     /// past it (the embedded membership rejoins at once); otherwise dropped there, and the
     /// record is handled again by whoever owns it next.
     copied_uncommitted: Option<(String, u32, i64)>,
+    /// With a transactional id: the generation in which this worker (re)started the
+    /// producers of the partitions it owns, fencing their previous owners.
+    producers_in: Option<i32>,
 }
 
 impl<T: Transport> RetryWorker<T> {
@@ -156,10 +159,6 @@ impl<T: Transport> RetryWorker<T> {
         }
         let retention = config.dlq_retention.map(|d| d.as_millis() as i64);
         transport.ensure_topic(&config.dlq_topic(), partitions, retention)?;
-        // Before the commits are read: what an earlier instance left open is aborted first.
-        if let Some(id) = &config.transactional_id {
-            transport.init_transactions(id)?;
-        }
         let mut worker = RetryWorker {
             rng: SplitMix64::new(config.seed),
             transport,
@@ -176,6 +175,7 @@ impl<T: Transport> RetryWorker<T> {
             journal: None,
             unsettled: None,
             copied_uncommitted: None,
+            producers_in: None,
             config,
         };
         if let Some(dir) = worker.config.state_dir.clone() {
@@ -211,6 +211,18 @@ impl<T: Transport> RetryWorker<T> {
         }
         self.positions.clear();
         self.pending.clear();
+        // Before the commits are read: each partition's producer fences its previous owner,
+        // whose open transaction is aborted (or its commit completed) first, so the commits
+        // read are final.
+        if let Some(id) = &self.config.transactional_id
+            && self.producers_in != Some(now.generation)
+        {
+            for &partition in &now.partitions {
+                self.transport
+                    .init_transactions(&transactional_id(id, partition))?;
+            }
+            self.producers_in = Some(now.generation);
+        }
         for &partition in &now.partitions {
             for topic in &topics {
                 let committed = self
@@ -601,24 +613,34 @@ impl<T: Transport> RetryWorker<T> {
         record: OutRecord,
     ) -> Result<()> {
         let partition = partition % self.partitions;
-        if self.config.transactional_id.is_some() {
-            // One transaction: a crash before its end aborts the copy and keeps the record
-            // uncommitted, so it is handled again and copied once in a later transaction.
+        if let Some(id) = &self.config.transactional_id {
+            // One transaction, by the producer of the record's partition: a crash before its
+            // end aborts the copy and keeps the record uncommitted, so it is handled again and
+            // copied once in a later transaction.
+            let id = transactional_id(id, message.partition);
             let next = message.offset + 1;
             let offsets = [(message.topic.clone(), message.partition, next)];
             let hopped = self
                 .transport
-                .append_in_transaction(topic, partition, &record)
+                .append_in_transaction(&id, topic, partition, &record)
                 .and_then(|_| {
                     self.transport
-                        .commit_transaction(&self.config.group, &offsets)
+                        .commit_transaction(&id, &self.config.group, &offsets)
                 });
-            if hopped.is_err() {
+            if let Err(e) = hopped {
+                let member = self.owned.as_ref().is_some_and(|o| o.generation >= 0);
                 // A failed EndTxn may still have committed: the next poll reads the positions
                 // from the group's commits again rather than handle the record a second time.
                 self.owned = None;
+                return Err(match e {
+                    // Without group membership nobody may take the partition over: another
+                    // worker with the same transactional id is a mistake this one stops at.
+                    Error::Fenced(why) if !member => Error::Transport(format!(
+                        "{why}: another worker uses transactional id {id}"
+                    )),
+                    e => e,
+                });
             }
-            hopped?;
             self.committed_next(&message.topic, message.partition, next);
             return Ok(());
         }
@@ -692,4 +714,10 @@ impl<T: Transport> RetryWorker<T> {
             self.owed = None;
         }
     }
+}
+
+/// The transactional id of partition `partition`'s producer: the same whichever worker owns
+/// the partition, so its new owner fences the old one.
+fn transactional_id(base: &str, partition: u32) -> String {
+    format!("{base}-{partition}")
 }
