@@ -33,6 +33,7 @@ mod cleaner_state;
 mod clock;
 mod config;
 mod consumer;
+pub mod consumer_group;
 mod engine;
 mod error;
 pub mod group;

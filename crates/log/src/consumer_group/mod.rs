@@ -1,0 +1,276 @@
+//! The consumer group protocol's coordinator state (KIP-848), pure: no I/O and no clock (the
+//! caller brings the topics' partition counts, decides when a silent member's session is over,
+//! and persists what must survive). A member heartbeats (ConsumerGroupHeartbeat) with its
+//! epoch, its subscription when it changed and the partitions it owns; the group answers with
+//! the member's epoch and, when it changed, the partitions it is to own. The broker assigns
+//! (`assignors.rs`) and each member reconciles towards its target on its own heartbeats
+//! (`reconcile.rs`): a partition goes to its next owner only once its previous owner reported
+//! it revoked, so no two members hold a partition at once, and no member waits for the
+//! others' rebalance.
+//!
+//! Epochs: the group epoch grows with every change of membership, subscriptions, assignor or
+//! partitions of subscribed topics; targets are computed for a group epoch (the assignment
+//! epoch); a member's epoch reaches the assignment epoch as it reconciles. A member joins with
+//! epoch 0, leaves with -1 (-2 for a static member that will be back); any other epoch must be
+//! its current one, or its previous one while it owns no more than it is assigned (the answer
+//! that moved it on may have been lost), else FENCED_MEMBER_EPOCH, and the member gives up its
+//! partitions and rejoins.
+
+pub mod assignors;
+pub mod reconcile;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::{Error, Result};
+use crate::group::GroupError;
+pub use assignors::ServerAssignor;
+pub use reconcile::{MemberState, Reconciled};
+
+/// Partitions by topic.
+pub type Assignment = BTreeMap<String, BTreeSet<u32>>;
+
+/// One member as the group keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerMember {
+    /// The topics it subscribes to.
+    pub subscribed: BTreeSet<String>,
+    /// The assignor it named, if any.
+    pub assignor: Option<ServerAssignor>,
+    /// Its reconciliation.
+    pub reconciled: Reconciled,
+    /// What it last reported owning.
+    owned: Option<Assignment>,
+    /// The assignment last sent to it.
+    sent: Option<Assignment>,
+}
+
+/// A heartbeat's fields that the state machine reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// The member.
+    pub member_id: String,
+    /// Its epoch: 0 to join, -1 (or -2) to leave.
+    pub member_epoch: i32,
+    /// Its subscription, when it changed (always on joining).
+    pub subscribed: Option<BTreeSet<String>>,
+    /// The assignor it names, when it changed.
+    pub assignor: Option<ServerAssignor>,
+    /// The partitions it owns, when it changed (always on joining).
+    pub owned: Option<Assignment>,
+}
+
+/// What a heartbeat is answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatAnswer {
+    /// The member's epoch now (-1 after leaving).
+    pub member_epoch: i32,
+    /// The partitions it is to own, when that changed since the last answer.
+    pub assignment: Option<Assignment>,
+}
+
+/// One consumer group's protocol state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConsumerGroup {
+    group_epoch: i32,
+    assignment_epoch: i32,
+    members: BTreeMap<String, ConsumerMember>,
+    targets: BTreeMap<String, Assignment>,
+    /// The partition counts of the subscribed topics at the last look.
+    partitions: BTreeMap<String, u32>,
+    /// Which member holds each partition (assigned, or not yet revoked).
+    holders: BTreeMap<(String, u32), String>,
+}
+
+impl ConsumerGroup {
+    /// The group epoch.
+    pub fn group_epoch(&self) -> i32 {
+        self.group_epoch
+    }
+
+    /// The epoch of the current target assignment.
+    pub fn assignment_epoch(&self) -> i32 {
+        self.assignment_epoch
+    }
+
+    /// Its members by id.
+    pub fn members(&self) -> &BTreeMap<String, ConsumerMember> {
+        &self.members
+    }
+
+    /// A member's target.
+    pub fn target(&self, member: &str) -> Option<&Assignment> {
+        self.targets.get(member)
+    }
+
+    /// The member holding a partition, if any.
+    pub fn holder(&self, topic: &str, partition: u32) -> Option<&str> {
+        self.holders
+            .get(&(topic.to_owned(), partition))
+            .map(String::as_str)
+    }
+
+    /// Answers a heartbeat; `topics` gives the partition count of every existing topic
+    /// (those subscribed at least).
+    pub fn heartbeat(
+        &mut self,
+        beat: Heartbeat,
+        topics: &BTreeMap<String, u32>,
+    ) -> Result<HeartbeatAnswer> {
+        let id = beat.member_id.clone();
+        match beat.member_epoch {
+            -1 | -2 => {
+                self.remove(&id);
+                return Ok(HeartbeatAnswer {
+                    member_epoch: beat.member_epoch,
+                    assignment: None,
+                });
+            }
+            0 => {
+                // A rejoin starts from nothing: the member gave up its partitions.
+                self.remove(&id);
+                self.members.insert(id.clone(), ConsumerMember::default());
+                self.group_epoch += 1;
+            }
+            epoch => self.check_epoch(&id, epoch, beat.owned.as_ref())?,
+        }
+        let member = self.members.get_mut(&id).expect("joined or checked above");
+        if let Some(subscribed) = beat.subscribed
+            && subscribed != member.subscribed
+        {
+            member.subscribed = subscribed;
+            self.group_epoch += 1;
+        }
+        if beat.assignor.is_some() && beat.assignor != member.assignor {
+            member.assignor = beat.assignor;
+            self.group_epoch += 1;
+        }
+        if let Some(owned) = beat.owned {
+            member.owned = Some(owned);
+        }
+        self.look_at_topics(topics);
+        if self.assignment_epoch < self.group_epoch {
+            self.assign();
+        }
+        self.reconcile(&id);
+        let member = self.members.get_mut(&id).expect("still there");
+        let assigned = &member.reconciled.assigned;
+        let assignment = match member.sent.as_ref() == Some(assigned) {
+            true => None,
+            false => {
+                member.sent = Some(assigned.clone());
+                Some(assigned.clone())
+            }
+        };
+        Ok(HeartbeatAnswer {
+            member_epoch: member.reconciled.member_epoch,
+            assignment,
+        })
+    }
+
+    /// Removes a member (it left, or its session ran out): what it held is free, and the
+    /// others' targets are computed again.
+    pub fn remove(&mut self, member: &str) -> bool {
+        if self.members.remove(member).is_none() {
+            return false;
+        }
+        self.targets.remove(member);
+        self.holders.retain(|_, holder| holder != member);
+        self.group_epoch += 1;
+        true
+    }
+
+    fn check_epoch(&self, id: &str, epoch: i32, owned: Option<&Assignment>) -> Result<()> {
+        let Some(member) = self.members.get(id) else {
+            return Err(Error::Group(GroupError::UnknownMember));
+        };
+        let r = &member.reconciled;
+        let fenced = || Error::FencedMemberEpoch {
+            member: id.to_owned(),
+            epoch,
+            current: r.member_epoch,
+        };
+        if epoch > r.member_epoch {
+            return Err(fenced());
+        }
+        if epoch < r.member_epoch {
+            let subset = owned.is_some_and(|owned| {
+                owned.iter().all(|(topic, partitions)| {
+                    r.assigned
+                        .get(topic)
+                        .is_some_and(|a| partitions.is_subset(a))
+                })
+            });
+            if epoch != r.previous_epoch || !subset {
+                return Err(fenced());
+            }
+        }
+        Ok(())
+    }
+
+    /// A change in the partition counts of the subscribed topics moves the group epoch.
+    fn look_at_topics(&mut self, topics: &BTreeMap<String, u32>) {
+        let subscribed: BTreeSet<&String> =
+            self.members.values().flat_map(|m| &m.subscribed).collect();
+        let now: BTreeMap<String, u32> = subscribed
+            .into_iter()
+            .filter_map(|t| topics.get(t).map(|&n| (t.clone(), n)))
+            .collect();
+        if now != self.partitions {
+            self.partitions = now;
+            self.group_epoch += 1;
+        }
+    }
+
+    /// The assignor the members name most (ties: the first by name), else `uniform`.
+    fn assignor(&self) -> ServerAssignor {
+        let mut named: BTreeMap<&str, (usize, ServerAssignor)> = BTreeMap::new();
+        for a in self.members.values().filter_map(|m| m.assignor) {
+            named.entry(a.name()).or_insert((0, a)).0 += 1;
+        }
+        named
+            .values()
+            .max_by_key(|(n, _)| *n)
+            .map_or(ServerAssignor::Uniform, |&(_, a)| a)
+    }
+
+    fn assign(&mut self) {
+        let subscriptions: BTreeMap<String, BTreeSet<String>> = self
+            .members
+            .iter()
+            .map(|(id, m)| (id.clone(), m.subscribed.clone()))
+            .collect();
+        self.targets = self
+            .assignor()
+            .assign(&subscriptions, &self.partitions, &self.targets);
+        self.assignment_epoch = self.group_epoch;
+    }
+
+    fn reconcile(&mut self, id: &str) {
+        let empty = Assignment::new();
+        let target = self.targets.get(id).unwrap_or(&empty);
+        let holders = &self.holders;
+        let held_by_other = |topic: &str, partition: u32| {
+            holders
+                .get(&(topic.to_owned(), partition))
+                .is_some_and(|holder| holder != id)
+        };
+        let member = self.members.get_mut(id).expect("a member");
+        let before = member.reconciled.held();
+        member.reconciled.reconcile(
+            self.assignment_epoch,
+            target,
+            &member.subscribed,
+            member.owned.as_ref(),
+            &held_by_other,
+        );
+        let after = member.reconciled.held();
+        for gone in before.difference(&after) {
+            self.holders.remove(gone);
+        }
+        for came in after.difference(&before) {
+            self.holders.insert(came.clone(), id.to_owned());
+        }
+    }
+}
