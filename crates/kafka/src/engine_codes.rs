@@ -15,6 +15,7 @@ pub(crate) fn for_group_error(error: logd::group::GroupError) -> i16 {
         G::InconsistentProtocol => INCONSISTENT_GROUP_PROTOCOL,
         G::InvalidSessionTimeout => INVALID_SESSION_TIMEOUT,
         G::FencedInstance => FENCED_INSTANCE_ID,
+        G::StaleMemberEpoch => ResponseError::StaleMemberEpoch.code(),
         G::NonEmptyGroup => NON_EMPTY_GROUP,
         G::CoordinatorNotAvailable => COORDINATOR_NOT_AVAILABLE,
         _ => UNKNOWN_SERVER_ERROR,

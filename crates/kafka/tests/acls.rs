@@ -269,6 +269,25 @@ fn table() -> Vec<Row> {
             send: |b| alter_config(b, 32, "billing", "share.delivery.count.limit", "3"),
         },
         Row {
+            api: "ConsumerGroupHeartbeat",
+            needs: vec![
+                (Group, "billing", Read, GROUP),
+                (Topic, "orders", Describe, TOPIC),
+            ],
+            granted: 0,
+            send: |b| {
+                let mut request = ConsumerGroupHeartbeatRequest::default();
+                request.group_id = GroupId(s("billing"));
+                request.member_id = s("member-1");
+                request.rebalance_timeout_ms = 30_000;
+                request.subscribed_topic_names = Some(vec![TopicName(s("orders"))]);
+                request.topic_partitions = Some(Vec::new());
+                let r: ConsumerGroupHeartbeatResponse =
+                    call(b, ApiKey::ConsumerGroupHeartbeat, 1, &request);
+                r.error_code
+            },
+        },
+        Row {
             api: "ShareGroupHeartbeat",
             needs: vec![
                 (Group, "billing", Read, GROUP),

@@ -1,8 +1,8 @@
 //! The group APIs as a client sees them on the wire, through `Broker::handle_frame` over a real
 //! engine: KIP-394 member ids, generations and the codes for stale or unknown members, the
 //! leader's assignment relayed, commits during a rebalance, commit metadata round trips,
-//! `assign()` commits, static members, describe/list/delete, OffsetDelete, and KIP-848 not
-//! advertised.
+//! `assign()` commits, static members, describe/list/delete, OffsetDelete, and KIP-848's
+//! heartbeat (incremental reassignment, commits by member epoch, Kafka's refusals).
 
 use std::time::Duration;
 
@@ -411,38 +411,150 @@ fn groups_are_listed_described_deleted_and_their_offsets_deleted() {
     assert_eq!(fetch_offset(&broker, 0).0, -1);
 }
 
+/// A ConsumerGroupHeartbeat (v1) of `member` at `epoch`, subscribing to `orders` when
+/// `subscribe`, reporting `owned` partitions of `orders` when given.
+fn consumer_beat(
+    broker: &Broker,
+    member: &str,
+    epoch: i32,
+    subscribe: bool,
+    owned: Option<&[i32]>,
+) -> ConsumerGroupHeartbeatResponse {
+    let orders = broker.log().topic_id_and_partitions("orders").unwrap().0;
+    let mut request = ConsumerGroupHeartbeatRequest::default();
+    request.group_id = GroupId(s("kip848"));
+    request.member_id = s(member);
+    request.member_epoch = epoch;
+    request.rebalance_timeout_ms = 30_000;
+    if subscribe {
+        request.subscribed_topic_names = Some(vec![TopicName(s("orders"))]);
+    }
+    request.topic_partitions = owned.map(|partitions| {
+        let mut tp = consumer_group_heartbeat_request::TopicPartitions::default();
+        tp.topic_id = uuid::Uuid::from_bytes(orders);
+        tp.partitions = partitions.to_vec();
+        vec![tp]
+    });
+    call(broker, ApiKey::ConsumerGroupHeartbeat, 1, &request)
+}
+
+fn assigned(response: &ConsumerGroupHeartbeatResponse) -> Option<Vec<i32>> {
+    response.assignment.as_ref().map(|a| {
+        let mut partitions: Vec<i32> = a
+            .topic_partitions
+            .iter()
+            .flat_map(|tp| tp.partitions.clone())
+            .collect();
+        partitions.sort();
+        partitions
+    })
+}
+
 #[test]
-fn kip_848_is_not_advertised_and_its_heartbeat_is_refused() {
+fn kip_848_members_share_partitions_one_owner_at_a_time_and_commit_with_their_epoch() {
     let dir = tempfile::tempdir().unwrap();
     let broker = broker(dir.path());
-    let versions: ApiVersionsResponse = call(
+    let a = consumer_beat(&broker, "a", 0, true, Some(&[]));
+    assert_eq!(a.error_code, 0, "{:?}", a.error_message);
+    assert_eq!(assigned(&a), Some(vec![0, 1]));
+    assert_eq!(a.heartbeat_interval_ms, 5_000);
+    let b = consumer_beat(&broker, "b", 0, true, Some(&[]));
+    assert_eq!(assigned(&b), Some(vec![]), "b waits for what a still owns");
+    // a is asked to give one up, and keeps its epoch until it reports it did.
+    let asked = consumer_beat(&broker, "a", a.member_epoch, false, Some(&[0, 1]));
+    let kept = assigned(&asked).unwrap();
+    assert_eq!((asked.member_epoch, kept.len()), (a.member_epoch, 1));
+    let a_now = consumer_beat(&broker, "a", a.member_epoch, false, Some(&kept));
+    assert!(a_now.member_epoch > a.member_epoch);
+    let b_now = consumer_beat(&broker, "b", b.member_epoch, false, Some(&[]));
+    let given = assigned(&b_now).unwrap();
+    assert_eq!(given.len(), 1);
+    assert_ne!(given, kept);
+
+    // A commit carries the member's epoch: an old one is STALE_MEMBER_EPOCH, as is anyone
+    // else's commit while the group has members.
+    let commit = |member: &str, epoch: i32| -> i16 {
+        let mut partition = OffsetCommitRequestPartition::default();
+        partition.partition_index = kept[0];
+        partition.committed_offset = 1;
+        let mut topic = OffsetCommitRequestTopic::default();
+        topic.name = TopicName(s("orders"));
+        topic.partitions = vec![partition];
+        let mut request = OffsetCommitRequest::default();
+        request.group_id = GroupId(s("kip848"));
+        request.member_id = s(member);
+        request.generation_id_or_member_epoch = epoch;
+        request.topics = vec![topic];
+        let r: OffsetCommitResponse = call(&broker, ApiKey::OffsetCommit, 9, &request);
+        r.topics[0].partitions[0].error_code
+    };
+    assert_eq!(commit("a", a_now.member_epoch), 0);
+    assert_eq!(commit("a", a.member_epoch), 113, "STALE_MEMBER_EPOCH");
+    assert_eq!(commit("nobody", 1), 25, "UNKNOWN_MEMBER_ID");
+    assert_eq!(commit("", -1), 25, "not while the group has members");
+
+    // The group is the consumer protocol's while it has members: a classic join is refused.
+    let classic: JoinGroupResponse = call(&broker, ApiKey::JoinGroup, 9, &{
+        let mut r = join_request("", None);
+        r.group_id = GroupId(s("kip848"));
+        r
+    });
+    assert_eq!(classic.error_code, 23, "INCONSISTENT_GROUP_PROTOCOL");
+    let listed: ListGroupsResponse = call(
         &broker,
-        ApiKey::ApiVersions,
-        3,
-        &ApiVersionsRequest::default(),
+        ApiKey::ListGroups,
+        5,
+        &ListGroupsRequest::default(),
     );
-    assert!(
-        versions
-            .api_keys
-            .iter()
-            .any(|k| k.api_key == ApiKey::JoinGroup as i16)
+    let found = listed
+        .groups
+        .iter()
+        .find(|g| g.group_id.0.as_str() == "kip848")
+        .expect("listed");
+    assert_eq!(
+        (found.group_type.as_str(), found.group_state.as_str()),
+        ("consumer", "Stable")
     );
-    assert!(
-        !versions
-            .api_keys
-            .iter()
-            .any(|k| k.api_key == ApiKey::ConsumerGroupHeartbeat as i16),
-        "clients set to group.protocol=consumer must see it is missing"
-    );
-    let mut header = RequestHeader::default();
-    header.request_api_key = ApiKey::ConsumerGroupHeartbeat as i16;
-    header.request_api_version = 0;
-    let mut frame = BytesMut::new();
-    header.encode(&mut frame, 2).unwrap();
-    ConsumerGroupHeartbeatRequest::default()
-        .encode(&mut frame, 0)
-        .unwrap();
-    assert!(broker.handle_frame(frame.freeze(), "/10.0.0.9").is_err());
+
+    // Epochs from nowhere are fenced; unknown members are unknown.
+    let future = consumer_beat(&broker, "a", a_now.member_epoch + 3, false, Some(&kept));
+    assert_eq!(future.error_code, 110, "FENCED_MEMBER_EPOCH");
+    assert_eq!(consumer_beat(&broker, "zed", 4, false, None).error_code, 25);
+    // Both leave; then anyone may commit again.
+    for member in ["a", "b"] {
+        let left = consumer_beat(&broker, member, -1, false, None);
+        assert_eq!((left.error_code, left.member_epoch), (0, -1));
+    }
+    assert_eq!(commit("", -1), 0);
+}
+
+#[test]
+fn kip_848_refuses_what_kafka_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    // v1: the member brings its own id.
+    let no_id = consumer_beat(&broker, "", 0, true, Some(&[]));
+    assert_eq!(no_id.error_code, 42, "INVALID_REQUEST");
+    let mut request = ConsumerGroupHeartbeatRequest::default();
+    request.group_id = GroupId(s("kip848"));
+    request.member_id = s("m");
+    request.subscribed_topic_names = Some(vec![TopicName(s("orders"))]);
+    request.server_assignor = Some(s("sticky"));
+    let r: ConsumerGroupHeartbeatResponse =
+        call(&broker, ApiKey::ConsumerGroupHeartbeat, 1, &request);
+    assert_eq!(r.error_code, 112, "UNSUPPORTED_ASSIGNOR");
+    request.server_assignor = None;
+    request.subscribed_topic_regex = Some(s("ord.*"));
+    let r: ConsumerGroupHeartbeatResponse =
+        call(&broker, ApiKey::ConsumerGroupHeartbeat, 1, &request);
+    assert_eq!(r.error_code, 42, "regular expressions are not served yet");
+    // v0 leaves the id to the broker.
+    request.subscribed_topic_regex = None;
+    request.member_id = s("");
+    let r: ConsumerGroupHeartbeatResponse =
+        call(&broker, ApiKey::ConsumerGroupHeartbeat, 0, &request);
+    assert_eq!(r.error_code, 0);
+    assert!(r.member_id.is_some_and(|id| !id.is_empty()));
 }
 
 #[test]

@@ -129,6 +129,14 @@ fn request(key: ApiKey) -> Option<RequestKind> {
             r.topics = vec![topic];
             RequestKind::OffsetForLeaderEpoch(r)
         }
+        ApiKey::ConsumerGroupHeartbeat => {
+            let mut r = ConsumerGroupHeartbeatRequest::default();
+            r.group_id = GroupId(StrBytes::from_static_str("g"));
+            r.member_id = StrBytes::from_static_str("m");
+            r.subscribed_topic_names = Some(vec![t()]);
+            r.topic_partitions = Some(Vec::new());
+            RequestKind::ConsumerGroupHeartbeat(r)
+        }
         ApiKey::ShareGroupHeartbeat => {
             let mut r = ShareGroupHeartbeatRequest::default();
             r.group_id = GroupId(StrBytes::from_static_str("g"));

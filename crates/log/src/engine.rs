@@ -72,6 +72,8 @@ pub(crate) struct Shared {
     pub(crate) cleaning: crate::cleaner_state::CleanerState,
     /// Which groups read committed records only (for their lag).
     pub(crate) group_isolation: crate::group_isolation::GroupIsolation,
+    /// Groups of the next consumer group protocol (KIP-848).
+    pub(crate) consumer_groups: crate::consumer_groups::ConsumerGroups,
     /// Declared before the lock: dropping it stops (and joins) the housekeeping thread first.
     pub(crate) housekeeper: Mutex<Option<Housekeeper>>,
     pub(crate) _lock: DirLock,

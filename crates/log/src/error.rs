@@ -73,7 +73,7 @@ pub enum Error {
     /// (Kafka's INVALID_REQUEST); nothing of the request applies.
     #[error("invalid share-group request: {0}")]
     InvalidShareRequest(String),
-    /// A share-group heartbeat with an epoch other than the member's (Kafka's
+    /// A share-group or consumer-group heartbeat with an epoch other than the member's (Kafka's
     /// FENCED_MEMBER_EPOCH): the member rejoins.
     #[error("member {member} sent epoch {epoch}, its epoch is {current}")]
     FencedMemberEpoch {

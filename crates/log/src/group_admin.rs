@@ -103,12 +103,14 @@ impl Log {
     /// such a group: one the coordinator knows (an empty group whose offsets were all deleted
     /// still exists, as on Kafka, until it is deleted) or one with committed offsets.
     pub fn delete_group(&self, group: &str) -> Result<bool> {
-        // A share group with members is refused, as a classic one is.
+        // A share group or a consumer-protocol group with members is refused, as a classic one
+        // is.
+        let was_consumer_group = self.delete_consumer_group(group)?;
         let was_share_group = self.shared.share_groups.delete(group)?;
         let had_share_state = self.shared.shares.delete_group(group)?;
         let known = self.shared.coordinator.delete_group(group)?;
         let had_offsets = self.shared.offsets.delete_group(group)?;
-        Ok(known || had_offsets || was_share_group || had_share_state)
+        Ok(known || had_offsets || was_share_group || had_share_state || was_consumer_group)
     }
 
     /// Plans (and with `execute`, applies) an offset reset for `group` on `topics` (all
@@ -126,7 +128,10 @@ impl Log {
             .coordinator
             .read_group(group, |g| !g.members().is_empty())
             .unwrap_or(false);
-        if active {
+        let consumer_members = self
+            .consumer_group_members(group)
+            .is_some_and(|(_, members)| !members.is_empty());
+        if active || consumer_members {
             return Err(GroupError::NonEmptyGroup.into());
         }
         let mut plan = Vec::new();

@@ -34,6 +34,7 @@ mod clock;
 mod config;
 mod consumer;
 pub mod consumer_group;
+mod consumer_groups;
 mod engine;
 mod error;
 pub mod group;
@@ -64,6 +65,7 @@ pub use consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics, IsolationLevel,
     RebalanceListener, TopicPartition,
 };
+pub use consumer_groups::ConsumerMemberDescription;
 pub use engine::Log;
 pub use error::{Error, Result};
 pub use group_admin::{GroupDescription, GroupPartitionLag};

@@ -52,7 +52,9 @@ impl Log {
     /// Removes group members whose session ran out as of the engine clock's now, so their
     /// partitions move on even when nobody calls the group (housekeeping runs it every second).
     pub fn expire_members(&self) {
-        self.shared.coordinator.tick_all(self.shared.clock.now_ms());
+        let now = self.shared.clock.now_ms();
+        self.shared.coordinator.tick_all(now);
+        self.expire_consumer_members(now);
     }
 
     /// How often housekeeping runs for every `IntervalMs` topic to keep its promise: half the

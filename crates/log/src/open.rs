@@ -94,6 +94,7 @@ impl Log {
             appends: AppendSignal::default(),
             cleaning: Default::default(),
             group_isolation: Default::default(),
+            consumer_groups: Default::default(),
             housekeeper: Mutex::new(None),
             _lock: lock,
         });

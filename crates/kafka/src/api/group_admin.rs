@@ -73,10 +73,12 @@ impl GroupAdminApi {
             ResourceType::Cluster,
             crate::acl::CLUSTER_NAME,
         );
+        let consumer_protocol = self.log.consumer_group_ids();
         response.groups = self
             .log
             .list_groups()
             .into_iter()
+            .filter(|id| !consumer_protocol.contains(id))
             .filter(|id| {
                 all || self
                     .guard
@@ -88,6 +90,23 @@ impl GroupAdminApi {
             })
             .map(|(state, id)| listed(id, "consumer", state, CLASSIC, version))
             .collect();
+        // Consumer-protocol groups (KIP-848): type `consumer`, Stable with members, else Empty.
+        for id in consumer_protocol.into_iter().filter(|id| {
+            all || self
+                .guard
+                .allows(&peer.caller, Operation::Describe, ResourceType::Group, id)
+        }) {
+            let members = self
+                .log
+                .consumer_group_members(&id)
+                .map_or(0, |(_, m)| m.len());
+            let state = if members > 0 { "Stable" } else { "Empty" };
+            if wanted(&request.states_filter, state) && wanted(&request.types_filter, "consumer") {
+                response
+                    .groups
+                    .push(listed(id, "consumer", state, "consumer", version));
+            }
+        }
         // Share groups (KIP-932): type and protocol `share`, Stable with members, else Empty.
         let share_groups = self.log.share_group_ids().into_iter().filter(|id| {
             all || self

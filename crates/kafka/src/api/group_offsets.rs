@@ -89,15 +89,17 @@ impl GroupOffsetsApi {
                     &request.member_id,
                     request.group_instance_id.as_ref(),
                 )
-                .and_then(|()| {
-                    self.log.coordinator().validate_commit(
-                        &group,
-                        &request.member_id,
-                        request.generation_id_or_member_epoch,
-                        now,
-                    )
-                })
                 .map_err(engine_codes::for_group_error)
+                .and_then(|()| {
+                    self.log
+                        .validate_group_commit(
+                            &group,
+                            &request.member_id,
+                            request.generation_id_or_member_epoch,
+                            now,
+                        )
+                        .map_err(|e| engine_codes::for_engine_error(&e))
+                })
             };
         let max_metadata = self.log.offsets().max_metadata_bytes();
         let mut results: Vec<(TopicName, Vec<PartitionVerdict>)> = Vec::new();

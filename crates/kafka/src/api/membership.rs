@@ -139,6 +139,15 @@ impl MembershipApi {
             response.error_code = codes::INVALID_GROUP_ID;
             return response;
         }
+        // One protocol per group: consumer-protocol (KIP-848) members hold this one.
+        if self
+            .log
+            .consumer_group_members(&request.group_id)
+            .is_some_and(|(_, members)| !members.is_empty())
+        {
+            response.error_code = codes::INCONSISTENT_GROUP_PROTOCOL;
+            return response;
+        }
         if let Some(reason) = request.reason.as_deref().filter(|r| !r.is_empty()) {
             tracing::info!(
                 group = request.group_id.as_str(),

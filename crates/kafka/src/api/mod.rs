@@ -7,6 +7,7 @@
 mod acls;
 mod cluster;
 mod configs;
+mod consumer_groups;
 mod fetch;
 mod group_admin;
 mod group_configs;
@@ -41,6 +42,7 @@ use crate::versions::api_versions;
 use acls::AclsApi;
 use cluster::ClusterApi;
 use configs::ConfigsApi;
+use consumer_groups::ConsumerGroupApi;
 use fetch::FetchApi;
 use group_admin::GroupAdminApi;
 use group_offsets::GroupOffsetsApi;
@@ -71,6 +73,7 @@ pub(crate) struct Apis {
     users: UsersApi,
     quotas: QuotasApi,
     share: ShareApi,
+    consumer_groups: ConsumerGroupApi,
     txn: TxnApi,
 }
 
@@ -149,6 +152,11 @@ impl Apis {
                 quotas: quotas.clone(),
             },
             share: ShareApi::new(log.clone(), guard.clone(), config.node_id),
+            consumer_groups: ConsumerGroupApi {
+                log: log.clone(),
+                guard: guard.clone(),
+                ids_issued: Default::default(),
+            },
             txn: TxnApi {
                 log: log.clone(),
                 guard: guard.clone(),
@@ -313,6 +321,10 @@ impl Apis {
             RequestKind::AlterClientQuotas(request) => {
                 ResponseKind::AlterClientQuotas(self.quotas.alter_client_quotas(request, peer))
             }
+            RequestKind::ConsumerGroupHeartbeat(request) => ResponseKind::ConsumerGroupHeartbeat(
+                self.consumer_groups
+                    .consumer_group_heartbeat(request, version, client_id, peer),
+            ),
             RequestKind::ShareGroupHeartbeat(request) => ResponseKind::ShareGroupHeartbeat(
                 self.share.share_group_heartbeat(request, client_id, peer),
             ),

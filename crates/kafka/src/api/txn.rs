@@ -253,15 +253,12 @@ impl TxnApi {
                 &request.member_id,
                 request.group_instance_id.as_ref(),
             )
-            .and_then(|()| {
-                self.log.coordinator().validate_commit(
-                    &group,
-                    &request.member_id,
-                    request.generation_id,
-                    now,
-                )
-            })
             .map_err(engine_codes::for_group_error)
+            .and_then(|()| {
+                self.log
+                    .validate_group_commit(&group, &request.member_id, request.generation_id, now)
+                    .map_err(|e| engine_codes::for_engine_error(&e))
+            })
         } else {
             Ok(())
         };

@@ -341,6 +341,27 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
                 Tags,
             ],
         },
+        // The consumer group protocol (KIP-848); v1 adds the topic regex.
+        ApiKey::ConsumerGroupHeartbeat => {
+            let mut fields = vec![
+                CompactStr,
+                CompactStr,
+                I32,
+                CompactStr,
+                CompactStr,
+                I32,
+                CompactArray(vec![CompactStr]),
+            ];
+            if v >= 1 {
+                fields.push(CompactStr);
+            }
+            fields.extend([
+                CompactStr,
+                CompactArray(vec![Fixed(16), CompactArray(vec![I32]), Tags]),
+                Tags,
+            ]);
+            fields
+        }
         // Share groups (KIP-932); a topic id is 16 bytes.
         ApiKey::ShareGroupHeartbeat => vec![
             CompactStr,

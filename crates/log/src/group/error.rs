@@ -19,6 +19,10 @@ pub enum GroupError {
     /// Session timeout outside the configured bounds (Kafka 26, INVALID_SESSION_TIMEOUT).
     #[error("session timeout outside the allowed range")]
     InvalidSessionTimeout,
+    /// A commit with a member epoch other than the member's, in a group of the consumer
+    /// protocol (Kafka 113, STALE_MEMBER_EPOCH).
+    #[error("the member's epoch is stale")]
+    StaleMemberEpoch,
     /// A static member id used by a member that is not its current holder (Kafka 82).
     #[error("static membership fenced by a newer member")]
     FencedInstance,

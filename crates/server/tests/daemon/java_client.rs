@@ -1,7 +1,8 @@
 //! Kafka's Java client 4.x against a real daemon, for the first time: its admin creates and
 //! describes a topic and alters a config, its producer sends with its defaults (idempotent,
 //! acks=all), a classic consumer group reads everything once, commits and resumes with only
-//! the new records, and the admin reads the group's offsets and deletes it. Its admin deletes
+//! the new records (with the classic protocol, and with KIP-848's), and the admin reads the
+//! group's offsets and deletes it. Its admin deletes
 //! records (DeleteRecords), and the new start survives a kill -9.
 
 use super::Daemon;
@@ -9,9 +10,21 @@ use super::java_clients::java;
 
 #[test]
 fn the_java_client_produces_consumes_in_a_group_and_administers() {
+    java_clients_run("classic");
+}
+
+/// The same run with the group's consumers on KIP-848's protocol (`group.protocol=consumer`).
+#[test]
+fn the_java_client_consumes_in_a_consumer_protocol_group() {
+    java_clients_run("consumer");
+}
+
+fn java_clients_run(protocol: &str) {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &[]);
-    let output = java("JavaClients", &[&daemon.addr]).output().expect("java");
+    let output = java("JavaClients", &[&daemon.addr, protocol])
+        .output()
+        .expect("java");
     assert!(
         output.status.success(),
         "{}\n{}",

@@ -18,6 +18,7 @@ mod console_browser;
 mod console_hosts;
 mod console_login_browser;
 mod console_scale;
+mod consumer_protocol;
 mod descriptors;
 mod franz;
 mod go_clients;

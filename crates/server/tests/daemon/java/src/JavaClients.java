@@ -3,7 +3,10 @@
 // its defaults (idempotent, acks=all), a classic consumer group reads, commits and resumes, and
 // the admin reads and deletes the group; the admin describes the cluster (DescribeCluster). Prints one line per step; exits non-zero on a failure.
 //
-//   java JavaClients BROKER
+//   java JavaClients BROKER [PROTOCOL]
+//
+// PROTOCOL `consumer` makes the group's consumers use KIP-848's protocol
+// (`group.protocol=consumer`) instead of the classic one.
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -43,9 +46,12 @@ public class JavaClients {
     }
   }
 
+  static String protocol = "classic";
+
   static List<String> consume(String broker, int count) {
     Properties p = common(broker);
     p.put("group.id", "billing");
+    p.put("group.protocol", protocol);
     p.put("auto.offset.reset", "earliest");
     p.put("enable.auto.commit", "false");
     p.put("key.deserializer", StringDeserializer.class.getName());
@@ -66,6 +72,9 @@ public class JavaClients {
 
   public static void main(String[] args) throws Exception {
     String broker = args[0];
+    if (args.length > 1) {
+      protocol = args[1];
+    }
     try (Admin admin = Admin.create(common(broker))) {
       admin.createTopics(List.of(new NewTopic("orders", 3, (short) 1))).all().get();
       int partitions = admin.describeTopics(List.of("orders")).allTopicNames().get()
