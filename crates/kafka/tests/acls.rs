@@ -353,6 +353,23 @@ fn table() -> Vec<Row> {
             },
         },
         Row {
+            api: "ConsumerGroupDescribe",
+            needs: vec![(Group, "billing", Describe, GROUP)],
+            granted: 0,
+            send: |b| {
+                let mut request = ConsumerGroupDescribeRequest::default();
+                request.group_ids = vec![GroupId(s("billing"))];
+                let r: ConsumerGroupDescribeResponse =
+                    call(b, ApiKey::ConsumerGroupDescribe, 1, &request);
+                // A group of no consumer-protocol members is not found, once the caller may
+                // look.
+                match r.groups[0].error_code {
+                    69 => 0,
+                    code => code,
+                }
+            },
+        },
+        Row {
             api: "ShareGroupDescribe",
             needs: vec![(Group, "billing", Describe, GROUP)],
             granted: 0,

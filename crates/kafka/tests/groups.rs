@@ -516,6 +516,30 @@ fn kip_848_members_share_partitions_one_owner_at_a_time_and_commit_with_their_ep
         ("consumer", "Stable")
     );
 
+    let mut describe = ConsumerGroupDescribeRequest::default();
+    describe.group_ids = vec![GroupId(s("kip848")), GroupId(s("classic"))];
+    let described: ConsumerGroupDescribeResponse =
+        call(&broker, ApiKey::ConsumerGroupDescribe, 1, &describe);
+    let group = &described.groups[0];
+    assert_eq!(
+        (group.error_code, group.group_state.as_str()),
+        (0, "Stable")
+    );
+    assert_eq!(group.assignor_name.as_str(), "uniform");
+    assert_eq!(group.members.len(), 2);
+    let owned: Vec<i32> = group
+        .members
+        .iter()
+        .flat_map(|m| m.assignment.topic_partitions.iter())
+        .flat_map(|tp| {
+            assert_eq!(tp.topic_name.0.as_str(), "orders");
+            tp.partitions.clone()
+        })
+        .collect();
+    assert_eq!(owned.len(), 2, "each partition once: {owned:?}");
+    assert!(group.members.iter().all(|m| m.member_type == 1));
+    assert_eq!(described.groups[1].error_code, 69, "GROUP_ID_NOT_FOUND");
+
     // Epochs from nowhere are fenced; unknown members are unknown.
     let future = consumer_beat(&broker, "a", a_now.member_epoch + 3, false, Some(&kept));
     assert_eq!(future.error_code, 110, "FENCED_MEMBER_EPOCH");
@@ -526,6 +550,59 @@ fn kip_848_members_share_partitions_one_owner_at_a_time_and_commit_with_their_ep
         assert_eq!((left.error_code, left.member_epoch), (0, -1));
     }
     assert_eq!(commit("", -1), 0);
+}
+
+#[test]
+fn kip_848_regular_expressions_match_whole_names_and_pick_up_new_topics() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    let mut request = ConsumerGroupHeartbeatRequest::default();
+    request.group_id = GroupId(s("by-pattern"));
+    request.member_id = s("m");
+    request.rebalance_timeout_ms = 30_000;
+    // `ord` alone would match nothing: the expression must match a whole name.
+    request.subscribed_topic_regex = Some(s("ord|ord.*s|fresh-.*"));
+    request.topic_partitions = Some(Vec::new());
+    let joined: ConsumerGroupHeartbeatResponse =
+        call(&broker, ApiKey::ConsumerGroupHeartbeat, 1, &request);
+    assert_eq!(joined.error_code, 0, "{:?}", joined.error_message);
+    let names = |r: &ConsumerGroupHeartbeatResponse| -> Vec<(String, usize)> {
+        let mut found: Vec<(String, usize)> = r
+            .assignment
+            .iter()
+            .flat_map(|a| &a.topic_partitions)
+            .map(|tp| {
+                let name = broker
+                    .log()
+                    .topic_name_by_id(tp.topic_id.as_bytes())
+                    .unwrap();
+                (name, tp.partitions.len())
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    assert_eq!(names(&joined), [("orders".to_owned(), 2)]);
+    broker
+        .log()
+        .create_topic(
+            "fresh-events",
+            TopicConfig {
+                partitions: 3,
+                ..TopicConfig::default()
+            },
+        )
+        .unwrap();
+    request.member_epoch = joined.member_epoch;
+    request.subscribed_topic_regex = None;
+    let beat: ConsumerGroupHeartbeatResponse =
+        call(&broker, ApiKey::ConsumerGroupHeartbeat, 1, &request);
+    assert_eq!(beat.error_code, 0, "{:?}", beat.error_message);
+    assert!(beat.member_epoch > joined.member_epoch);
+    assert_eq!(
+        names(&beat),
+        [("fresh-events".to_owned(), 3), ("orders".to_owned(), 2)]
+    );
 }
 
 #[test]
@@ -544,10 +621,10 @@ fn kip_848_refuses_what_kafka_refuses() {
         call(&broker, ApiKey::ConsumerGroupHeartbeat, 1, &request);
     assert_eq!(r.error_code, 112, "UNSUPPORTED_ASSIGNOR");
     request.server_assignor = None;
-    request.subscribed_topic_regex = Some(s("ord.*"));
+    request.subscribed_topic_regex = Some(s("(ord"));
     let r: ConsumerGroupHeartbeatResponse =
         call(&broker, ApiKey::ConsumerGroupHeartbeat, 1, &request);
-    assert_eq!(r.error_code, 42, "regular expressions are not served yet");
+    assert_eq!(r.error_code, 128, "INVALID_REGULAR_EXPRESSION");
     // v0 leaves the id to the broker.
     request.subscribed_topic_regex = None;
     request.member_id = s("");

@@ -144,6 +144,11 @@ fn request(key: ApiKey) -> Option<RequestKind> {
             r.subscribed_topic_names = Some(vec![t()]);
             RequestKind::ShareGroupHeartbeat(r)
         }
+        ApiKey::ConsumerGroupDescribe => {
+            let mut r = ConsumerGroupDescribeRequest::default();
+            r.group_ids = vec![GroupId(StrBytes::from_static_str("g"))];
+            RequestKind::ConsumerGroupDescribe(r)
+        }
         ApiKey::ShareGroupDescribe => {
             let mut r = ShareGroupDescribeRequest::default();
             r.group_ids = vec![GroupId(StrBytes::from_static_str("g"))];

@@ -27,6 +27,36 @@ struct Entry {
     group: ConsumerGroup,
     /// Per member: when it was last heard from (ms), its client id and host.
     heard: BTreeMap<String, (i64, String, String)>,
+    /// Per member: the topic names and the regular expression it subscribed with; what it
+    /// subscribes to is the names and every topic the expression matches whole.
+    subscriptions: BTreeMap<String, Subscription>,
+}
+
+/// A member's subscription as it gave it.
+#[derive(Debug, Default, Clone)]
+struct Subscription {
+    names: BTreeSet<String>,
+    regex: Option<(String, regex::Regex)>,
+}
+
+impl Subscription {
+    fn topics(&self, existing: &[String]) -> BTreeSet<String> {
+        let mut topics = self.names.clone();
+        if let Some((_, regex)) = &self.regex {
+            topics.extend(existing.iter().filter(|t| regex.is_match(t)).cloned());
+        }
+        topics
+    }
+}
+
+/// What a heartbeat says of the member's subscription: `None` for unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriptionChange {
+    /// The topic names it subscribes to.
+    pub names: Option<BTreeSet<String>>,
+    /// A regular expression (RE2 syntax, matching whole topic names) whose topics it also
+    /// subscribes to; empty for none.
+    pub regex: Option<String>,
 }
 
 /// A consumer-protocol member as described.
@@ -40,21 +70,53 @@ pub struct ConsumerMemberDescription {
     pub client_host: String,
     /// Its epoch.
     pub member_epoch: i32,
-    /// The topics it subscribes to.
+    /// The topics it subscribes to (by name, and those its expression matched).
     pub subscribed: BTreeSet<String>,
+    /// The regular expression it subscribed with, if any.
+    pub regex: Option<String>,
     /// The partitions it is to own.
     pub assigned: crate::consumer_group::Assignment,
+    /// Its target.
+    pub target: crate::consumer_group::Assignment,
+}
+
+/// A consumer-protocol group as described (ConsumerGroupDescribe).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerGroupDescription {
+    /// Kafka's state name: `Empty`, `Assigning`, `Reconciling` or `Stable`.
+    pub state: &'static str,
+    /// The group epoch.
+    pub group_epoch: i32,
+    /// The epoch of the targets.
+    pub assignment_epoch: i32,
+    /// The assignor the targets come from.
+    pub assignor: &'static str,
+    /// Its members.
+    pub members: Vec<ConsumerMemberDescription>,
 }
 
 impl Log {
-    /// A ConsumerGroupHeartbeat in `group` from `client` (client id, host); members silent for
-    /// the group's session timeout are removed first.
+    /// A ConsumerGroupHeartbeat in `group` from `client` (client id, host), its subscription
+    /// changed by `subscription` (`beat.subscribed` is what it resolves to); members silent
+    /// for the group's session timeout are removed first. A regular expression that does not
+    /// compile is [`Error::InvalidRegularExpression`].
     pub fn consumer_heartbeat(
         &self,
         group: &str,
-        beat: Heartbeat,
+        mut beat: Heartbeat,
+        subscription: SubscriptionChange,
         client: (&str, &str),
     ) -> Result<HeartbeatAnswer> {
+        let regex = match subscription.regex.as_deref() {
+            None => None,
+            Some("") => Some(None),
+            Some(pattern) => {
+                // Whole names only, as Kafka's `matcher(topic).matches()`.
+                let compiled = regex::Regex::new(&format!("^(?:{pattern})$"))
+                    .map_err(|e| Error::InvalidRegularExpression(format!("{pattern}: {e}")))?;
+                Some(Some((pattern.to_owned(), compiled)))
+            }
+        };
         if beat.member_epoch == 0
             && self
                 .shared
@@ -69,9 +131,27 @@ impl Log {
             .shared
             .group_configs
             .int(group, "consumer.session.timeout.ms");
+        let existing = self.list_topics();
         let mut groups = self.shared.consumer_groups.groups.lock();
         let entry = groups.entry(group.to_owned()).or_default();
         expire(group, entry, now, timeout);
+        if beat.member_epoch >= 0 {
+            if beat.member_epoch == 0 {
+                entry
+                    .subscriptions
+                    .insert(beat.member_id.clone(), Subscription::default());
+            }
+            if let Some(mine) = entry.subscriptions.get_mut(&beat.member_id) {
+                if let Some(names) = subscription.names {
+                    mine.names = names;
+                }
+                if let Some(regex) = regex {
+                    mine.regex = regex;
+                }
+                // What it subscribes to now: topics created since can match its expression.
+                beat.subscribed = Some(mine.topics(&existing));
+            }
+        }
         let mut subscribed: BTreeSet<String> = entry
             .group
             .members()
@@ -85,15 +165,15 @@ impl Log {
             .collect();
         let (member, epoch) = (beat.member_id.clone(), beat.member_epoch);
         let answer = entry.group.heartbeat(beat, &topics)?;
-        match epoch {
-            -1 | -2 => {
-                entry.heard.remove(&member);
-            }
-            _ => {
-                let (client_id, host) = (client.0.to_owned(), client.1.to_owned());
-                entry.heard.insert(member, (now, client_id, host));
-            }
+        if epoch >= 0 {
+            let (client_id, host) = (client.0.to_owned(), client.1.to_owned());
+            entry.heard.insert(member, (now, client_id, host));
         }
+        // Members that left, or that a static member's successor replaced. A static member
+        // away (-2) stays, last heard when it left, until its session is over.
+        let members = entry.group.members();
+        entry.heard.retain(|id, _| members.contains_key(id));
+        entry.subscriptions.retain(|id, _| members.contains_key(id));
         Ok(answer)
     }
 
@@ -150,6 +230,13 @@ impl Log {
         &self,
         group: &str,
     ) -> Option<(i32, Vec<ConsumerMemberDescription>)> {
+        self.describe_consumer_group(group)
+            .map(|d| (d.group_epoch, d.members))
+    }
+
+    /// Consumer-protocol group `group` whole, `None` if it has had no members since the
+    /// engine started.
+    pub fn describe_consumer_group(&self, group: &str) -> Option<ConsumerGroupDescription> {
         let groups = self.shared.consumer_groups.groups.lock();
         let entry = groups.get(group)?;
         let members = entry
@@ -164,11 +251,22 @@ impl Log {
                     client_host,
                     member_epoch: m.reconciled.member_epoch,
                     subscribed: m.subscribed.clone(),
+                    regex: entry
+                        .subscriptions
+                        .get(id)
+                        .and_then(|s| s.regex.as_ref().map(|(pattern, _)| pattern.clone())),
                     assigned: m.reconciled.assigned.clone(),
+                    target: entry.group.target(id).cloned().unwrap_or_default(),
                 }
             })
             .collect();
-        Some((entry.group.group_epoch(), members))
+        Some(ConsumerGroupDescription {
+            state: entry.group.state_name(),
+            group_epoch: entry.group.group_epoch(),
+            assignment_epoch: entry.group.assignment_epoch(),
+            assignor: entry.group.assignor().name(),
+            members,
+        })
     }
 
     /// Whether an OffsetCommit (or TxnOffsetCommit) by `member` with `epoch` may commit in
@@ -220,6 +318,7 @@ fn expire(group: &str, entry: &mut Entry, now: i64, timeout_ms: i64) {
             "consumer-group member's session expired"
         );
         entry.heard.remove(&member);
+        entry.subscriptions.remove(&member);
         entry.group.remove(&member);
     }
 }

@@ -73,6 +73,10 @@ pub enum Error {
     /// (Kafka's INVALID_REQUEST); nothing of the request applies.
     #[error("invalid share-group request: {0}")]
     InvalidShareRequest(String),
+    /// A consumer-group subscription's regular expression that does not compile (Kafka's
+    /// INVALID_REGULAR_EXPRESSION).
+    #[error("invalid regular expression {0}")]
+    InvalidRegularExpression(String),
     /// A share-group or consumer-group heartbeat with an epoch other than the member's (Kafka's
     /// FENCED_MEMBER_EPOCH): the member rejoins.
     #[error("member {member} sent epoch {epoch}, its epoch is {current}")]

@@ -65,7 +65,9 @@ pub use consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics, IsolationLevel,
     RebalanceListener, TopicPartition,
 };
-pub use consumer_groups::ConsumerMemberDescription;
+pub use consumer_groups::{
+    ConsumerGroupDescription, ConsumerMemberDescription, SubscriptionChange,
+};
 pub use engine::Log;
 pub use error::{Error, Result};
 pub use group_admin::{GroupDescription, GroupPartitionLag};

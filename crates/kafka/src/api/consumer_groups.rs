@@ -1,16 +1,21 @@
-//! ConsumerGroupHeartbeat (KIP-848's consumer group protocol) over the engine's
-//! `consumer_group` state: topic ids to names and back, the member id a version-0 member
-//! leaves to the broker, and Kafka's checks: READ on the group, DESCRIBE on each subscribed
-//! topic, a version-1 member with no id INVALID_REQUEST; a regular-expression subscription is
-//! not served yet (INVALID_REQUEST, which the client reports; an empty expression is none).
+//! ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848's consumer group protocol) over
+//! the engine's `consumer_group` state: topic ids to names and back, the member id a version-0
+//! member leaves to the broker, and Kafka's checks: READ on the group, DESCRIBE on each
+//! subscribed topic, a version-1 member with no id INVALID_REQUEST, a regular expression that
+//! does not compile INVALID_REGULAR_EXPRESSION (an empty one is none; the engine resolves one
+//! against the topics at each of the member's heartbeats).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
-use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
+use kafka_protocol::messages::{
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse, TopicName, consumer_group_describe_response,
+};
 use kafka_protocol::protocol::StrBytes;
+use logd::SubscriptionChange;
 use logd::consumer_group::{Heartbeat, ServerAssignor};
 
 use crate::acl::{Operation, ResourceType};
@@ -61,19 +66,6 @@ impl ConsumerGroupApi {
             );
             return response;
         }
-        // An empty expression is none (librdkafka sends one with a list of names).
-        if request
-            .subscribed_topic_regex
-            .as_ref()
-            .is_some_and(|regex| !regex.is_empty())
-        {
-            refuse(
-                &mut response,
-                codes::INVALID_REQUEST,
-                "SubscribedTopicRegex is not served by logd yet; subscribe by topic names.".into(),
-            );
-            return response;
-        }
         let mut member_id = request.member_id.to_string();
         if member_id.is_empty() {
             if version >= 1 || request.member_epoch != 0 {
@@ -92,10 +84,10 @@ impl ConsumerGroupApi {
                 .map_or(0, |d| d.as_nanos());
             member_id = format!("{client_id}-{nanos:x}-{issued:x}");
         }
-        let subscribed: Option<BTreeSet<String>> = request
+        let names: Option<BTreeSet<String>> = request
             .subscribed_topic_names
             .map(|names| names.iter().map(|t| t.0.to_string()).collect());
-        if let Some(topics) = &subscribed
+        if let Some(topics) = &names
             && let Some(refused) = topics.iter().find(|t| {
                 !self
                     .guard
@@ -141,14 +133,22 @@ impl ConsumerGroupApi {
         let beat = Heartbeat {
             member_id: member_id.clone(),
             member_epoch: request.member_epoch,
-            subscribed,
+            instance_id: request.instance_id.map(|i| i.to_string()),
+            // The engine resolves the subscription (names and expression) to topics.
+            subscribed: None,
             assignor,
             owned,
         };
-        match self
-            .log
-            .consumer_heartbeat(group, beat, (client_id, &peer.member_host()))
-        {
+        let subscription = SubscriptionChange {
+            names,
+            regex: request.subscribed_topic_regex.map(|r| r.to_string()),
+        };
+        match self.log.consumer_heartbeat(
+            group,
+            beat,
+            subscription,
+            (client_id, &peer.member_host()),
+        ) {
             Ok(answer) => {
                 response.member_id = Some(text(member_id));
                 response.member_epoch = answer.member_epoch;
@@ -170,6 +170,84 @@ impl ConsumerGroupApi {
                 });
             }
             Err(e) => refuse(&mut response, for_engine_error(&e), e.to_string()),
+        }
+        response
+    }
+
+    /// ConsumerGroupDescribe: each group's state, epochs, assignor and members with their
+    /// subscriptions, assignments and targets; DESCRIBE on the group; a group that is not of
+    /// the consumer protocol is GROUP_ID_NOT_FOUND, on which Kafka's admin describes it with
+    /// DescribeGroups instead.
+    pub(super) fn consumer_group_describe(
+        &self,
+        request: ConsumerGroupDescribeRequest,
+        version: i16,
+        peer: &Peer,
+    ) -> ConsumerGroupDescribeResponse {
+        use consumer_group_describe_response::{
+            Assignment, DescribedGroup, Member, TopicPartitions,
+        };
+        let mut response = ConsumerGroupDescribeResponse::default();
+        let by_name = |assignment: &logd::consumer_group::Assignment| {
+            let mut described = Assignment::default();
+            described.topic_partitions = assignment
+                .iter()
+                .filter_map(|(topic, partitions)| {
+                    let (id, _) = self.log.topic_id_and_partitions(topic).ok()?;
+                    let mut tp = TopicPartitions::default();
+                    tp.topic_id = uuid::Uuid::from_bytes(id);
+                    tp.topic_name = TopicName(text(topic.clone()));
+                    tp.partitions = partitions.iter().map(|&p| p as i32).collect();
+                    Some(tp)
+                })
+                .collect();
+            described
+        };
+        for id in request.group_ids {
+            let mut group = DescribedGroup::default();
+            group.group_id = id.clone();
+            group.authorized_operations = i32::MIN;
+            let name = id.0.as_str();
+            let described = self.log.describe_consumer_group(name);
+            if !self
+                .guard
+                .allowed(&peer.caller, Operation::Describe, ResourceType::Group, name)
+            {
+                group.error_code = codes::GROUP_AUTHORIZATION_FAILED;
+            } else if let Some(d) = described {
+                group.group_state = text(d.state);
+                group.group_epoch = d.group_epoch;
+                group.assignment_epoch = d.assignment_epoch;
+                group.assignor_name = text(d.assignor);
+                group.members = d
+                    .members
+                    .iter()
+                    .map(|m| {
+                        let mut member = Member::default();
+                        member.member_id = text(m.member_id.clone());
+                        member.member_epoch = m.member_epoch;
+                        member.client_id = text(m.client_id.clone());
+                        member.client_host = text(m.client_host.clone());
+                        member.subscribed_topic_names = m
+                            .subscribed
+                            .iter()
+                            .map(|t| TopicName(text(t.clone())))
+                            .collect();
+                        member.subscribed_topic_regex = m.regex.clone().map(text);
+                        member.assignment = by_name(&m.assigned);
+                        member.target_assignment = by_name(&m.target);
+                        if version >= 1 {
+                            // 1: the consumer protocol's member (0 would be a classic one).
+                            member.member_type = 1;
+                        }
+                        member
+                    })
+                    .collect();
+            } else {
+                group.error_code = codes::GROUP_ID_NOT_FOUND;
+                group.error_message = Some(text(format!("Group {name} is not a consumer group.")));
+            }
+            response.groups.push(group);
         }
         response
     }

@@ -73,7 +73,23 @@ impl GroupAdminApi {
             ResourceType::Cluster,
             crate::acl::CLUSTER_NAME,
         );
-        let consumer_protocol = self.log.consumer_group_ids();
+        // A group is the consumer protocol's while it has such members, and after they left
+        // unless classic members came since.
+        let consumer_protocol: Vec<String> = self
+            .log
+            .consumer_group_ids()
+            .into_iter()
+            .filter(|id| {
+                self.log
+                    .consumer_group_members(id)
+                    .is_some_and(|(_, m)| !m.is_empty())
+                    || !self
+                        .log
+                        .coordinator()
+                        .read_group(id, |g| !g.members().is_empty())
+                        .unwrap_or(false)
+            })
+            .collect();
         response.groups = self
             .log
             .list_groups()

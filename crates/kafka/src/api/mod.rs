@@ -325,6 +325,10 @@ impl Apis {
                 self.consumer_groups
                     .consumer_group_heartbeat(request, version, client_id, peer),
             ),
+            RequestKind::ConsumerGroupDescribe(request) => ResponseKind::ConsumerGroupDescribe(
+                self.consumer_groups
+                    .consumer_group_describe(request, version, peer),
+            ),
             RequestKind::ShareGroupHeartbeat(request) => ResponseKind::ShareGroupHeartbeat(
                 self.share.share_group_heartbeat(request, client_id, peer),
             ),

@@ -362,6 +362,7 @@ pub(super) fn layout(key: ApiKey, version: i16) -> Option<Vec<Field>> {
             ]);
             fields
         }
+        ApiKey::ConsumerGroupDescribe => vec![CompactArray(vec![CompactStr]), BOOL, Tags],
         // Share groups (KIP-932); a topic id is 16 bytes.
         ApiKey::ShareGroupHeartbeat => vec![
             CompactStr,

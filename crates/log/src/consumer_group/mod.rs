@@ -38,6 +38,11 @@ pub struct ConsumerMember {
     pub subscribed: BTreeSet<String>,
     /// The assignor it named, if any.
     pub assignor: Option<ServerAssignor>,
+    /// Its static instance id (KIP-345), if any.
+    pub instance_id: Option<String>,
+    /// A static member that left for now (epoch -2): it keeps its partitions until its
+    /// session is over or a member with its instance id takes its place.
+    pub away: bool,
     /// Its reconciliation.
     pub reconciled: Reconciled,
     /// What it last reported owning.
@@ -51,8 +56,10 @@ pub struct ConsumerMember {
 pub struct Heartbeat {
     /// The member.
     pub member_id: String,
-    /// Its epoch: 0 to join, -1 (or -2) to leave.
+    /// Its epoch: 0 to join, -1 to leave, -2 for a static member to leave for now.
     pub member_epoch: i32,
+    /// Its static instance id, if it has one.
+    pub instance_id: Option<String>,
     /// Its subscription, when it changed (always on joining).
     pub subscribed: Option<BTreeSet<String>>,
     /// The assignor it names, when it changed.
@@ -81,6 +88,8 @@ pub struct ConsumerGroup {
     partitions: BTreeMap<String, u32>,
     /// Which member holds each partition (assigned, or not yet revoked).
     holders: BTreeMap<(String, u32), String>,
+    /// The member holding each static instance id.
+    instances: BTreeMap<String, String>,
 }
 
 impl ConsumerGroup {
@@ -97,6 +106,24 @@ impl ConsumerGroup {
     /// Its members by id.
     pub fn members(&self) -> &BTreeMap<String, ConsumerMember> {
         &self.members
+    }
+
+    /// Kafka's name for the group's state: `Empty` without members, `Assigning` while a
+    /// change waits for its targets, `Reconciling` while a member is not at its target,
+    /// else `Stable`.
+    pub fn state_name(&self) -> &'static str {
+        if self.members.is_empty() {
+            "Empty"
+        } else if self.assignment_epoch < self.group_epoch {
+            "Assigning"
+        } else if self.members.values().any(|m| {
+            m.reconciled.member_epoch != self.assignment_epoch
+                || m.reconciled.state != MemberState::Stable
+        }) {
+            "Reconciling"
+        } else {
+            "Stable"
+        }
     }
 
     /// A member's target.
@@ -120,6 +147,19 @@ impl ConsumerGroup {
     ) -> Result<HeartbeatAnswer> {
         let id = beat.member_id.clone();
         match beat.member_epoch {
+            -2 if self
+                .members
+                .get(&id)
+                .is_some_and(|m| m.instance_id.is_some()) =>
+            {
+                if let Some(member) = self.members.get_mut(&id) {
+                    member.away = true;
+                }
+                return Ok(HeartbeatAnswer {
+                    member_epoch: -2,
+                    assignment: None,
+                });
+            }
             -1 | -2 => {
                 self.remove(&id);
                 return Ok(HeartbeatAnswer {
@@ -127,12 +167,7 @@ impl ConsumerGroup {
                     assignment: None,
                 });
             }
-            0 => {
-                // A rejoin starts from nothing: the member gave up its partitions.
-                self.remove(&id);
-                self.members.insert(id.clone(), ConsumerMember::default());
-                self.group_epoch += 1;
-            }
+            0 => self.join(&id, beat.instance_id.as_deref())?,
             epoch => self.check_epoch(&id, epoch, beat.owned.as_ref())?,
         }
         let member = self.members.get_mut(&id).expect("joined or checked above");
@@ -169,11 +204,57 @@ impl ConsumerGroup {
         })
     }
 
+    /// A member joining (epoch 0): a new one, or one rejoining from nothing (it gave up its
+    /// partitions). With the instance id of a static member that is away, it takes that
+    /// member's place, partitions and epoch, without a rebalance; with one a present member
+    /// holds, it is refused (UNRELEASED_INSTANCE_ID).
+    fn join(&mut self, id: &str, instance_id: Option<&str>) -> Result<()> {
+        let holder = instance_id.and_then(|i| self.instances.get(i)).cloned();
+        match holder {
+            Some(holder) if holder != id => {
+                if !self.members.get(&holder).is_some_and(|m| m.away) {
+                    return Err(Error::Group(GroupError::UnreleasedInstanceId));
+                }
+                self.remove(id);
+                let mut member = self.members.remove(&holder).expect("an instance's holder");
+                member.away = false;
+                member.sent = None;
+                member.owned = None;
+                self.members.insert(id.to_owned(), member);
+                if let Some(target) = self.targets.remove(&holder) {
+                    self.targets.insert(id.to_owned(), target);
+                }
+                for held in self.holders.values_mut().filter(|h| **h == holder) {
+                    *held = id.to_owned();
+                }
+                if let Some(instance) = instance_id {
+                    self.instances.insert(instance.to_owned(), id.to_owned());
+                }
+            }
+            _ => {
+                self.remove(id);
+                let member = ConsumerMember {
+                    instance_id: instance_id.map(str::to_owned),
+                    ..ConsumerMember::default()
+                };
+                self.members.insert(id.to_owned(), member);
+                if let Some(instance) = instance_id {
+                    self.instances.insert(instance.to_owned(), id.to_owned());
+                }
+                self.group_epoch += 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Removes a member (it left, or its session ran out): what it held is free, and the
     /// others' targets are computed again.
     pub fn remove(&mut self, member: &str) -> bool {
-        if self.members.remove(member).is_none() {
+        let Some(gone) = self.members.remove(member) else {
             return false;
+        };
+        if let Some(instance) = gone.instance_id {
+            self.instances.remove(&instance);
         }
         self.targets.remove(member);
         self.holders.retain(|_, holder| holder != member);
@@ -224,7 +305,7 @@ impl ConsumerGroup {
     }
 
     /// The assignor the members name most (ties: the first by name), else `uniform`.
-    fn assignor(&self) -> ServerAssignor {
+    pub fn assignor(&self) -> ServerAssignor {
         let mut named: BTreeMap<&str, (usize, ServerAssignor)> = BTreeMap::new();
         for a in self.members.values().filter_map(|m| m.assignor) {
             named.entry(a.name()).or_insert((0, a)).0 += 1;

@@ -88,6 +88,7 @@ impl World {
         let beat = Heartbeat {
             member_id: id.to_owned(),
             member_epoch: client.epoch,
+            instance_id: None,
             subscribed: Some(client.subscribed.clone()),
             assignor: None,
             owned: Some(client.owned.clone()),
@@ -180,6 +181,7 @@ proptest! {
                         let beat = Heartbeat {
                             member_id: id,
                             member_epoch: -1,
+                            instance_id: None,
                             subscribed: None,
                             assignor: None,
                             owned: None,
@@ -305,6 +307,7 @@ fn a_partition_moves_only_after_its_owner_revoked_it() {
     let join = |id: &str| Heartbeat {
         member_id: id.to_owned(),
         member_epoch: 0,
+        instance_id: None,
         subscribed: Some(["t".to_owned()].into()),
         assignor: None,
         owned: Some(Assignment::new()),
@@ -317,6 +320,7 @@ fn a_partition_moves_only_after_its_owner_revoked_it() {
     let beat = |id: &str, epoch: i32, owned: &[u32]| Heartbeat {
         member_id: id.to_owned(),
         member_epoch: epoch,
+        instance_id: None,
         subscribed: None,
         assignor: None,
         owned: Some([("t".to_owned(), owned.iter().copied().collect())].into()),
@@ -353,4 +357,55 @@ fn a_partition_moves_only_after_its_owner_revoked_it() {
         unknown,
         Err(Error::Group(GroupError::UnknownMember))
     ));
+}
+
+#[test]
+fn a_static_member_away_keeps_its_partitions_for_its_successor() {
+    let topics: BTreeMap<String, u32> = [("t".to_owned(), 4)].into();
+    let mut group = ConsumerGroup::default();
+    let beat = |id: &str, epoch: i32, instance: &str, owned: Option<&[u32]>| Heartbeat {
+        member_id: id.to_owned(),
+        member_epoch: epoch,
+        instance_id: Some(instance.to_owned()),
+        subscribed: Some(["t".to_owned()].into()),
+        assignor: None,
+        owned: owned.map(|o| [("t".to_owned(), o.iter().copied().collect())].into()),
+    };
+    let a = group
+        .heartbeat(beat("a", 0, "i1", Some(&[])), &topics)
+        .unwrap();
+    let given: Vec<u32> = a.assignment.unwrap()["t"].iter().copied().collect();
+    assert_eq!(given, [0, 1, 2, 3]);
+    let epoch = group.group_epoch();
+    // Away (-2): it still holds everything, and the group does not move on.
+    let away = group.heartbeat(beat("a", -2, "i1", None), &topics).unwrap();
+    assert_eq!(away.member_epoch, -2);
+    assert_eq!(group.holder("t", 2), Some("a"));
+    // Its successor, a new member id with the same instance id, takes its place whole.
+    let back = group
+        .heartbeat(beat("a2", 0, "i1", Some(&[])), &topics)
+        .unwrap();
+    assert_eq!(back.member_epoch, a.member_epoch);
+    assert_eq!(
+        back.assignment.unwrap()["t"],
+        given.iter().copied().collect()
+    );
+    assert_eq!(group.group_epoch(), epoch, "no rebalance");
+    assert!(!group.members().contains_key("a"));
+    assert_eq!(group.holder("t", 2), Some("a2"));
+    // While a2 is present, nobody else may use its instance id.
+    let taken = group.heartbeat(beat("a3", 0, "i1", Some(&[])), &topics);
+    assert!(matches!(
+        taken,
+        Err(Error::Group(GroupError::UnreleasedInstanceId))
+    ));
+    // Leaving for good (-1) frees the id and the partitions.
+    group
+        .heartbeat(beat("a2", -1, "i1", None), &topics)
+        .unwrap();
+    assert_eq!(group.holder("t", 2), None);
+    let fresh = group
+        .heartbeat(beat("a3", 0, "i1", Some(&[])), &topics)
+        .unwrap();
+    assert_eq!(fresh.assignment.unwrap()["t"].len(), 4);
 }

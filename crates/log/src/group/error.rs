@@ -23,6 +23,10 @@ pub enum GroupError {
     /// protocol (Kafka 113, STALE_MEMBER_EPOCH).
     #[error("the member's epoch is stale")]
     StaleMemberEpoch,
+    /// A consumer-protocol member joining with a static instance id another present member
+    /// holds (Kafka 111, UNRELEASED_INSTANCE_ID).
+    #[error("the static instance id is held by another member")]
+    UnreleasedInstanceId,
     /// A static member id used by a member that is not its current holder (Kafka 82).
     #[error("static membership fenced by a newer member")]
     FencedInstance,

@@ -3,7 +3,8 @@
 //! records flow. Every record is consumed, and no partition is ever owned by two members at
 //! once (each member's ownership runs from its assign callback to its revoke callback, or to
 //! its death; the broker gives a partition to its next owner only after the previous one
-//! reported it revoked, or its session ran out).
+//! reported it revoked, or its session ran out). Kafka's `kafka-consumer-groups.sh` describes
+//! the group.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -167,6 +168,30 @@ fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill
         Duration::from_secs(120),
         || consumed(&events.lock().unwrap()).len() == 600,
     );
+    // Kafka's own tool describes the group (ConsumerGroupDescribe): six partitions, each with
+    // its owner, nothing left to read.
+    let described = super::java_clients::java(
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        &["--bootstrap-server", &addr, "--describe", "--group", "k848"],
+    )
+    .output()
+    .unwrap();
+    let printed = String::from_utf8_lossy(&described.stdout);
+    let rows: Vec<Vec<&str>> = printed
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .filter(|f: &Vec<&str>| f.first() == Some(&"k848") && f.get(1) == Some(&"jobs"))
+        .collect();
+    assert_eq!(
+        rows.len(),
+        6,
+        "{printed}{}",
+        String::from_utf8_lossy(&described.stderr)
+    );
+    assert!(
+        rows.iter().all(|f| f[5] == "0" && f[6] != "-"),
+        "every partition owned, none lagging: {printed}"
+    );
     for child in [&mut a, &mut c] {
         child.kill().unwrap();
         child.wait().unwrap();
@@ -225,4 +250,228 @@ fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill
         members.contains("a") && members.contains("c"),
         "{members:?}"
     );
+}
+
+/// A member of group `static848` subscribed to the pattern `^fresh-.*` with static instance id
+/// argv[2]: prints `assign`/`revoke` lines and `rec TOPIC VALUE`; after argv[3] seconds prints
+/// `holding` with its assignment and closes (a static member's close leaves for now, -2).
+const PATTERN_MEMBER: &str = r#"
+import sys, time
+from confluent_kafka import Consumer
+b, instance, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def event(kind, parts):
+    print(kind, ",".join(f"{p.topic}-{p.partition}" for p in parts), flush=True)
+c = Consumer({"bootstrap.servers": b, "group.id": "static848", "group.protocol": "consumer",
+              "group.instance.id": instance, "auto.offset.reset": "earliest",
+              "topic.metadata.refresh.interval.ms": 1000})
+c.subscribe(["^fresh-.*"], on_assign=lambda c, ps: event("assign", ps),
+            on_revoke=lambda c, ps: event("revoke", ps))
+end = time.time() + seconds
+while time.time() < end:
+    m = c.poll(0.2)
+    if m is not None and not m.error():
+        print("rec", m.topic(), m.value().decode(), flush=True)
+print("holding", ",".join(f"{p.topic}-{p.partition}" for p in c.assignment()), flush=True)
+c.close()
+print("closed", flush=True)
+"#;
+
+#[test]
+fn a_pattern_subscription_picks_up_a_new_topic_and_a_static_member_comes_back_to_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let addr = daemon.addr.clone();
+    let create = |topic: &str| {
+        let args = [
+            "topics",
+            "create",
+            topic,
+            "--partitions",
+            "2",
+            "--bootstrap",
+            &addr,
+        ];
+        let (ok, _, err) = super::logd(&args, "");
+        assert!(ok, "{err}");
+    };
+    create("fresh-a");
+    create("stale-b");
+    let start = |instance: &str, seconds: &str| {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let mut child = python_script(PATTERN_MEMBER, &[&addr, instance, seconds])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap());
+        let sink = events.clone();
+        std::thread::spawn(move || {
+            for line in lines.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        (child, events)
+    };
+    let (mut one, one_events) = start("one", "60");
+    let (mut two, two_events) = start("two", "8");
+    let held = |events: &Arc<Mutex<Vec<String>>>| -> BTreeSet<String> {
+        let mut held = BTreeSet::new();
+        for line in events.lock().unwrap().iter() {
+            let (kind, parts) = line.split_once(' ').unwrap_or((line, ""));
+            let parts = parts
+                .split(',')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned);
+            match kind {
+                "assign" => held.extend(parts),
+                "revoke" => {
+                    for p in parts {
+                        held.remove(&p);
+                    }
+                }
+                _ => {}
+            }
+        }
+        held
+    };
+    wait_until(
+        "both members hold fresh-a partitions",
+        Duration::from_secs(60),
+        || held(&one_events).len() == 1 && held(&two_events).len() == 1,
+    );
+    let twos = held(&two_events);
+    // A topic created now matches the pattern: it is assigned without anyone resubscribing;
+    // stale-b never is.
+    create("fresh-c");
+    produce_to(&addr, "fresh-c", "new-topic-record");
+    wait_until("fresh-c's record is read", Duration::from_secs(60), || {
+        [&one_events, &two_events].iter().any(|e| {
+            e.lock()
+                .unwrap()
+                .iter()
+                .any(|l| l == "rec fresh-c new-topic-record")
+        })
+    });
+    // Two closes (away, static) and comes back within its session: it gets its own partitions
+    // back, and one never gives up any of its own meanwhile.
+    two.wait().unwrap();
+    let ones = held(&one_events);
+    let twos_all: BTreeSet<String> = two_events
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|l| l.strip_prefix("holding "))
+        .map(|held| {
+            held.split(',')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .expect("two said what it held");
+    assert!(twos_all.is_superset(&twos), "{twos_all:?} {twos:?}");
+    let (mut again, again_events) = start("two", "20");
+    wait_until(
+        "two is back with its partitions",
+        Duration::from_secs(60),
+        || held(&again_events) == twos_all,
+    );
+    assert_eq!(held(&one_events), ones, "one kept its own throughout");
+    let all: Vec<String> = one_events.lock().unwrap().clone();
+    assert!(
+        !all.iter()
+            .any(|l| l.starts_with("revoke") && l.contains("stale-b"))
+            && !all.iter().any(|l| l.contains("stale-b")),
+        "{all:?}"
+    );
+    for child in [&mut one, &mut again] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+/// Produces one record with `value` to `topic`.
+fn produce_to(addr: &str, topic: &str, value: &str) {
+    let script = r#"
+import sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1]})
+p.produce(sys.argv[2], value=sys.argv[3])
+assert p.flush(30) == 0
+"#;
+    let out = python_script(script, &[addr, topic, value])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Consumes `moving` in group `moving` with `group.protocol` argv[2] until argv[3] records came
+/// (or 30 s), commits, closes; prints the values read.
+const MOVER: &str = r#"
+import sys, time
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "moving",
+              "group.protocol": sys.argv[2], "auto.offset.reset": "earliest",
+              "enable.auto.commit": False})
+c.subscribe(["moving"])
+got = []
+end = time.time() + 30
+while len(got) < int(sys.argv[3]) and time.time() < end:
+    m = c.poll(0.2)
+    if m is not None and not m.error():
+        got.append(m.value().decode())
+c.commit(asynchronous=False)
+c.close()
+print(" ".join(got))
+"#;
+
+#[test]
+fn a_classic_group_moves_to_the_consumer_protocol_and_back_with_its_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &[]);
+    let addr = daemon.addr.clone();
+    let args = [
+        "topics",
+        "create",
+        "moving",
+        "--partitions",
+        "3",
+        "--bootstrap",
+        &addr,
+    ];
+    let (ok, _, err) = super::logd(&args, "");
+    assert!(ok, "{err}");
+    let read = |protocol: &str, count: usize| -> BTreeSet<String> {
+        let out = python_script(MOVER, &[&addr, protocol, &count.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let values = |range: std::ops::Range<u32>| -> BTreeSet<String> {
+        range.map(|i| i.to_string()).collect()
+    };
+    for (from, to, protocol) in [
+        (0, 30, "classic"),
+        (30, 60, "consumer"),
+        (60, 90, "classic"),
+    ] {
+        for i in from..to {
+            produce_to(&addr, "moving", &i.to_string());
+        }
+        assert_eq!(
+            read(protocol, (to - from) as usize),
+            values(from..to),
+            "{protocol} members resume where the group's last commit left it"
+        );
+    }
 }

@@ -508,37 +508,3 @@ fn librdkafka_balanced_consumer_resumes_from_its_commits_after_a_restart() {
     let expected: BTreeSet<String> = (90..120).map(|i| format!("r{i}")).collect();
     assert_eq!(second, expected, "only what came after the commit");
 }
-
-/// A confluent-kafka consumer set to KIP-848 (`group.protocol=consumer`) learns at once that
-/// logd does not offer it, and consumes nothing rather than misbehaving.
-const KIP_848: &str = r#"
-import sys, time, logging, io
-from confluent_kafka import Consumer
-stream = io.StringIO()
-logger = logging.getLogger("rdkafka")
-logger.addHandler(logging.StreamHandler(stream))
-logger.setLevel(logging.DEBUG)
-c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "new", "group.protocol": "consumer",
-              "debug": "cgrp", "auto.offset.reset": "earliest"}, logger=logger)
-c.subscribe(["events"])
-got = 0
-deadline = time.time() + 10
-while time.time() < deadline and "not supported by broker" not in stream.getvalue():
-    m = c.poll(0.2)
-    if m is not None and not m.error():
-        got += 1
-c.close()
-said = [l for l in stream.getvalue().splitlines() if "not supported by broker" in l]
-print(got, said[0] if said else "")
-"#;
-
-#[test]
-fn a_kip_848_consumer_is_told_the_broker_does_not_support_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path(), &[]);
-    librdkafka::produce(&daemon.addr, "events", "none", &["one"]);
-    let out = python(KIP_848, &daemon.addr);
-    let (got, said) = out.trim().split_once(' ').unwrap_or((out.trim(), ""));
-    assert_eq!(got, "0", "{out}");
-    assert!(said.contains("ConsumerGroupHeartbeat"), "{out}");
-}
