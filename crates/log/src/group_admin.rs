@@ -57,6 +57,14 @@ impl Log {
                 groups.push(id);
             }
         }
+        for id in self.consumer_group_ids() {
+            let live = self
+                .consumer_group_members(&id)
+                .is_some_and(|(_, members)| !members.is_empty());
+            if live && !groups.contains(&id) {
+                groups.push(id);
+            }
+        }
         groups.sort();
         groups
     }
@@ -85,7 +93,31 @@ impl Log {
                 lag: (log_end - committed.offset).max(0),
             });
         }
-        let (phase, generation, members) = match live {
+        // A group of the consumer protocol (KIP-848) with members: its members, each with its
+        // assignment, and the group epoch for a generation.
+        let consumer_protocol = self
+            .consumer_group_members(group)
+            .filter(|(_, members)| !members.is_empty())
+            .map(|(epoch, members)| {
+                let members = members.into_iter().map(|m| {
+                    let assigned = m
+                        .assigned
+                        .iter()
+                        .flat_map(|(t, ps)| ps.iter().map(move |&p| (t.clone(), p)))
+                        .collect();
+                    let described = MemberDescription {
+                        member_id: m.member_id,
+                        group_instance_id: None,
+                        client_id: m.client_id,
+                        client_host: m.client_host,
+                        metadata: Default::default(),
+                        assignment: Default::default(),
+                    };
+                    (described, assigned)
+                });
+                (GroupPhase::Stable, epoch, members.collect::<Vec<_>>())
+            });
+        let (phase, generation, members) = match consumer_protocol.or(live) {
             Some((phase, generation, members)) => (Some(phase), generation, members),
             None => (None, 0, Vec::new()),
         };

@@ -52,11 +52,17 @@ impl Log {
     /// Whether `group` reads committed records only: one of its members is a client seen
     /// reading so; for a group without members, what was last found.
     pub fn group_isolation(&self, group: &str) -> IsolationLevel {
-        let members = self
+        let mut members: Vec<(String, String)> = self
             .shared
             .coordinator
             .read_group(group, |g| g.members())
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| (m.client_id, m.client_host))
+            .collect();
+        if let Some((_, consumers)) = self.consumer_group_members(group) {
+            members.extend(consumers.into_iter().map(|m| (m.client_id, m.client_host)));
+        }
         let known = &self.shared.group_isolation;
         if members.is_empty() {
             return known.groups.lock().get(group).copied().unwrap_or_default();
@@ -65,7 +71,7 @@ impl Log {
             let clients = known.clients.lock();
             members
                 .iter()
-                .any(|m| clients.contains(&client_key(&m.client_id, &m.client_host)))
+                .any(|(id, host)| clients.contains(&client_key(id, host)))
         };
         let level = match seen && !self.committed_past_stable(group) {
             true => IsolationLevel::ReadCommitted,

@@ -3,8 +3,8 @@
 //! records flow. Every record is consumed, and no partition is ever owned by two members at
 //! once (each member's ownership runs from its assign callback to its revoke callback, or to
 //! its death; the broker gives a partition to its next owner only after the previous one
-//! reported it revoked, or its session ran out). Kafka's `kafka-consumer-groups.sh` describes
-//! the group.
+//! reported it revoked, or its session ran out). Kafka's `kafka-consumer-groups.sh`, the
+//! console's API and `/metrics` describe the group.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -115,7 +115,7 @@ fn owned(events: &[String]) -> BTreeMap<String, BTreeSet<u32>> {
 #[test]
 fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path(), &[]);
+    let daemon = Daemon::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
     let addr = daemon.addr.clone();
     let create = [
         "topics",
@@ -192,6 +192,28 @@ fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill
         rows.iter().all(|f| f[5] == "0" && f[6] != "-"),
         "every partition owned, none lagging: {printed}"
     );
+    // The console's API and /metrics show the group: its two members, what each holds, and
+    // its lag per partition.
+    let http = daemon.metrics.as_deref().unwrap();
+    let (_, body) = super::metrics::get(http, "/api/v1/groups/k848");
+    let group: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(group["state"], "Stable", "{group}");
+    let held: usize = group["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["assignment"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(
+        (group["members"].as_array().unwrap().len(), held),
+        (2, 6),
+        "{group}"
+    );
+    let samples = super::metrics::scrape(http);
+    for p in 0..6 {
+        let lag = format!(r#"logd_consumer_lag{{group="k848",topic="jobs",partition="{p}"}}"#);
+        assert_eq!(samples.get(&lag), Some(&0.0), "{lag}");
+    }
     for child in [&mut a, &mut c] {
         child.kill().unwrap();
         child.wait().unwrap();
