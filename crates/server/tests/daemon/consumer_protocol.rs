@@ -52,9 +52,30 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
+/// Creates `topic` with `partitions` through `logd topics create`.
+fn create_topic(addr: &str, topic: &str, partitions: u32) {
+    let partitions = partitions.to_string();
+    let args = [
+        "topics",
+        "create",
+        topic,
+        "--partitions",
+        &partitions,
+        "--bootstrap",
+        addr,
+    ];
+    let (ok, _, err) = super::logd(&args, "");
+    assert!(ok, "{err}");
+}
+
 /// Starts member `name`; its lines go to `events`.
 fn member(addr: &str, name: &str, events: &Arc<Mutex<Vec<String>>>) -> Child {
-    let mut child = python_script(MEMBER, &[addr, name])
+    spawn_into(MEMBER, &[addr, name], events)
+}
+
+/// Runs `script` with `args`; its stdout lines go to `events` as they come.
+fn spawn_into(script: &str, args: &[&str], events: &Arc<Mutex<Vec<String>>>) -> Child {
+    let mut child = python_script(script, args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -117,17 +138,7 @@ fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
     let addr = daemon.addr.clone();
-    let create = [
-        "topics",
-        "create",
-        "jobs",
-        "--partitions",
-        "6",
-        "--bootstrap",
-        &addr,
-    ];
-    let (ok, _, err) = super::logd(&create, "");
-    assert!(ok, "{err}");
+    create_topic(&addr, "jobs", 6);
     let events = Arc::new(Mutex::new(Vec::new()));
     let mut a = member(&addr, "a", &events);
     let mut b = member(&addr, "b", &events);
@@ -303,34 +314,12 @@ fn a_pattern_subscription_picks_up_a_new_topic_and_a_static_member_comes_back_to
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &[]);
     let addr = daemon.addr.clone();
-    let create = |topic: &str| {
-        let args = [
-            "topics",
-            "create",
-            topic,
-            "--partitions",
-            "2",
-            "--bootstrap",
-            &addr,
-        ];
-        let (ok, _, err) = super::logd(&args, "");
-        assert!(ok, "{err}");
-    };
+    let create = |topic: &str| create_topic(&addr, topic, 2);
     create("fresh-a");
     create("stale-b");
     let start = |instance: &str, seconds: &str| {
         let events = Arc::new(Mutex::new(Vec::new()));
-        let mut child = python_script(PATTERN_MEMBER, &[&addr, instance, seconds])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap());
-        let sink = events.clone();
-        std::thread::spawn(move || {
-            for line in lines.lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
+        let child = spawn_into(PATTERN_MEMBER, &[&addr, instance, seconds], &events);
         (child, events)
     };
     let (mut one, one_events) = start("one", "60");
@@ -454,17 +443,7 @@ fn a_classic_group_moves_to_the_consumer_protocol_and_back_with_its_offsets() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &[]);
     let addr = daemon.addr.clone();
-    let args = [
-        "topics",
-        "create",
-        "moving",
-        "--partitions",
-        "3",
-        "--bootstrap",
-        &addr,
-    ];
-    let (ok, _, err) = super::logd(&args, "");
-    assert!(ok, "{err}");
+    create_topic(&addr, "moving", 3);
     let read = |protocol: &str, count: usize| -> BTreeSet<String> {
         let out = python_script(MOVER, &[&addr, protocol, &count.to_string()])
             .output()
