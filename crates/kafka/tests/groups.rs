@@ -490,6 +490,22 @@ fn kip_848_members_share_partitions_one_owner_at_a_time_and_commit_with_their_ep
     };
     assert_eq!(commit("a", a_now.member_epoch), 0);
     assert_eq!(commit("a", a.member_epoch), 113, "STALE_MEMBER_EPOCH");
+    // A member reads the group's offsets with its epoch too (OffsetFetch v9); an admin
+    // (no member, epoch -1) always may.
+    let fetch = |member: Option<&str>, epoch: i32| -> i16 {
+        let mut group = offset_fetch_request::OffsetFetchRequestGroup::default();
+        group.group_id = GroupId(s("kip848"));
+        group.member_id = member.map(s);
+        group.member_epoch = epoch;
+        let mut request = OffsetFetchRequest::default();
+        request.groups = vec![group];
+        let r: OffsetFetchResponse = call(&broker, ApiKey::OffsetFetch, 9, &request);
+        r.groups[0].error_code
+    };
+    assert_eq!(fetch(Some("a"), a_now.member_epoch), 0);
+    assert_eq!(fetch(Some("a"), a.member_epoch), 113, "STALE_MEMBER_EPOCH");
+    assert_eq!(fetch(Some("nobody"), 3), 25, "UNKNOWN_MEMBER_ID");
+    assert_eq!(fetch(None, -1), 0);
     assert_eq!(commit("nobody", 1), 25, "UNKNOWN_MEMBER_ID");
     assert_eq!(commit("", -1), 25, "not while the group has members");
 

@@ -269,6 +269,27 @@ impl Log {
         })
     }
 
+    /// Whether an OffsetFetch (v9) by `member` with `epoch` may read `group`'s offsets: anyone
+    /// without a member id and epoch (an admin), else for a group of the consumer protocol
+    /// with members only a member with its current epoch (STALE_MEMBER_EPOCH,
+    /// UNKNOWN_MEMBER_ID), as Kafka checks it.
+    pub fn validate_group_fetch(&self, group: &str, member: &str, epoch: i32) -> Result<()> {
+        if member.is_empty() && epoch < 0 {
+            return Ok(());
+        }
+        let groups = self.shared.consumer_groups.groups.lock();
+        let Some(entry) = groups.get(group).filter(|e| !e.group.members().is_empty()) else {
+            return Ok(());
+        };
+        let Some(found) = entry.group.members().get(member) else {
+            return Err(GroupError::UnknownMember.into());
+        };
+        if found.reconciled.member_epoch != epoch {
+            return Err(GroupError::StaleMemberEpoch.into());
+        }
+        Ok(())
+    }
+
     /// Whether an OffsetCommit (or TxnOffsetCommit) by `member` with `epoch` may commit in
     /// `group`: for a group of the consumer protocol with members, the member's current epoch
     /// (else STALE_MEMBER_EPOCH, or UNKNOWN_MEMBER_ID); otherwise the classic group's rules.

@@ -193,7 +193,14 @@ impl GroupOffsetsApi {
                 });
                 let mut group = OffsetFetchResponseGroup::default();
                 let stable = request.require_stable;
-                match self.committed_offsets(&asked.group_id, topics, stable, peer) {
+                // v9: a consumer-protocol member reads with its epoch (KIP-848).
+                let member = asked.member_id.as_deref().unwrap_or("");
+                let fetched = self
+                    .log
+                    .validate_group_fetch(&asked.group_id, member, asked.member_epoch)
+                    .map_err(|e| engine_codes::for_engine_error(&e))
+                    .and_then(|()| self.committed_offsets(&asked.group_id, topics, stable, peer));
+                match fetched {
                     Ok(found) => {
                         group.topics = found
                             .into_iter()
