@@ -2,6 +2,7 @@
 //! rebalancing, replay, wake-up latency.
 
 mod compaction;
+mod consumer_group_restart;
 mod delete_records;
 mod delivery;
 mod embedded;

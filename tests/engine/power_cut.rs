@@ -1,12 +1,17 @@
 //! The engine's own files (topic metadata, partition directories, the offset store, the group
-//! log, producer snapshots and the producer id block) through a power cut at every storage
-//! operation of create, produce, commit, a group's settle and delete: the engine always reopens, each topic is either whole or
+//! logs, producer snapshots and the producer id block) through a power cut at every storage
+//! operation of create, produce, commit, a group's settle, a consumer-protocol member's join
+//! and delete: the engine always reopens, each topic is either whole or
 //! absent, what was acknowledged is there, a retry of an acknowledged batch is recognised, and
 //! no producer id is handed out twice.
 
 use std::sync::Arc;
 
-use logd::{Config, Log, ManualClock, Producer, ProducerConfig, ProducerRecord, TopicConfig};
+use logd::consumer_group::Heartbeat;
+use logd::{
+    Config, Log, ManualClock, Producer, ProducerConfig, ProducerRecord, SubscriptionChange,
+    TopicConfig,
+};
 use logd_offsets::OffsetCommit;
 use logd_storage::batch::{BatchBuilder, BatchHeader, Compression};
 use logd_storage::{CrashMode, Offset, SimFs};
@@ -20,6 +25,8 @@ struct Acked {
     committed: Option<i64>,
     /// The member and generation of group `g` once its sync returned (settled durably).
     settled: Option<(String, i32)>,
+    /// The epoch and partitions member `m` of consumer-protocol group `c` was answered.
+    consumer: Option<(i32, usize)>,
     audit_deleted: bool,
 }
 
@@ -77,6 +84,26 @@ fn workload(fs: &SimFs) -> Acked {
         Some(settled) => acked.settled = Some(settled),
         None => return acked,
     }
+    let beat = Heartbeat {
+        member_id: "m".into(),
+        member_epoch: 0,
+        instance_id: None,
+        subscribed: None,
+        assignor: None,
+        owned: Some(Default::default()),
+    };
+    let subscription = SubscriptionChange {
+        names: Some(["orders".to_owned()].into()),
+        regex: None,
+    };
+    match log.consumer_heartbeat("c", beat, subscription, ("app", "/127.0.0.1")) {
+        Ok(answer) => {
+            let assigned = answer.assignment.unwrap_or_default();
+            let partitions = assigned.values().map(|p| p.len()).sum();
+            acked.consumer = Some((answer.member_epoch, partitions));
+        }
+        Err(_) => return acked,
+    }
     if log.delete_topic("audit").is_ok() {
         acked.audit_deleted = true;
     }
@@ -129,6 +156,16 @@ fn the_engine_reopens_whole_after_a_power_cut_anywhere() {
                     group.generation >= *generation
                         && group.members.iter().any(|(m, _)| m.member_id == *member),
                     "cut {cut} {mode:?}: the settled group was lost: {group:?}"
+                );
+            }
+            if let Some((epoch, partitions)) = acked.consumer {
+                let group = log.describe_consumer_group("c");
+                let member = group.as_ref().and_then(|g| g.members.first());
+                assert!(
+                    member.is_some_and(|m| m.member_id == "m"
+                        && m.member_epoch == epoch
+                        && m.assigned.values().map(|p| p.len()).sum::<usize>() == partitions),
+                    "cut {cut} {mode:?}: the answered heartbeat was lost: {group:?}"
                 );
             }
             if acked.audit_deleted {

@@ -78,6 +78,8 @@ impl Log {
         let group_configs = crate::group_configs::GroupConfigs::open(storage.clone(), &dir)?;
         let shares = crate::share::ShareStates::open(storage.clone(), &dir)?;
         let txns = crate::txn::Transactions::open(storage.clone(), &dir)?;
+        let consumer_groups =
+            crate::consumer_groups::ConsumerGroups::open(storage.clone(), &dir, clock.now_ms())?;
         let shared = Arc::new(Shared {
             coordinator,
             group_configs,
@@ -94,7 +96,7 @@ impl Log {
             appends: AppendSignal::default(),
             cleaning: Default::default(),
             group_isolation: Default::default(),
-            consumer_groups: Default::default(),
+            consumer_groups,
             housekeeper: Mutex::new(None),
             _lock: lock,
         });

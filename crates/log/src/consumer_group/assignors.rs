@@ -8,10 +8,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
 use super::Assignment;
 
 /// A server-side assignor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum ServerAssignor {
     /// Kafka's `uniform`: balanced and sticky.
     #[default]

@@ -23,6 +23,8 @@ mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Result};
 use crate::group::GroupError;
 pub use assignors::ServerAssignor;
@@ -31,8 +33,8 @@ pub use reconcile::{MemberState, Reconciled};
 /// Partitions by topic.
 pub type Assignment = BTreeMap<String, BTreeSet<u32>>;
 
-/// One member as the group keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// One member as the group keeps it (and saves it: every field).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ConsumerMember {
     /// The topics it subscribes to.
     pub subscribed: BTreeSet<String>,
@@ -77,8 +79,9 @@ pub struct HeartbeatAnswer {
     pub assignment: Option<Assignment>,
 }
 
-/// One consumer group's protocol state.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// One consumer group's protocol state. It is saved without what follows from the rest
+/// (`holders`, `instances`): [`ConsumerGroup::restored`] rebuilds that.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsumerGroup {
     group_epoch: i32,
     assignment_epoch: i32,
@@ -87,12 +90,38 @@ pub struct ConsumerGroup {
     /// The partition counts of the subscribed topics at the last look.
     partitions: BTreeMap<String, u32>,
     /// Which member holds each partition (assigned, or not yet revoked).
+    #[serde(skip)]
     holders: BTreeMap<(String, u32), String>,
     /// The member holding each static instance id.
+    #[serde(skip)]
     instances: BTreeMap<String, String>,
 }
 
 impl ConsumerGroup {
+    /// The group as saved, made whole again: who holds each partition and each instance id
+    /// follows from its members. Saved state where two members hold one partition or one
+    /// instance id, or a target names no member, is refused (said why).
+    pub fn restored(mut self) -> std::result::Result<ConsumerGroup, String> {
+        self.holders.clear();
+        self.instances.clear();
+        for (id, member) in &self.members {
+            for held in member.reconciled.held() {
+                if let Some(other) = self.holders.insert(held.clone(), id.clone()) {
+                    return Err(format!("{}-{} held by {other} and {id}", held.0, held.1));
+                }
+            }
+            if let Some(instance) = &member.instance_id
+                && let Some(other) = self.instances.insert(instance.clone(), id.clone())
+            {
+                return Err(format!("instance {instance} held by {other} and {id}"));
+            }
+        }
+        if let Some(stray) = self.targets.keys().find(|t| !self.members.contains_key(*t)) {
+            return Err(format!("a target for {stray}, who is no member"));
+        }
+        Ok(self)
+    }
+
     /// The group epoch.
     pub fn group_epoch(&self) -> i32 {
         self.group_epoch

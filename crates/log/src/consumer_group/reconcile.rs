@@ -8,10 +8,12 @@
 
 use std::collections::BTreeSet;
 
+use serde::{Deserialize, Serialize};
+
 use super::Assignment;
 
 /// Where a member is in its reconciliation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum MemberState {
     /// At its target (as far as the partitions free allow).
     #[default]
@@ -34,7 +36,7 @@ impl MemberState {
 }
 
 /// A member's reconciliation state.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Reconciled {
     /// Its epoch.
     pub member_epoch: i32,

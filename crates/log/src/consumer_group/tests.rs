@@ -4,7 +4,8 @@
 //! owned by two clients and the group's holders agree with its members; once the crashed
 //! members' sessions are over and everyone heartbeats, every partition of a subscribed topic
 //! is owned by exactly one client, its target's member, and every member is stable at the
-//! assignment epoch. Plus the assignors' own rules.
+//! assignment epoch. Restarts save and restore the group at random points. Plus the assignors'
+//! own rules and the refusal of saved state that cannot be.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,13 +17,32 @@ const TOPICS: [&str; 3] = ["t0", "t1", "t2"];
 
 #[derive(Debug, Clone)]
 enum Op {
-    Join { member: u8, topics: u8 },
-    Beat { member: u8, revoke: bool },
-    Leave { member: u8 },
-    Crash { member: u8 },
-    Expire { member: u8 },
-    Subscribe { member: u8, topics: u8 },
-    Grow { topic: u8 },
+    Join {
+        member: u8,
+        topics: u8,
+    },
+    Beat {
+        member: u8,
+        revoke: bool,
+    },
+    Leave {
+        member: u8,
+    },
+    Crash {
+        member: u8,
+    },
+    Expire {
+        member: u8,
+    },
+    Subscribe {
+        member: u8,
+        topics: u8,
+    },
+    Grow {
+        topic: u8,
+    },
+    /// The coordinator restarts: the group is saved and restored.
+    Restart,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -37,6 +57,7 @@ fn op() -> impl Strategy<Value = Op> {
         member.clone().prop_map(|member| Op::Expire { member }),
         (member, 0u8..8).prop_map(|(member, topics)| Op::Subscribe { member, topics }),
         (0u8..3).prop_map(|topic| Op::Grow { topic }),
+        Just(Op::Restart),
     ]
 }
 
@@ -209,6 +230,13 @@ proptest! {
                 Op::Grow { topic } => {
                     let count = world.topics.get_mut(TOPICS[topic as usize]).unwrap();
                     *count = (*count + 1).min(8);
+                }
+                Op::Restart => {
+                    let saved = serde_json::to_vec(&world.group).unwrap();
+                    let restored: ConsumerGroup = serde_json::from_slice(&saved).unwrap();
+                    let restored = restored.restored().unwrap();
+                    prop_assert_eq!(&restored, &world.group, "the same group, holders rebuilt");
+                    world.group = restored;
                 }
             }
             world.check();
@@ -408,4 +436,40 @@ fn a_static_member_away_keeps_its_partitions_for_its_successor() {
         .heartbeat(beat("a3", 0, "i1", Some(&[])), &topics)
         .unwrap();
     assert_eq!(fresh.assignment.unwrap()["t"].len(), 4);
+}
+
+#[test]
+fn saved_state_with_a_partition_or_an_instance_held_twice_is_refused() {
+    let topics: BTreeMap<String, u32> = [("t0".to_owned(), 2)].into();
+    let mut group = ConsumerGroup::default();
+    for id in ["a", "b"] {
+        let beat = Heartbeat {
+            member_id: id.to_owned(),
+            member_epoch: 0,
+            instance_id: Some(format!("i-{id}")),
+            subscribed: Some(["t0".to_owned()].into()),
+            assignor: None,
+            owned: Some(Assignment::new()),
+        };
+        group.heartbeat(beat, &topics).unwrap();
+    }
+    assert!(group.clone().restored().is_ok());
+    let mut twice = group.clone();
+    let all: Assignment = [("t0".to_owned(), [0, 1].into())].into();
+    for member in twice.members.values_mut() {
+        member.reconciled.assigned = all.clone();
+    }
+    let refused = twice.restored().unwrap_err();
+    assert!(refused.contains("held by a and b"), "{refused}");
+    let mut same_instance = group.clone();
+    same_instance.members.get_mut("b").unwrap().instance_id = Some("i-a".into());
+    assert!(
+        same_instance
+            .restored()
+            .unwrap_err()
+            .contains("instance i-a")
+    );
+    let mut stray = group;
+    stray.targets.insert("ghost".into(), Assignment::new());
+    assert!(stray.restored().unwrap_err().contains("ghost"));
 }

@@ -3,8 +3,9 @@
 //! records flow. Every record is consumed, and no partition is ever owned by two members at
 //! once (each member's ownership runs from its assign callback to its revoke callback, or to
 //! its death; the broker gives a partition to its next owner only after the previous one
-//! reported it revoked, or its session ran out). Kafka's `kafka-consumer-groups.sh`, the
-//! console's API and `/metrics` describe the group.
+//! reported it revoked, or its session ran out). Members go on through a kill -9 of logd with
+//! their ids, epochs and partitions. Kafka's `kafka-consumer-groups.sh`, the console's API and
+//! `/metrics` describe the group.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -283,6 +284,76 @@ fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill
         members.contains("a") && members.contains("c"),
         "{members:?}"
     );
+}
+
+/// The member ids of group `k848` as the console's API lists them.
+fn member_ids(http: &str) -> BTreeSet<String> {
+    let (_, body) = super::metrics::get(http, "/api/v1/groups/k848");
+    let group: serde_json::Value = serde_json::from_str(&body).unwrap();
+    group["members"]
+        .as_array()
+        .map(|members| {
+            members
+                .iter()
+                .map(|m| m["member_id"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn records(events: &[String]) -> usize {
+    events
+        .iter()
+        .filter(|l| l.starts_with("rec "))
+        .map(|l| l.split(' ').skip(3).collect::<Vec<_>>())
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+#[test]
+fn consumer_protocol_members_keep_their_partitions_through_a_kill_9_of_logd() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--fsync", "always", "--metrics-listen", "127.0.0.1:0"];
+    let daemon = Daemon::start(dir.path(), &args);
+    let addr = daemon.addr.clone();
+    create_topic(&addr, "jobs", 6);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let mut members = [member(&addr, "a", &events), member(&addr, "b", &events)];
+    wait_until("a and b own three each", Duration::from_secs(60), || {
+        let owned = owned(&events.lock().unwrap());
+        ["a", "b"]
+            .iter()
+            .all(|m| owned.get(*m).is_some_and(|o| o.len() == 3))
+    });
+    produce(&addr, 0, 200);
+    wait_until("200 records are consumed", Duration::from_secs(60), || {
+        records(&events.lock().unwrap()) == 200
+    });
+    let before = member_ids(daemon.metrics.as_deref().unwrap());
+    assert_eq!(before.len(), 2);
+    let mark = events.lock().unwrap().len();
+
+    daemon.kill();
+    let daemon = Daemon::start_on(dir.path(), &addr, &args);
+    produce(&addr, 200, 400);
+    wait_until(
+        "400 records are consumed after the restart",
+        Duration::from_secs(60),
+        || records(&events.lock().unwrap()) == 400,
+    );
+    // The restarted logd knew the members and their epochs: they went on heartbeating with
+    // them, so nobody lost, revoked or was given a partition, and the ids are the same.
+    let after: Vec<String> = events.lock().unwrap()[mark..]
+        .iter()
+        .filter(|l| !l.starts_with("rec "))
+        .cloned()
+        .collect();
+    assert!(after.is_empty(), "the group rebalanced: {after:?}");
+    assert_eq!(member_ids(daemon.metrics.as_deref().unwrap()), before);
+    for child in &mut members {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }
 
 /// A member of group `static848` subscribed to the pattern `^fresh-.*` with static instance id

@@ -1,25 +1,67 @@
 //! Groups of the next consumer group protocol (KIP-848) in the engine: each group's
 //! [`ConsumerGroup`] behind one lock, when each member was last heard from (a member silent for
-//! the group's `consumer.session.timeout.ms` is removed at the group's next heartbeat), and the
-//! commit rule of such groups: a member commits with its current member epoch
-//! (STALE_MEMBER_EPOCH otherwise), anyone else only while the group has no members. A group
-//! id is one protocol's at a time: a classic group with members refuses consumer-protocol
-//! members. Membership is not durable (members rejoin after a restart, with epoch 0);
-//! committed offsets are, in the offset store.
+//! the group's `consumer.session.timeout.ms` is removed at the group's next heartbeat, or by
+//! housekeeping), and the commit rule of such groups: a member commits with its current member
+//! epoch (STALE_MEMBER_EPOCH otherwise), anyone else only while the group has no members. A
+//! group id is one protocol's at a time: a classic group with members refuses consumer-protocol
+//! members. Membership is durable (`persist.rs`: every change logged under the lock, waited
+//! for outside it, before the heartbeat is answered); on open each member's session starts
+//! anew. Committed offsets are in the offset store.
+
+mod persist;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use std::path::Path;
+use std::sync::Arc;
+
+use logd_storage::{StateLog, Storage, Written};
 use parking_lot::Mutex;
 
 use crate::consumer_group::{ConsumerGroup, Heartbeat, HeartbeatAnswer};
 use crate::engine::Log;
 use crate::error::{Error, Result};
 use crate::group::GroupError;
+use persist::{ConsumerGroupRecord, SavedGroup, SavedGroups, SavedMember};
 
 /// Every consumer-protocol group.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct ConsumerGroups {
     groups: Mutex<BTreeMap<String, Entry>>,
+    log: StateLog<SavedGroups>,
+}
+
+impl ConsumerGroups {
+    /// The groups saved in `dir` (the data directory); each member's session starts at `now`.
+    pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, now: i64) -> Result<ConsumerGroups> {
+        let damaged = |reason: String| Error::GroupState {
+            path: dir.join(persist::CONSUMER_GROUPS_DIR),
+            reason,
+        };
+        let (log, saved) = persist::open(storage, dir).map_err(|e| damaged(e.to_string()))?;
+        let mut groups = BTreeMap::new();
+        for (id, saved) in saved {
+            let entry = Entry::restore(saved, now).map_err(|e| damaged(format!("{id}: {e}")))?;
+            groups.insert(id, entry);
+        }
+        Ok(ConsumerGroups {
+            groups: Mutex::new(groups),
+            log,
+        })
+    }
+
+    /// Logs `record` (under the groups lock, so records are in the order of the changes).
+    fn write(&self, record: ConsumerGroupRecord) -> Result<Written> {
+        Ok(self.log.write(record)?)
+    }
+
+    /// Waits for a record written under the lock to be durable (outside it).
+    fn wait(&self, written: Option<Result<Written>>) -> Result<()> {
+        match written {
+            Some(written) => Ok(self.log.wait(written?)?),
+            None => Ok(()),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -37,6 +79,63 @@ struct Entry {
 struct Subscription {
     names: BTreeSet<String>,
     regex: Option<(String, regex::Regex)>,
+}
+
+impl Entry {
+    /// The entry as saved.
+    fn saved(&self) -> SavedGroup {
+        let members = self
+            .group
+            .members()
+            .keys()
+            .map(|id| {
+                let (_, client_id, client_host) = self.heard.get(id).cloned().unwrap_or_default();
+                let subscription = self.subscriptions.get(id).cloned().unwrap_or_default();
+                let member = SavedMember {
+                    client_id,
+                    client_host,
+                    names: subscription.names,
+                    regex: subscription.regex.map(|(pattern, _)| pattern),
+                };
+                (id.clone(), member)
+            })
+            .collect();
+        SavedGroup {
+            group: self.group.clone(),
+            members,
+        }
+    }
+
+    /// The entry saved as `saved`, each member last heard from at `now`.
+    fn restore(saved: SavedGroup, now: i64) -> std::result::Result<Entry, String> {
+        let group = saved.group.restored()?;
+        let mut entry = Entry {
+            group,
+            ..Entry::default()
+        };
+        for (id, member) in saved.members {
+            if !entry.group.members().contains_key(&id) {
+                return Err(format!("client details of {id}, who is no member"));
+            }
+            let regex = match member.regex {
+                None => None,
+                Some(pattern) => Some((compile(&pattern)?, pattern)),
+            };
+            let heard = (now, member.client_id, member.client_host);
+            entry.heard.insert(id.clone(), heard);
+            let subscription = Subscription {
+                names: member.names,
+                regex: regex.map(|(compiled, pattern)| (pattern, compiled)),
+            };
+            entry.subscriptions.insert(id, subscription);
+        }
+        Ok(entry)
+    }
+}
+
+/// `pattern` compiled to match whole topic names, as Kafka's `matcher(topic).matches()`.
+fn compile(pattern: &str) -> std::result::Result<regex::Regex, String> {
+    regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| format!("{pattern}: {e}"))
 }
 
 impl Subscription {
@@ -111,9 +210,7 @@ impl Log {
             None => None,
             Some("") => Some(None),
             Some(pattern) => {
-                // Whole names only, as Kafka's `matcher(topic).matches()`.
-                let compiled = regex::Regex::new(&format!("^(?:{pattern})$"))
-                    .map_err(|e| Error::InvalidRegularExpression(format!("{pattern}: {e}")))?;
+                let compiled = compile(pattern).map_err(Error::InvalidRegularExpression)?;
                 Some(Some((pattern.to_owned(), compiled)))
             }
         };
@@ -132,61 +229,96 @@ impl Log {
             .group_configs
             .int(group, "consumer.session.timeout.ms");
         let existing = self.list_topics();
-        let mut groups = self.shared.consumer_groups.groups.lock();
-        let entry = groups.entry(group.to_owned()).or_default();
-        expire(group, entry, now, timeout);
-        if beat.member_epoch >= 0 {
-            if beat.member_epoch == 0 {
-                entry
-                    .subscriptions
-                    .insert(beat.member_id.clone(), Subscription::default());
-            }
-            if let Some(mine) = entry.subscriptions.get_mut(&beat.member_id) {
-                if let Some(names) = subscription.names {
-                    mine.names = names;
+        let consumer_groups = &self.shared.consumer_groups;
+        let (answer, written) = {
+            let mut groups = consumer_groups.groups.lock();
+            let before = groups.get(group).map(Entry::saved);
+            let entry = groups.entry(group.to_owned()).or_default();
+            let run = || -> Result<HeartbeatAnswer> {
+                expire(group, entry, now, timeout);
+                if beat.member_epoch >= 0 {
+                    if beat.member_epoch == 0 {
+                        entry
+                            .subscriptions
+                            .insert(beat.member_id.clone(), Subscription::default());
+                    }
+                    if let Some(mine) = entry.subscriptions.get_mut(&beat.member_id) {
+                        if let Some(names) = subscription.names {
+                            mine.names = names;
+                        }
+                        if let Some(regex) = regex {
+                            mine.regex = regex;
+                        }
+                        // What it subscribes to now: topics created since can match its expression.
+                        beat.subscribed = Some(mine.topics(&existing));
+                    }
                 }
-                if let Some(regex) = regex {
-                    mine.regex = regex;
+                let mut subscribed: BTreeSet<String> = entry
+                    .group
+                    .members()
+                    .values()
+                    .flat_map(|m| m.subscribed.iter().cloned())
+                    .collect();
+                subscribed.extend(beat.subscribed.iter().flatten().cloned());
+                let topics: BTreeMap<String, u32> = subscribed
+                    .into_iter()
+                    .filter_map(|t| Some((t.clone(), self.partition_count(&t).ok()?)))
+                    .collect();
+                let (member, epoch) = (beat.member_id.clone(), beat.member_epoch);
+                let answer = entry.group.heartbeat(beat, &topics)?;
+                if epoch >= 0 {
+                    let (client_id, host) = (client.0.to_owned(), client.1.to_owned());
+                    entry.heard.insert(member, (now, client_id, host));
                 }
-                // What it subscribes to now: topics created since can match its expression.
-                beat.subscribed = Some(mine.topics(&existing));
-            }
-        }
-        let mut subscribed: BTreeSet<String> = entry
-            .group
-            .members()
-            .values()
-            .flat_map(|m| m.subscribed.iter().cloned())
-            .collect();
-        subscribed.extend(beat.subscribed.iter().flatten().cloned());
-        let topics: BTreeMap<String, u32> = subscribed
-            .into_iter()
-            .filter_map(|t| Some((t.clone(), self.partition_count(&t).ok()?)))
-            .collect();
-        let (member, epoch) = (beat.member_id.clone(), beat.member_epoch);
-        let answer = entry.group.heartbeat(beat, &topics)?;
-        if epoch >= 0 {
-            let (client_id, host) = (client.0.to_owned(), client.1.to_owned());
-            entry.heard.insert(member, (now, client_id, host));
-        }
-        // Members that left, or that a static member's successor replaced. A static member
-        // away (-2) stays, last heard when it left, until its session is over.
-        let members = entry.group.members();
-        entry.heard.retain(|id, _| members.contains_key(id));
-        entry.subscriptions.retain(|id, _| members.contains_key(id));
-        Ok(answer)
+                // Members that left, or that a static member's successor replaced. A static member
+                // away (-2) stays, last heard when it left, until its session is over.
+                let members = entry.group.members();
+                entry.heard.retain(|id, _| members.contains_key(id));
+                entry.subscriptions.retain(|id, _| members.contains_key(id));
+                Ok(answer)
+            };
+            let answer = run();
+            let after = entry.saved();
+            let written = match before {
+                // A heartbeat that created nothing leaves nothing behind.
+                None if entry.group.members().is_empty() => {
+                    groups.remove(group);
+                    None
+                }
+                Some(before) if before == after => None,
+                _ => {
+                    Some(consumer_groups.write(ConsumerGroupRecord::Saved(group.to_owned(), after)))
+                }
+            };
+            (answer, written)
+        };
+        // Durable before the member hears of it.
+        consumer_groups.wait(written)?;
+        answer
     }
 
     /// Removes the members of every consumer-protocol group whose session ran out by `now`,
     /// so a group whose members all died empties without a heartbeat.
     pub(crate) fn expire_consumer_members(&self, now: i64) {
-        let mut groups = self.shared.consumer_groups.groups.lock();
-        for (group, entry) in groups.iter_mut() {
-            let timeout = self
-                .shared
-                .group_configs
-                .int(group, "consumer.session.timeout.ms");
-            expire(group, entry, now, timeout);
+        let consumer_groups = &self.shared.consumer_groups;
+        let mut written = Vec::new();
+        {
+            let mut groups = consumer_groups.groups.lock();
+            for (group, entry) in groups.iter_mut() {
+                let timeout = self
+                    .shared
+                    .group_configs
+                    .int(group, "consumer.session.timeout.ms");
+                if expire(group, entry, now, timeout) {
+                    let record = ConsumerGroupRecord::Saved(group.clone(), entry.saved());
+                    written.push(consumer_groups.write(record));
+                }
+            }
+        }
+        for written in written {
+            if let Err(e) = consumer_groups.wait(Some(written)) {
+                tracing::error!(error = %e, "saving consumer group state failed");
+            }
         }
     }
 
@@ -197,7 +329,7 @@ impl Log {
             .int(group, "consumer.heartbeat.interval.ms")
     }
 
-    /// Every group that had consumer-protocol members since the engine started, sorted.
+    /// Every group that has had consumer-protocol members and was not deleted, sorted.
     pub fn consumer_group_ids(&self) -> Vec<String> {
         self.shared
             .consumer_groups
@@ -211,21 +343,26 @@ impl Log {
     /// Forgets consumer-protocol group `group` (DeleteGroups); refused while it has members.
     /// Whether there was one.
     pub(crate) fn delete_consumer_group(&self, group: &str) -> Result<bool> {
-        let mut groups = self.shared.consumer_groups.groups.lock();
-        match groups.get(group) {
-            Some(entry) if !entry.group.members().is_empty() => {
-                Err(GroupError::NonEmptyGroup.into())
+        let consumer_groups = &self.shared.consumer_groups;
+        let written = {
+            let mut groups = consumer_groups.groups.lock();
+            match groups.get(group) {
+                Some(entry) if !entry.group.members().is_empty() => {
+                    return Err(GroupError::NonEmptyGroup.into());
+                }
+                Some(_) => {
+                    groups.remove(group);
+                    consumer_groups.write(ConsumerGroupRecord::Removed(group.to_owned()))
+                }
+                None => return Ok(false),
             }
-            Some(_) => {
-                groups.remove(group);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        };
+        consumer_groups.wait(Some(written))?;
+        Ok(true)
     }
 
-    /// Consumer-protocol group `group`'s epoch and members, `None` if it has had none since
-    /// the engine started.
+    /// Consumer-protocol group `group`'s epoch and members, `None` if it never had any (or
+    /// was deleted).
     pub fn consumer_group_members(
         &self,
         group: &str,
@@ -234,8 +371,8 @@ impl Log {
             .map(|d| (d.group_epoch, d.members))
     }
 
-    /// Consumer-protocol group `group` whole, `None` if it has had no members since the
-    /// engine started.
+    /// Consumer-protocol group `group` whole, `None` if it never had members (or was
+    /// deleted).
     pub fn describe_consumer_group(&self, group: &str) -> Option<ConsumerGroupDescription> {
         let groups = self.shared.consumer_groups.groups.lock();
         let entry = groups.get(group)?;
@@ -324,14 +461,15 @@ impl Log {
     }
 }
 
-/// Removes the members of `group` silent for longer than `timeout_ms`.
-fn expire(group: &str, entry: &mut Entry, now: i64, timeout_ms: i64) {
+/// Removes the members of `group` silent for longer than `timeout_ms`; whether there were any.
+fn expire(group: &str, entry: &mut Entry, now: i64, timeout_ms: i64) -> bool {
     let silent: Vec<String> = entry
         .heard
         .iter()
         .filter(|(_, (at, _, _))| now - at > timeout_ms)
         .map(|(id, _)| id.clone())
         .collect();
+    let expired = !silent.is_empty();
     for member in silent {
         tracing::info!(
             group,
@@ -342,4 +480,5 @@ fn expire(group: &str, entry: &mut Entry, now: i64, timeout_ms: i64) {
         entry.subscriptions.remove(&member);
         entry.group.remove(&member);
     }
+    expired
 }
