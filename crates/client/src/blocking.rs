@@ -10,6 +10,7 @@ use tokio::runtime::Runtime;
 
 use crate::client::AsyncClient;
 use crate::client_security::ClientSecurity;
+use crate::consumer_group_client::ConsumerGroupInfo;
 use crate::error::Result;
 use crate::group_client::GroupInfo;
 use crate::quota_client::EntityQuotas;
@@ -323,6 +324,12 @@ impl Client {
     /// A group's state and members.
     pub fn describe_group(&mut self, group: &str) -> Result<GroupInfo> {
         self.runtime.block_on(self.inner.describe_group(group))
+    }
+
+    /// Consumer-protocol group `group` (KIP-848); `None` when it is not one.
+    pub fn describe_consumer_group(&mut self, group: &str) -> Result<Option<ConsumerGroupInfo>> {
+        self.runtime
+            .block_on(self.inner.describe_consumer_group(group))
     }
 
     /// Share group `group`'s state and members; `None` when it is not a share group.

@@ -11,6 +11,7 @@ mod blocking;
 mod client;
 mod client_security;
 mod connection;
+mod consumer_group_client;
 mod error;
 mod group_client;
 #[cfg(feature = "rdkafka")]
@@ -31,6 +32,7 @@ mod writer;
 pub use blocking::Client;
 pub use client::AsyncClient;
 pub use client_security::{ClientSecurity, ClientTls, PROPERTY_KEYS, SaslLogin};
+pub use consumer_group_client::ConsumerGroupInfo;
 pub use error::{Error, Result};
 pub use group_client::{GroupInfo, GroupMember};
 #[cfg(feature = "rdkafka")]

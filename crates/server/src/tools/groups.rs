@@ -11,7 +11,7 @@ use std::io::Write;
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use logd::ResetTarget;
-use logd_client::Client;
+use logd_client::{Client, GroupMember};
 use logd_offsets::PartitionRange;
 
 use super::Bootstrap;
@@ -144,6 +144,20 @@ pub(crate) fn run(args: &GroupsArgs) -> anyhow::Result<()> {
 }
 
 fn describe(client: &mut Client, group: &str, out: &mut impl Write) -> anyhow::Result<()> {
+    // A group of the consumer protocol (KIP-848) first, as Kafka's admin client asks: a
+    // classic DescribeGroups does not see its members.
+    if let Some(consumer) = client.describe_consumer_group(group)? {
+        writeln!(
+            out,
+            "group {group}: state {}, protocol consumer (assignor {}), epoch {}, {} member(s)",
+            consumer.state,
+            consumer.assignor,
+            consumer.epoch,
+            consumer.members.len()
+        )?;
+        let committed = client.committed_offsets(group)?;
+        return partitions(client, committed, &consumer.members, out);
+    }
     let info = client.describe_group(group)?;
     let committed = client.committed_offsets(group)?;
     if info.state == "Dead" && committed.is_empty() {
@@ -163,12 +177,21 @@ fn describe(client: &mut Client, group: &str, out: &mut impl Write) -> anyhow::R
         },
         info.members.len()
     )?;
-    // Every partition that is committed or assigned, with its owner.
+    partitions(client, committed, &info.members, out)
+}
+
+/// Every partition that is `committed` or assigned to one of `members`, with its owner and lag.
+fn partitions(
+    client: &mut Client,
+    committed: Vec<(String, i32, i64)>,
+    members: &[GroupMember],
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let mut rows: BTreeMap<(String, i32), (Option<i64>, Option<usize>)> = BTreeMap::new();
     for (topic, partition, offset) in committed {
         rows.entry((topic, partition)).or_default().0 = Some(offset);
     }
-    for (i, member) in info.members.iter().enumerate() {
+    for (i, member) in members.iter().enumerate() {
         for tp in &member.partitions {
             rows.entry((tp.0.clone(), tp.1 as i32)).or_default().1 = Some(i);
         }
@@ -201,7 +224,7 @@ fn describe(client: &mut Client, group: &str, out: &mut impl Write) -> anyhow::R
             (Some(c), Some(end)) => Some((end - c).max(0)),
             _ => None,
         };
-        let member = owner.map(|i| &info.members[i]);
+        let member = owner.map(|i| &members[i]);
         writeln!(
             out,
             "{topic:<24} {partition:>9} {:>14} {:>14} {:>10}  {:<40} {:<16} {}",

@@ -4,8 +4,8 @@
 //! once (each member's ownership runs from its assign callback to its revoke callback, or to
 //! its death; the broker gives a partition to its next owner only after the previous one
 //! reported it revoked, or its session ran out). Members go on through a kill -9 of logd with
-//! their ids, epochs and partitions. Kafka's `kafka-consumer-groups.sh`, the console's API and
-//! `/metrics` describe the group.
+//! their ids, epochs and partitions. Kafka's `kafka-consumer-groups.sh`, `logd groups
+//! describe`, the console's API and `/metrics` describe the group.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -350,6 +350,25 @@ fn consumer_protocol_members_keep_their_partitions_through_a_kill_9_of_logd() {
         .collect();
     assert!(after.is_empty(), "the group rebalanced: {after:?}");
     assert_eq!(member_ids(daemon.metrics.as_deref().unwrap()), before);
+    // `logd groups describe` asks ConsumerGroupDescribe: both members, each partition with
+    // its owner, nothing left to read.
+    let (ok, described, err) =
+        super::logd(&["groups", "--bootstrap", &addr, "describe", "k848"], "");
+    assert!(ok, "{err}");
+    assert!(
+        described.starts_with("group k848: state Stable, protocol consumer (assignor uniform)")
+            && described.contains("2 member(s)"),
+        "{described}"
+    );
+    let rows: Vec<Vec<&str>> = described
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.first() == Some(&"jobs"))
+        .collect();
+    assert_eq!(rows.len(), 6, "{described}");
+    for row in rows {
+        assert!(row[4] == "0" && before.contains(row[5]), "{described}");
+    }
     for child in &mut members {
         child.kill().unwrap();
         child.wait().unwrap();
