@@ -15,16 +15,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{Daemon, python_script};
 
-/// A member of group `k848` on `jobs`: prints `assign NAME TIME P,P`, `revoke ...`,
+/// A member of group argv[3] on `jobs`: prints `assign NAME TIME P,P`, `revoke ...`,
 /// `lost ...` from its callbacks and `rec NAME TIME PARTITION OFFSET` per record (committed
 /// before the next).
 const MEMBER: &str = r#"
 import sys, time
 from confluent_kafka import Consumer
-b, name = sys.argv[1], sys.argv[2]
+b, name, group = sys.argv[1], sys.argv[2], sys.argv[3]
 def event(kind, parts):
     print(kind, name, repr(time.time()), ",".join(str(p.partition) for p in parts), flush=True)
-c = Consumer({"bootstrap.servers": b, "group.id": "k848", "group.protocol": "consumer",
+c = Consumer({"bootstrap.servers": b, "group.id": group, "group.protocol": "consumer",
               "auto.offset.reset": "earliest", "enable.auto.commit": False})
 c.subscribe(["jobs"], on_assign=lambda c, ps: event("assign", ps),
             on_revoke=lambda c, ps: event("revoke", ps), on_lost=lambda c, ps: event("lost", ps))
@@ -69,17 +69,34 @@ fn create_topic(addr: &str, topic: &str, partitions: u32) {
     assert!(ok, "{err}");
 }
 
-/// Starts member `name`; its lines go to `events`.
+/// Starts confluent-kafka member `name` of group `k848`; its lines go to `events`.
 fn member(addr: &str, name: &str, events: &Arc<Mutex<Vec<String>>>) -> Child {
-    spawn_into(MEMBER, &[addr, name], events)
+    spawn_into(MEMBER, &[addr, name, "k848"], events)
+}
+
+/// Starts a member of group `group`, confluent-kafka's or Java's.
+type Spawn = fn(&str, &str, &str, &Arc<Mutex<Vec<String>>>) -> Child;
+
+fn python_member(addr: &str, name: &str, group: &str, events: &Arc<Mutex<Vec<String>>>) -> Child {
+    spawn_into(MEMBER, &[addr, name, group], events)
+}
+
+fn java_member(addr: &str, name: &str, group: &str, events: &Arc<Mutex<Vec<String>>>) -> Child {
+    let mut command = super::java_clients::java("GroupMember", &[addr, name, group]);
+    read_lines(command.stdout(Stdio::piped()).spawn().unwrap(), events)
 }
 
 /// Runs `script` with `args`; its stdout lines go to `events` as they come.
 fn spawn_into(script: &str, args: &[&str], events: &Arc<Mutex<Vec<String>>>) -> Child {
-    let mut child = python_script(script, args)
+    let child = python_script(script, args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    read_lines(child, events)
+}
+
+/// `child`'s stdout lines go to `events` as they come.
+fn read_lines(mut child: Child, events: &Arc<Mutex<Vec<String>>>) -> Child {
     let lines = BufReader::new(child.stdout.take().unwrap());
     let events = events.clone();
     std::thread::spawn(move || {
@@ -136,13 +153,24 @@ fn owned(events: &[String]) -> BTreeMap<String, BTreeSet<u32>> {
 
 #[test]
 fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill() {
+    members_share_partitions_through_a_kill(python_member, "k848");
+}
+
+#[test]
+fn java_consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill() {
+    members_share_partitions_through_a_kill(java_member, "java848");
+}
+
+/// Three members of `group` (two, then a third) on six partitions, one killed while records
+/// flow: every record consumed, no partition owned by two at once, the group described.
+fn members_share_partitions_through_a_kill(spawn: Spawn, group: &str) {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
     let addr = daemon.addr.clone();
     create_topic(&addr, "jobs", 6);
     let events = Arc::new(Mutex::new(Vec::new()));
-    let mut a = member(&addr, "a", &events);
-    let mut b = member(&addr, "b", &events);
+    let mut a = spawn(&addr, "a", group, &events);
+    let mut b = spawn(&addr, "b", group, &events);
     wait_until(
         "a and b share the partitions",
         Duration::from_secs(60),
@@ -154,7 +182,7 @@ fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill
         },
     );
     produce(&addr, 0, 300);
-    let mut c = member(&addr, "c", &events);
+    let mut c = spawn(&addr, "c", group, &events);
     wait_until("c owns partitions too", Duration::from_secs(60), || {
         owned(&events.lock().unwrap())
             .get("c")
@@ -184,7 +212,7 @@ fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill
     // its owner, nothing left to read.
     let described = super::java_clients::java(
         "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-        &["--bootstrap-server", &addr, "--describe", "--group", "k848"],
+        &["--bootstrap-server", &addr, "--describe", "--group", group],
     )
     .output()
     .unwrap();
@@ -192,7 +220,7 @@ fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill
     let rows: Vec<Vec<&str>> = printed
         .lines()
         .map(|l| l.split_whitespace().collect())
-        .filter(|f: &Vec<&str>| f.first() == Some(&"k848") && f.get(1) == Some(&"jobs"))
+        .filter(|f: &Vec<&str>| f.first() == Some(&group) && f.get(1) == Some(&"jobs"))
         .collect();
     assert_eq!(
         rows.len(),
@@ -207,23 +235,23 @@ fn consumer_protocol_members_share_partitions_one_owner_at_a_time_through_a_kill
     // The console's API and /metrics show the group: its two members, what each holds, and
     // its lag per partition.
     let http = daemon.metrics.as_deref().unwrap();
-    let (_, body) = super::metrics::get(http, "/api/v1/groups/k848");
-    let group: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(group["state"], "Stable", "{group}");
-    let held: usize = group["members"]
+    let (_, body) = super::metrics::get(http, &format!("/api/v1/groups/{group}"));
+    let described: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(described["state"], "Stable", "{described}");
+    let held: usize = described["members"]
         .as_array()
         .unwrap()
         .iter()
         .map(|m| m["assignment"].as_array().unwrap().len())
         .sum();
     assert_eq!(
-        (group["members"].as_array().unwrap().len(), held),
+        (described["members"].as_array().unwrap().len(), held),
         (2, 6),
-        "{group}"
+        "{described}"
     );
     let samples = super::metrics::scrape(http);
     for p in 0..6 {
-        let lag = format!(r#"logd_consumer_lag{{group="k848",topic="jobs",partition="{p}"}}"#);
+        let lag = format!(r#"logd_consumer_lag{{group="{group}",topic="jobs",partition="{p}"}}"#);
         assert_eq!(samples.get(&lag), Some(&0.0), "{lag}");
     }
     for child in [&mut a, &mut c] {

@@ -18,6 +18,7 @@ const PROGRAMS: &[&str] = &[
     include_str!("java/src/WordCount.java"),
     include_str!("java/src/AdminCalls.java"),
     include_str!("java/src/ShareConsumers.java"),
+    include_str!("java/src/GroupMember.java"),
 ];
 
 /// `java` running `main` of the test programs with `args`, on the pinned clients, with a
