@@ -28,7 +28,7 @@ fn beat(
         assignor: None,
         owned,
     };
-    log.consumer_heartbeat("c", beat, subscription, ("app", "/127.0.0.1"))
+    log.consumer_heartbeat("c", beat, subscription, ("app", "/127.0.0.1"), &|_| true)
 }
 
 fn names(topics: &[&str]) -> SubscriptionChange {

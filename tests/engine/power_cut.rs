@@ -96,7 +96,7 @@ fn workload(fs: &SimFs) -> Acked {
         names: Some(["orders".to_owned()].into()),
         regex: None,
     };
-    match log.consumer_heartbeat("c", beat, subscription, ("app", "/127.0.0.1")) {
+    match log.consumer_heartbeat("c", beat, subscription, ("app", "/127.0.0.1"), &|_| true) {
         Ok(answer) => {
             let assigned = answer.assignment.unwrap_or_default();
             let partitions = assigned.values().map(|p| p.len()).sum();

@@ -1129,6 +1129,49 @@ fn listings_leave_out_what_the_principal_may_not_describe() {
 }
 
 #[test]
+fn a_pattern_subscription_gets_only_the_topics_its_member_may_describe() {
+    let setup = setup(AuthorizerConfig::default());
+    for name in ["jobs-visible", "jobs-hidden"] {
+        setup
+            .broker
+            .log()
+            .create_topic(name, TopicConfig::default())
+            .unwrap();
+    }
+    setup
+        .authorizer
+        .create(&[
+            acl(ResourceType::Group, "k", Operation::Read, Permission::Allow),
+            acl(
+                ResourceType::Topic,
+                "jobs-visible",
+                Operation::Describe,
+                Permission::Allow,
+            ),
+        ])
+        .unwrap();
+    let mut request = ConsumerGroupHeartbeatRequest::default();
+    request.group_id = GroupId(s("k"));
+    request.member_id = s("member-1");
+    request.rebalance_timeout_ms = 30_000;
+    request.subscribed_topic_regex = Some(s("jobs-.*"));
+    request.topic_partitions = Some(Vec::new());
+    let r: ConsumerGroupHeartbeatResponse =
+        call(&setup.broker, ApiKey::ConsumerGroupHeartbeat, 1, &request);
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+    let log = setup.broker.log();
+    let described = log.describe_consumer_group("k").unwrap();
+    let subscribed: Vec<&str> = described.members[0]
+        .subscribed
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(subscribed, ["jobs-visible"], "the hidden topic is left out");
+    let assigned: Vec<&String> = described.members[0].assigned.keys().collect();
+    assert_eq!(assigned, ["jobs-visible"]);
+}
+
+#[test]
 fn the_acl_apis_store_list_and_delete_and_refuse_bad_input_with_kafkas_codes() {
     let setup = setup(AuthorizerConfig {
         super_users: vec![ME.into()],

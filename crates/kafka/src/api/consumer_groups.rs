@@ -148,6 +148,14 @@ impl ConsumerGroupApi {
             beat,
             subscription,
             (client_id, &peer.member_host()),
+            &|topic| {
+                self.guard.allowed(
+                    &peer.caller,
+                    Operation::Describe,
+                    ResourceType::Topic,
+                    topic,
+                )
+            },
         ) {
             Ok(answer) => {
                 response.member_id = Some(text(member_id));

@@ -196,15 +196,18 @@ pub struct ConsumerGroupDescription {
 
 impl Log {
     /// A ConsumerGroupHeartbeat in `group` from `client` (client id, host), its subscription
-    /// changed by `subscription` (`beat.subscribed` is what it resolves to); members silent
-    /// for the group's session timeout are removed first. A regular expression that does not
-    /// compile is [`Error::InvalidRegularExpression`].
+    /// changed by `subscription` (`beat.subscribed` is what it resolves to: its names, and
+    /// the topics its regular expression matches that `visible` lets it see, as Kafka filters
+    /// them by the member's DESCRIBE permission); members silent for the group's session
+    /// timeout are removed first. A regular expression that does not compile is
+    /// [`Error::InvalidRegularExpression`].
     pub fn consumer_heartbeat(
         &self,
         group: &str,
         mut beat: Heartbeat,
         subscription: SubscriptionChange,
         client: (&str, &str),
+        visible: &dyn Fn(&str) -> bool,
     ) -> Result<HeartbeatAnswer> {
         let regex = match subscription.regex.as_deref() {
             None => None,
@@ -228,7 +231,8 @@ impl Log {
             .shared
             .group_configs
             .int(group, "consumer.session.timeout.ms");
-        let existing = self.list_topics();
+        let mut existing = self.list_topics();
+        existing.retain(|topic| visible(topic));
         let consumer_groups = &self.shared.consumer_groups;
         let (answer, written) = {
             let mut groups = consumer_groups.groups.lock();
