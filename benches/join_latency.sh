@@ -8,6 +8,7 @@
 # Usage: benches/join_latency.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source benches/kafka_node.sh
 python=target/test-clients/python/bin/python3
 KAFKA_LIB=target/test-clients/kafka/lib
 [ -x "$python" ] || { echo "no $python: run the daemon tests once to provision it" >&2; exit 1; }
@@ -34,20 +35,7 @@ wait_port logd
 kill "$pid"; wait "$pid" 2> /dev/null || true; pid=
 
 cport=$(free_port)
-cat > "$work/kafka.properties" <<PROPS
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://$addr,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://$addr
-controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=$work/kafka
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-group.initial.rebalance.delay.ms=0
-PROPS
+kafka_node_properties "$work/kafka.properties" "$addr" "$cport" "$work/kafka"
 java -cp "$KAFKA_LIB/*" kafka.tools.StorageTool format -t bG9nZC1qb2luLWthZmthMQ \
   -c "$work/kafka.properties" > /dev/null
 java -Xmx1G -Xms1G -XX:+UseG1GC -Djava.awt.headless=true -cp "$KAFKA_LIB/*" kafka.Kafka \

@@ -16,6 +16,7 @@
 # figures and their reading in docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source benches/kafka_node.sh
 N=${1:-1000000}
 ROUNDS=${2:-3}
 cargo build --quiet --release --bin logd -p logd-server
@@ -60,24 +61,10 @@ start() {
       --http-listen none > "$work/logd.out" 2>&1 &
     pid=$!
   else
-    local flush=""
-    [ "$mode" = always ] && flush="log.flush.interval.messages=1"
-    cat > "$work/kafka.properties" <<PROPS
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://$addr,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://$addr
-controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=$work/kafka/data
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-group.initial.rebalance.delay.ms=0
-num.partitions=1
-$flush
-PROPS
+    local flush=()
+    [ "$mode" = always ] && flush=(log.flush.interval.messages=1)
+    kafka_node_properties "$work/kafka.properties" "$addr" "$cport" "$work/kafka/data" \
+      num.partitions=1 "${flush[@]}"
     if [ -z "$keep" ]; then
       java -cp "$KAFKA_LIB/*" kafka.tools.StorageTool format -t bG9nZC1iZW5jaC1rYWZrYQ \
         -c "$work/kafka.properties" > /dev/null

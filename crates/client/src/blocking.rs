@@ -64,7 +64,8 @@ impl Client {
             .block_on(self.inner.partition_count(topic, auto_create))
     }
 
-    /// Creates a topic; `partitions` -1 takes the broker's default.
+    /// Creates a topic (`partitions` -1 takes the broker's default) and returns once the
+    /// metadata shows it with its leaders.
     pub fn create_topic(
         &mut self,
         topic: &str,
@@ -73,6 +74,11 @@ impl Client {
     ) -> Result<()> {
         self.runtime
             .block_on(self.inner.create_topic(topic, partitions, configs))
+    }
+
+    /// Waits until the cluster's metadata shows `topic` with a leader for each partition.
+    pub fn await_topic(&mut self, topic: &str) -> Result<()> {
+        self.runtime.block_on(self.inner.await_topic(topic))
     }
 
     /// Grows `topic` to `count` partitions.

@@ -115,7 +115,10 @@ impl Transport for Remote {
             .collect();
         match self.client.create_topic(topic, partitions as i32, &configs) {
             Ok(()) => Ok(()),
-            Err(ClientError::Kafka { code, .. }) if code == codes::TOPIC_ALREADY_EXISTS => Ok(()),
+            // Another worker created it a moment ago: it may not be on every broker yet.
+            Err(ClientError::Kafka { code, .. }) if code == codes::TOPIC_ALREADY_EXISTS => {
+                self.client.await_topic(topic).map_err(remote)
+            }
             Err(e) => Err(remote(e)),
         }
     }

@@ -22,7 +22,7 @@ use logd_protocol::partition_ranges::{self, PartitionRanges, PartitionRangesRequ
 
 use crate::client::AsyncClient;
 use crate::error::{Error, Result};
-use crate::routing::Route;
+use crate::routing::{Retry, Route};
 use logd_protocol::codes;
 
 /// Versions sent: the first each Kafka 2.4+ broker serves with these semantics.
@@ -68,7 +68,8 @@ pub struct TopicConfigEntry {
 }
 
 impl AsyncClient {
-    /// Creates a topic; `partitions` -1 takes the broker's default.
+    /// Creates a topic (`partitions` -1 takes the broker's default) and returns once the
+    /// metadata shows it with its leaders ([`AsyncClient::await_topic`]).
     pub async fn create_topic(
         &mut self,
         topic: &str,
@@ -108,7 +109,13 @@ impl AsyncClient {
             });
         };
         if result.error_code == 0 {
-            return Ok(());
+            // A creator not allowed to describe what it created has nothing to wait for.
+            return match self.await_topic(topic).await {
+                Err(Error::Kafka { code, .. }) if code == codes::TOPIC_AUTHORIZATION_FAILED => {
+                    Ok(())
+                }
+                waited => waited,
+            };
         }
         // Where the code alone says little, the broker's own words (which limit was hit,
         // which config is wrong) go with it.
@@ -127,6 +134,45 @@ impl AsyncClient {
             what,
             code: result.error_code,
         })
+    }
+
+    /// Waits until the metadata shows `topic` with a leader for each partition. A Kafka
+    /// cluster answers CreateTopics once its controller has the topic, before every broker
+    /// learns of it; a produce in between would hear the topic does not exist, so creation
+    /// waits, for at most the client's retry time, as Kafka's admin users do with
+    /// describeTopics. logd shows a topic at once: one metadata request.
+    pub async fn await_topic(&mut self, topic: &str) -> Result<()> {
+        let mut retry = Retry::new();
+        loop {
+            let response = self.wire.refresh(&[topic]).await?;
+            let found = response
+                .topics
+                .iter()
+                .find(|t| t.name.as_deref().is_some_and(|n| n.as_str() == topic));
+            let code = match found {
+                None => codes::UNKNOWN_TOPIC_OR_PARTITION,
+                Some(t) if t.error_code != 0 => t.error_code,
+                Some(t) if t.partitions.is_empty() => codes::UNKNOWN_TOPIC_OR_PARTITION,
+                Some(t) => t
+                    .partitions
+                    .iter()
+                    .find(|p| p.error_code != 0 || p.leader_id.0 < 0)
+                    .map_or(0, |_| codes::LEADER_NOT_AVAILABLE),
+            };
+            let settling = matches!(
+                code,
+                codes::UNKNOWN_TOPIC_OR_PARTITION | codes::LEADER_NOT_AVAILABLE
+            );
+            if code == 0 || !settling || !retry.again().await {
+                return match code {
+                    0 => Ok(()),
+                    code => Err(Error::Kafka {
+                        what: format!("topic {topic}"),
+                        code,
+                    }),
+                };
+            }
+        }
     }
 
     /// Deletes a topic.

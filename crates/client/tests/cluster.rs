@@ -1,7 +1,7 @@
 //! The client against a Kafka cluster of three brokers (librdkafka's mock cluster, in this
 //! process): produce, fetch and offsets go to each partition's leader, group calls to the
 //! group's coordinator, whichever broker the client bootstrapped from; a leader that moves
-//! mid-run is followed; a broker that goes away, or a leader the metadata does not list, ends
+//! mid-run is followed; a created topic is waited for until the brokers list it; a broker that goes away, or a leader the metadata does not list, ends
 //! a call with a clear error within the client's retry time, never a hang.
 
 use std::collections::BTreeMap;
@@ -9,13 +9,17 @@ use std::time::{Duration, Instant};
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, MetadataResponse, RequestHeader, ResponseHeader, TopicName,
+    ApiKey, BrokerId, CreateTopicsResponse, MetadataRequest, MetadataResponse, RequestHeader,
+    ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use logd_client::{AsyncClient, Error as ClientError};
@@ -214,7 +218,104 @@ fn a_leader_the_metadata_does_not_list_ends_the_call_with_an_error_not_a_hang() 
 
 /// Answers every request on `stream` (Metadata is all the client sends before it gives up)
 /// with brokers 1 and 2 on `port` and orders-0 led by broker 7.
-fn answer_with_an_unknown_leader(mut stream: TcpStream, port: u16) {
+fn answer_with_an_unknown_leader(stream: TcpStream, port: u16) {
+    serve(stream, |key, _| {
+        assert_eq!(key, ApiKey::Metadata);
+        let mut partition = MetadataResponsePartition::default();
+        partition.leader_id = BrokerId(7);
+        Answer::Metadata(brokers(port, vec![topic(TOPIC, 0, vec![partition])]))
+    });
+}
+
+#[test]
+fn a_created_topic_is_usable_when_creation_returns_though_brokers_learn_of_it_late() {
+    // A cluster whose brokers (this listener) answer CreateTopics at once but list the new
+    // topic in their metadata only from the fourth Metadata request naming it, as a Kafka
+    // broker does until the controller's record reaches it.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = asked.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let asked = counted.clone();
+            std::thread::spawn(move || {
+                serve(stream, |key, mut body| match key {
+                    ApiKey::CreateTopics => {
+                        let mut result = CreatableTopicResult::default();
+                        result.name = TopicName(StrBytes::from_static_str("fresh"));
+                        let mut response = CreateTopicsResponse::default();
+                        response.topics = vec![result];
+                        Answer::CreateTopics(response)
+                    }
+                    ApiKey::Metadata => {
+                        let request = MetadataRequest::decode(&mut body, 4).unwrap();
+                        let topics = match request.topics.as_deref() {
+                            Some([_]) if asked.fetch_add(1, Ordering::SeqCst) < 3 => {
+                                vec![topic("fresh", 3, vec![])]
+                            }
+                            Some([_]) => {
+                                let mut partition = MetadataResponsePartition::default();
+                                partition.leader_id = BrokerId(1);
+                                vec![topic("fresh", 0, vec![partition])]
+                            }
+                            _ => vec![],
+                        };
+                        Answer::Metadata(brokers(port, topics))
+                    }
+                    other => panic!("{other:?} not expected"),
+                })
+            });
+        }
+    });
+    runtime().block_on(async {
+        let mut client = AsyncClient::connect(&format!("127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        client.create_topic("fresh", 1, &[]).await.unwrap();
+        assert_eq!(client.partition_count("fresh", false).await.unwrap(), 1);
+    });
+    assert!(asked.load(Ordering::SeqCst) >= 4, "creation did not wait");
+}
+
+/// A response the fake brokers send.
+enum Answer {
+    Metadata(MetadataResponse),
+    CreateTopics(CreateTopicsResponse),
+}
+
+/// Brokers 1 and 2, both on `port`, 1 the controller, with `topics`.
+fn brokers(port: u16, topics: Vec<MetadataResponseTopic>) -> MetadataResponse {
+    let mut response = MetadataResponse::default();
+    response.brokers = [1, 2]
+        .map(|id| {
+            let mut broker = MetadataResponseBroker::default();
+            broker.node_id = BrokerId(id);
+            broker.host = StrBytes::from_static_str("127.0.0.1");
+            broker.port = port.into();
+            broker
+        })
+        .to_vec();
+    response.controller_id = BrokerId(1);
+    response.topics = topics;
+    response
+}
+
+fn topic(
+    name: &'static str,
+    error_code: i16,
+    partitions: Vec<MetadataResponsePartition>,
+) -> MetadataResponseTopic {
+    let mut topic = MetadataResponseTopic::default();
+    topic.name = Some(TopicName(StrBytes::from_static_str(name)));
+    topic.error_code = error_code;
+    topic.partitions = partitions;
+    topic
+}
+
+/// Answers each request on `stream` with what `answer` makes of its key and body, until the
+/// client hangs up.
+fn serve(mut stream: TcpStream, answer: impl Fn(ApiKey, Bytes) -> Answer) {
     loop {
         let mut size = [0u8; 4];
         if stream.read_exact(&mut size).is_err() {
@@ -224,33 +325,18 @@ fn answer_with_an_unknown_leader(mut stream: TcpStream, port: u16) {
         stream.read_exact(&mut body).unwrap();
         let key = ApiKey::try_from(i16::from_be_bytes([body[0], body[1]])).unwrap();
         let version = i16::from_be_bytes([body[2], body[3]]);
-        assert_eq!(key, ApiKey::Metadata);
         let mut body = Bytes::from(body);
         let header = RequestHeader::decode(&mut body, key.request_header_version(version)).unwrap();
-        let mut response = MetadataResponse::default();
-        response.brokers = [1, 2]
-            .map(|id| {
-                let mut broker = MetadataResponseBroker::default();
-                broker.node_id = BrokerId(id);
-                broker.host = StrBytes::from_static_str("127.0.0.1");
-                broker.port = port.into();
-                broker
-            })
-            .to_vec();
-        response.controller_id = BrokerId(1);
-        let mut partition = MetadataResponsePartition::default();
-        partition.leader_id = BrokerId(7);
-        let mut topic = MetadataResponseTopic::default();
-        topic.name = Some(TopicName(StrBytes::from_static_str(TOPIC)));
-        topic.partitions = vec![partition];
-        response.topics = vec![topic];
         let mut out = BytesMut::new();
         let mut answer_header = ResponseHeader::default();
         answer_header.correlation_id = header.correlation_id;
         answer_header
             .encode(&mut out, key.response_header_version(version))
             .unwrap();
-        response.encode(&mut out, version).unwrap();
+        match answer(key, body) {
+            Answer::Metadata(response) => response.encode(&mut out, version).unwrap(),
+            Answer::CreateTopics(response) => response.encode(&mut out, version).unwrap(),
+        }
         let mut frame = (out.len() as i32).to_be_bytes().to_vec();
         frame.extend_from_slice(&out);
         if stream.write_all(&frame).is_err() {

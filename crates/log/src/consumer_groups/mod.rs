@@ -11,7 +11,6 @@
 mod persist;
 
 use std::collections::{BTreeMap, BTreeSet};
-
 use std::path::Path;
 use std::sync::Arc;
 
@@ -119,13 +118,13 @@ impl Entry {
             }
             let regex = match member.regex {
                 None => None,
-                Some(pattern) => Some((compile(&pattern)?, pattern)),
+                Some(pattern) => Some((pattern.clone(), compile(&pattern)?)),
             };
             let heard = (now, member.client_id, member.client_host);
             entry.heard.insert(id.clone(), heard);
             let subscription = Subscription {
                 names: member.names,
-                regex: regex.map(|(compiled, pattern)| (pattern, compiled)),
+                regex,
             };
             entry.subscriptions.insert(id, subscription);
         }
