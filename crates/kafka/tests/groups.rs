@@ -433,7 +433,12 @@ fn consumer_beat(
         let mut tp = consumer_group_heartbeat_request::TopicPartitions::default();
         tp.topic_id = uuid::Uuid::from_bytes(orders);
         tp.partitions = partitions.to_vec();
-        vec![tp]
+        // As clients send it: no entry for a topic of which nothing is owned.
+        if partitions.is_empty() {
+            vec![]
+        } else {
+            vec![tp]
+        }
     });
     call(broker, ApiKey::ConsumerGroupHeartbeat, 1, &request)
 }
@@ -632,6 +637,52 @@ fn kip_848_refuses_what_kafka_refuses() {
     request.group_id = GroupId(s("kip848"));
     request.member_id = s("m");
     request.subscribed_topic_names = Some(vec![TopicName(s("orders"))]);
+    request.topic_partitions = Some(vec![]);
+    // A join must bring its rebalance timeout, an empty owned list and a subscription; only
+    // -1 and -2 are negative epochs, -2 with an instance id (Kafka 4.4's checks, replayed
+    // against it by the daemon test `consumer_protocol_requests_answer_on_logd_as_on_kafka`).
+    let invalid = |change: &dyn Fn(&mut ConsumerGroupHeartbeatRequest)| {
+        let mut bad = request.clone();
+        change(&mut bad);
+        let r: ConsumerGroupHeartbeatResponse =
+            call(&broker, ApiKey::ConsumerGroupHeartbeat, 1, &bad);
+        (r.error_code, r.error_message.map(|m| m.to_string()))
+    };
+    for (change, said) in [
+        (
+            &(|_: &mut ConsumerGroupHeartbeatRequest| {})
+                as &dyn Fn(&mut ConsumerGroupHeartbeatRequest),
+            "RebalanceTimeoutMs",
+        ),
+        (
+            &|r| {
+                r.rebalance_timeout_ms = 30_000;
+                r.topic_partitions = None;
+            },
+            "TopicPartitions",
+        ),
+        (
+            &|r| {
+                r.rebalance_timeout_ms = 30_000;
+                r.subscribed_topic_names = Some(vec![]);
+            },
+            "SubscribedTopicNames",
+        ),
+        (&|r| r.member_epoch = -2, "InstanceId"),
+        (&|r| r.member_epoch = -3, "MemberEpoch"),
+        (
+            &|r| {
+                r.rebalance_timeout_ms = 30_000;
+                r.instance_id = Some(s(""));
+            },
+            "InstanceId",
+        ),
+    ] {
+        let (code, message) = invalid(change);
+        assert_eq!(code, 42, "INVALID_REQUEST: {said}");
+        assert!(message.is_some_and(|m| m.starts_with(said)), "{said}");
+    }
+    request.rebalance_timeout_ms = 30_000;
     request.server_assignor = Some(s("sticky"));
     let r: ConsumerGroupHeartbeatResponse =
         call(&broker, ApiKey::ConsumerGroupHeartbeat, 1, &request);

@@ -133,6 +133,7 @@ fn request(key: ApiKey) -> Option<RequestKind> {
             let mut r = ConsumerGroupHeartbeatRequest::default();
             r.group_id = GroupId(StrBytes::from_static_str("g"));
             r.member_id = StrBytes::from_static_str("m");
+            r.rebalance_timeout_ms = 30_000;
             r.subscribed_topic_names = Some(vec![t()]);
             r.topic_partitions = Some(Vec::new());
             RequestKind::ConsumerGroupHeartbeat(r)

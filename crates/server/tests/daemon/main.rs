@@ -19,6 +19,7 @@ mod console_hosts;
 mod console_login_browser;
 mod console_scale;
 mod consumer_protocol;
+mod consumer_protocol_vs_kafka;
 mod descriptors;
 mod franz;
 mod go_clients;
