@@ -62,6 +62,17 @@ fn add_partition(broker: &Broker, pid: i64, epoch: i16) -> i16 {
 }
 
 fn produce(broker: &Broker, pid: i64, epoch: i16, sequence: i32, values: &[&str]) -> i16 {
+    produce_at(broker, 9, pid, epoch, sequence, values)
+}
+
+fn produce_at(
+    broker: &Broker,
+    version: i16,
+    pid: i64,
+    epoch: i16,
+    sequence: i32,
+    values: &[&str],
+) -> i16 {
     let mut builder = BatchBuilder::new(Compression::None)
         .producer(pid, epoch, sequence)
         .transactional();
@@ -79,7 +90,7 @@ fn produce(broker: &Broker, pid: i64, epoch: i16, sequence: i32, values: &[&str]
     request.acks = -1;
     request.timeout_ms = 10_000;
     request.topic_data = vec![topic];
-    let r: ProduceResponse = call(broker, ApiKey::Produce, 9, &request);
+    let r: ProduceResponse = call(broker, ApiKey::Produce, version, &request);
     r.responses[0].partition_responses[0].error_code
 }
 
@@ -184,10 +195,15 @@ fn a_transactional_producer_commits_and_aborts_as_kafka_clients_expect() {
     );
     assert_eq!(fetch(&broker, 3, 0).aborted_transactions, None);
     assert_eq!(latest(&broker, 1), 5);
-    // Produce outside the transaction, or a plain batch inside one.
+    // Produce outside the transaction: INVALID_TXN_STATE, or from version 11 (KIP-890's
+    // TRANSACTION_ABORTABLE) what Kafka answers its newer clients.
     assert_eq!(
         produce(&broker, pid, 0, 3, &["y"]),
         code(ResponseError::InvalidTxnState)
+    );
+    assert_eq!(
+        produce_at(&broker, 11, pid, 0, 3, &["y"]),
+        code(ResponseError::TransactionAbortable)
     );
 }
 
@@ -206,9 +222,11 @@ fn a_second_instance_fences_the_first_with_the_codes_of_each_version() {
         2,
         "aborted by the fencing"
     );
+    // A leader answers a fenced epoch as producers expect from it (Kafka's
+    // AddPartitionsToTxnManager turns the coordinator's PRODUCER_FENCED into this).
     assert_eq!(
         produce(&broker, pid, 0, 1, &["late"]),
-        code(ResponseError::ProducerFenced)
+        code(ResponseError::InvalidProducerEpoch)
     );
     assert_eq!(
         end(&broker, pid, 0, true, 3),

@@ -2,6 +2,7 @@
 //! producer's duplicates answered with their first offsets), InitProducerId and
 //! DescribeProducers. Holds the engine, the ACL checks, and where traffic is reported.
 
+use kafka_protocol::ResponseError;
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_producers_response::{
@@ -34,9 +35,23 @@ pub(super) struct ProduceApi {
 
 /// A refused append as a produce answer gives it: the code, the message, and the index of the
 /// refused record when one record was the reason. A keyless record on a compacted topic gets
-/// Kafka's own words.
-fn refusal(error: &logd::Error, topic: &str, partition: i32) -> (i16, Option<String>, Option<i32>) {
-    let code = engine_codes::for_engine_error(error);
+/// Kafka's own words. A transactional batch that fails its verification is answered as
+/// Kafka's leaders answer it (`AddPartitionsToTxnManager`): a fenced epoch
+/// INVALID_PRODUCER_EPOCH, which producers expect there; a partition outside the open
+/// transaction TRANSACTION_ABORTABLE from version 11, INVALID_TXN_STATE before it.
+fn refusal(
+    error: &logd::Error,
+    topic: &str,
+    partition: i32,
+    version: i16,
+) -> (i16, Option<String>, Option<i32>) {
+    let code = match error {
+        logd::Error::ProducerFenced { .. } => ResponseError::InvalidProducerEpoch.code(),
+        logd::Error::InvalidTxnState(_) if version >= 11 => {
+            ResponseError::TransactionAbortable.code()
+        }
+        _ => engine_codes::for_engine_error(error),
+    };
     match error {
         logd::Error::Storage(logd_storage::Error::KeylessRecord { index, .. }) => (
             code,
@@ -111,7 +126,7 @@ impl ProduceApi {
                         let partition_index = u32::try_from(data.index).unwrap_or(u32::MAX);
                         self.log
                             .append(&topic.name.0, partition_index, &mut batches)
-                            .map_err(|e| refusal(&e, &topic.name.0, data.index))
+                            .map_err(|e| refusal(&e, &topic.name.0, data.index, version))
                     }
                 };
                 match outcome {

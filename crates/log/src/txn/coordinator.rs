@@ -482,7 +482,8 @@ impl Transactions {
     /// Whether producer `producer_id` at `epoch` may write a transactional batch to `topic`
     /// `partition`: its transactional id's transaction is open and holds the partition
     /// (Kafka's produce-side verification, KIP-890 part 1), so no batch can open a
-    /// transaction in a partition that no marker will close.
+    /// transaction in a partition that no marker will close. A transaction whose markers
+    /// are being written is CONCURRENT_TRANSACTIONS, as Kafka's coordinator answers.
     pub(crate) fn verify_produce(
         &self,
         producer_id: i64,
@@ -503,6 +504,11 @@ impl Transactions {
                     epoch,
                     current: meta.epoch,
                 });
+            }
+            if meta.state.is_preparing() {
+                return Err(Error::ConcurrentTransactions(format!(
+                    "transactional id {id}'s transaction is ending"
+                )));
             }
             let holds = meta.state == TxnState::Ongoing
                 && meta.partitions.contains(&(topic.to_owned(), partition));

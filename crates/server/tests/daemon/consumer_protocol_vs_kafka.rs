@@ -6,11 +6,6 @@
 //! get the same codes and the same member counts. The codes were first taken from Kafka's
 //! source; this replays them against Kafka itself.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
-
-use bytes::{Buf, BytesMut};
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -19,107 +14,14 @@ use kafka_protocol::messages::offset_fetch_request::{
 };
 use kafka_protocol::messages::{
     ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
-    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, GroupId, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
-    TopicName,
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId, ListGroupsRequest,
+    ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::Daemon;
 use super::kafka_cluster::kafka_cluster;
-
-fn s(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_owned())
-}
-
-/// One connection, one request at a time, as kafka-protocol encodes it.
-struct Raw {
-    stream: TcpStream,
-    correlation: i32,
-}
-
-impl Raw {
-    fn connect(addr: &str) -> Raw {
-        let stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{addr}: {e}"));
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        Raw {
-            stream,
-            correlation: 0,
-        }
-    }
-
-    fn call<Req: Encodable, Resp: Decodable>(
-        &mut self,
-        key: ApiKey,
-        version: i16,
-        request: &Req,
-    ) -> Resp {
-        self.correlation += 1;
-        let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
-        header.request_api_version = version;
-        header.correlation_id = self.correlation;
-        header.client_id = Some(s("vs-kafka"));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, key.request_header_version(version))
-            .unwrap();
-        request.encode(&mut body, version).unwrap();
-        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
-        frame.extend_from_slice(&body);
-        self.stream.write_all(&frame).unwrap();
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).unwrap();
-        let mut answer = vec![0u8; i32::from_be_bytes(size) as usize];
-        self.stream.read_exact(&mut answer).unwrap();
-        let mut answer = bytes::Bytes::from(answer);
-        let header =
-            ResponseHeader::decode(&mut answer, key.response_header_version(version)).unwrap();
-        assert_eq!(header.correlation_id, self.correlation);
-        let response = Resp::decode(&mut answer, version).unwrap();
-        assert!(
-            !answer.has_remaining(),
-            "{key:?} v{version}: bytes left over"
-        );
-        response
-    }
-}
-
-/// A connection to `group`'s coordinator among `bootstrap`'s brokers (FindCoordinator v2),
-/// found again, as clients do, while the cluster is still creating or loading its offsets
-/// topic (a ConsumerGroupDescribe then answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS).
-fn coordinator(bootstrap: &str, group: &str) -> Raw {
-    let mut first = Raw::connect(bootstrap.split(',').next().unwrap());
-    let mut request = FindCoordinatorRequest::default();
-    request.key = s(group);
-    let mut probe = ConsumerGroupDescribeRequest::default();
-    probe.group_ids = vec![GroupId(s(group))];
-    let started = Instant::now();
-    loop {
-        let found: FindCoordinatorResponse = first.call(ApiKey::FindCoordinator, 2, &request);
-        let code = match found.error_code {
-            0 => {
-                let mut c = Raw::connect(&format!("{}:{}", found.host.as_str(), found.port));
-                let described: ConsumerGroupDescribeResponse =
-                    c.call(ApiKey::ConsumerGroupDescribe, 0, &probe);
-                match described.groups[0].error_code {
-                    // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.
-                    14..=16 => described.groups[0].error_code,
-                    _ => return c,
-                }
-            }
-            code => code,
-        };
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no coordinator for {group}: code {code}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
+use super::raw_wire::{GROUP_KEY, Raw, coordinator, s};
 
 /// A heartbeat of `member` at `epoch`, joining with an empty owned list when `epoch` is 0.
 fn beat(group: &str, member: &str, epoch: i32) -> ConsumerGroupHeartbeatRequest {
@@ -170,7 +72,13 @@ fn answers(bootstrap: &str, topic: &str, group: &str) -> Vec<String> {
         .unwrap()
         .create_topic(topic, 3, &[])
         .unwrap();
-    let mut c = coordinator(bootstrap, group);
+    let mut c = coordinator(bootstrap, GROUP_KEY, group, |c| {
+        let mut probe = ConsumerGroupDescribeRequest::default();
+        probe.group_ids = vec![GroupId(s(group))];
+        let described: ConsumerGroupDescribeResponse =
+            c.call(ApiKey::ConsumerGroupDescribe, 0, &probe);
+        described.groups[0].error_code
+    });
     let mut lines = Vec::new();
     let mut say = |step: &str, what: String| lines.push(format!("{step}: {what}"));
     let hb =

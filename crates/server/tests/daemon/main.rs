@@ -49,12 +49,14 @@ mod provision;
 mod proxy;
 mod python_env;
 mod quotas;
+mod raw_wire;
 mod retry;
 mod sarama;
 mod security;
 mod share_groups;
 mod topic_configs;
 mod transactions;
+mod transactions_vs_kafka;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
