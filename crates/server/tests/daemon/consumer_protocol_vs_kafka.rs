@@ -65,6 +65,16 @@ fn fetch(group: &str, topic: &str, member: Option<&str>, epoch: i32) -> OffsetFe
     request
 }
 
+/// ConsumerGroupDescribe of `group`: its code and member count.
+fn describe(c: &mut Raw, group: &str) -> (i16, usize) {
+    let mut request = ConsumerGroupDescribeRequest::default();
+    request.group_ids = vec![GroupId(s(group))];
+    let described: ConsumerGroupDescribeResponse =
+        c.call(ApiKey::ConsumerGroupDescribe, 0, &request);
+    let g = &described.groups[0];
+    (g.error_code, g.members.len())
+}
+
 /// The script against `bootstrap`: one line per request, naming what was asked and what came
 /// back (codes; the member count where one is described).
 fn answers(bootstrap: &str, topic: &str, group: &str) -> Vec<String> {
@@ -72,13 +82,7 @@ fn answers(bootstrap: &str, topic: &str, group: &str) -> Vec<String> {
         .unwrap()
         .create_topic(topic, 3, &[])
         .unwrap();
-    let mut c = coordinator(bootstrap, GROUP_KEY, group, |c| {
-        let mut probe = ConsumerGroupDescribeRequest::default();
-        probe.group_ids = vec![GroupId(s(group))];
-        let described: ConsumerGroupDescribeResponse =
-            c.call(ApiKey::ConsumerGroupDescribe, 0, &probe);
-        described.groups[0].error_code
-    });
+    let mut c = coordinator(bootstrap, GROUP_KEY, group, |c| describe(c, group).0);
     let mut lines = Vec::new();
     let mut say = |step: &str, what: String| lines.push(format!("{step}: {what}"));
     let hb =
@@ -221,22 +225,15 @@ fn answers(bootstrap: &str, topic: &str, group: &str) -> Vec<String> {
     );
     say("fetch by an admin", fetch_as(&mut c, None, -1));
 
-    let mut describe = ConsumerGroupDescribeRequest::default();
-    describe.group_ids = vec![GroupId(s(group)), GroupId(s(&format!("{group}-none")))];
-    let described: ConsumerGroupDescribeResponse =
-        c.call(ApiKey::ConsumerGroupDescribe, 0, &describe);
-    // Kafka answers each coordinator shard's groups apart, in no set order: sorted here.
-    let mut groups: Vec<_> = described.groups.iter().collect();
-    groups.sort_by_key(|g| g.group_id.as_str() != group);
-    for g in groups {
-        let name = if g.group_id.as_str() == group {
-            "the group"
-        } else {
-            "no such group"
-        };
+    // Each group at its own coordinator: on Kafka a group id that does not exist may belong to
+    // another broker's shard.
+    let none = format!("{group}-none");
+    for (name, id) in [("the group", group), ("no such group", none.as_str())] {
+        let mut at = coordinator(bootstrap, GROUP_KEY, id, |c| describe(c, id).0);
+        let (code, members) = describe(&mut at, id);
         say(
             &format!("describe {name}"),
-            format!("{} members {}", g.error_code, g.members.len()),
+            format!("{code} members {members}"),
         );
     }
     let mut list = ListGroupsRequest::default();

@@ -641,6 +641,9 @@ fn kcat_produces_and_consumes_over_sasl_ssl_and_with_a_client_certificate() {
         let topic = format!("kcat-{name}");
         let run_kcat = |extra: &[&str], stdin: &str| {
             let mut args: Vec<&str> = settings.iter().map(String::as_str).collect();
+            // kcat waits 5 s for its first metadata by default, which a TLS and SCRAM login
+            // to a debug build on a machine running the whole suite once overran.
+            args.extend_from_slice(&["-m", "30"]);
             args.extend_from_slice(extra);
             super::kcat(&kcat, &args, stdin)
         };
