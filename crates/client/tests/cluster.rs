@@ -1,8 +1,9 @@
 //! The client against a Kafka cluster of three brokers (librdkafka's mock cluster, in this
 //! process): produce, fetch and offsets go to each partition's leader, group calls to the
 //! group's coordinator, whichever broker the client bootstrapped from; a leader that moves
-//! mid-run is followed; a created topic is waited for until the brokers list it; a broker that goes away, or a leader the metadata does not list, ends
-//! a call with a clear error within the client's retry time, never a hang.
+//! mid-run is followed; a created topic is waited for until the brokers list it; a broker that
+//! goes away, or a leader the metadata does not list, ends a call with a clear error within
+//! the client's retry time, never a hang.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

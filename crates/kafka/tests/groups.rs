@@ -639,8 +639,8 @@ fn kip_848_refuses_what_kafka_refuses() {
     request.subscribed_topic_names = Some(vec![TopicName(s("orders"))]);
     request.topic_partitions = Some(vec![]);
     // A join must bring its rebalance timeout, an empty owned list and a subscription; only
-    // -1 and -2 are negative epochs, -2 with an instance id (Kafka 4.4's checks, replayed
-    // against it by the daemon test `consumer_protocol_requests_answer_on_logd_as_on_kafka`).
+    // -1 and -2 are negative epochs, -2 with an instance id (Kafka 4.4's checks; the join
+    // ones replayed against it by the daemon test `consumer_protocol_requests_answer_on_logd_as_on_kafka`).
     let invalid = |change: &dyn Fn(&mut ConsumerGroupHeartbeatRequest)| {
         let mut bad = request.clone();
         change(&mut bad);

@@ -2,9 +2,9 @@
 //! the engine's `consumer_group` state: topic ids to names and back, the member id a version-0
 //! member leaves to the broker, and Kafka's checks: READ on the group, DESCRIBE on each
 //! subscribed topic, a version-1 member with no id or a join without what a join must bring
-//! INVALID_REQUEST, a regular expression that
-//! does not compile INVALID_REGULAR_EXPRESSION (an empty one is none; the engine resolves one
-//! against the topics at each of the member's heartbeats).
+//! INVALID_REQUEST, a regular expression that does not compile INVALID_REGULAR_EXPRESSION (an
+//! empty one is none; the engine resolves one against the topics at each of the member's
+//! heartbeats).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,8 +28,9 @@ use crate::engine_codes::for_engine_error;
 /// What Kafka's coordinator refuses as INVALID_REQUEST in a heartbeat (beside an empty group
 /// or member id, checked first), in Kafka's words: a join (epoch 0) must bring its rebalance
 /// timeout, an empty owned list and a subscription; a static member leaving for now (-2) its
-/// instance id; no other negative epoch exists. Checked against Kafka 4.4 by the daemon test
-/// `consumer_protocol_requests_answer_on_logd_as_on_kafka`.
+/// instance id; no other negative epoch exists. The join checks are replayed against Kafka
+/// 4.4 by the daemon test `consumer_protocol_requests_answer_on_logd_as_on_kafka`; the others
+/// follow Kafka's `GroupMetadataManager`.
 fn invalid_heartbeat(request: &ConsumerGroupHeartbeatRequest) -> Option<&'static str> {
     if request.instance_id.as_ref().is_some_and(|i| i.is_empty()) {
         return Some("InstanceId can't be empty.");

@@ -2,8 +2,9 @@
 //! producer's duplicates answered with their first offsets), InitProducerId and
 //! DescribeProducers. Holds the engine, the ACL checks, and where traffic is reported.
 
-use kafka_protocol::ResponseError;
 use std::sync::Arc;
+
+use kafka_protocol::ResponseError;
 
 use kafka_protocol::messages::describe_producers_response::{
     PartitionResponse as ProducersPartitionResponse, ProducerState,

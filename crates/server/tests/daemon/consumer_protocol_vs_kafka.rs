@@ -19,9 +19,7 @@ use kafka_protocol::messages::{
     OffsetFetchResponse, TopicName,
 };
 
-use super::Daemon;
-use super::kafka_cluster::kafka_cluster;
-use super::raw_wire::{GROUP_KEY, Raw, coordinator, s};
+use super::raw_wire::{GROUP_KEY, Raw, coordinator, s, same_answers_as_kafka};
 
 /// A heartbeat of `member` at `epoch`, joining with an empty owned list when `epoch` is 0.
 fn beat(group: &str, member: &str, epoch: i32) -> ConsumerGroupHeartbeatRequest {
@@ -268,23 +266,11 @@ fn answers(bootstrap: &str, topic: &str, group: &str) -> Vec<String> {
 
 #[test]
 fn consumer_protocol_requests_answer_on_logd_as_on_kafka() {
-    let dir = tempfile::tempdir().unwrap();
-    // As the Kafka cluster runs: ACLs on, the anonymous user a super user.
-    let daemon = Daemon::start(
-        dir.path(),
-        &["--authorizer", "acl", "--super-users", "User:ANONYMOUS"],
+    same_answers_as_kafka(
+        |b| answers(b, "kip848-vs", "kip848-vs"),
+        &[
+            "join naming an unknown assignor: 112",
+            "heartbeat of an unknown member: 25",
+        ],
     );
-    let on_logd = answers(&daemon.addr, "kip848-vs", "kip848-vs");
-    let on_kafka = answers(&kafka_cluster().bootstrap, "kip848-vs", "kip848-vs");
-    assert_eq!(on_logd, on_kafka, "logd (left) and Kafka (right)");
-    // The script reached the refusals it means to compare.
-    for refusal in [
-        "join naming an unknown assignor: 112",
-        "heartbeat of an unknown member: 25",
-    ] {
-        assert!(
-            on_kafka.iter().any(|l| l == refusal),
-            "{refusal}: {on_kafka:#?}"
-        );
-    }
 }

@@ -1,6 +1,6 @@
 //! Raw Kafka requests for the tests that compare logd's answers with a real Kafka's, request
-//! by request: one connection, one request at a time, as `kafka-protocol` encodes it, and the
-//! way to a group's or transactional id's coordinator.
+//! by request: one connection, one request at a time, as `kafka-protocol` encodes it, the way
+//! to a group's or transactional id's coordinator, and the comparison itself.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -11,6 +11,9 @@ use kafka_protocol::messages::{
     ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use super::Daemon;
+use super::kafka_cluster::kafka_cluster;
 
 /// FindCoordinator's key types.
 pub const GROUP_KEY: i8 = 0;
@@ -108,5 +111,23 @@ pub fn coordinator(
             "no coordinator for {key}: code {code}"
         );
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Runs `script` (one line per request: what was asked, what came back) against a fresh logd
+/// and against the shared Kafka cluster, asserts the lines are the same, and that Kafka's
+/// include each of `reached` (the refusals the script means to compare).
+pub fn same_answers_as_kafka(script: impl Fn(&str) -> Vec<String>, reached: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    // As the Kafka cluster runs: ACLs on, the anonymous user a super user.
+    let daemon = Daemon::start(
+        dir.path(),
+        &["--authorizer", "acl", "--super-users", "User:ANONYMOUS"],
+    );
+    let on_logd = script(&daemon.addr);
+    let on_kafka = script(&kafka_cluster().bootstrap);
+    assert_eq!(on_logd, on_kafka, "logd (left) and Kafka (right)");
+    for line in reached {
+        assert!(on_kafka.iter().any(|l| l == line), "{line}: {on_kafka:#?}");
     }
 }

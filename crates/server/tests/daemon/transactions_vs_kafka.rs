@@ -27,9 +27,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::messages::{ListTransactionsRequest, ListTransactionsResponse};
 use logd_storage::batch::{BatchBuilder, Compression};
 
-use super::Daemon;
-use super::kafka_cluster::kafka_cluster;
-use super::raw_wire::{GROUP_KEY, Raw, TRANSACTION_KEY, coordinator, s};
+use super::raw_wire::{GROUP_KEY, Raw, TRANSACTION_KEY, coordinator, s, same_answers_as_kafka};
 
 /// A producer's identity in the transaction.
 #[derive(Clone, Copy)]
@@ -341,23 +339,11 @@ fn answers(bootstrap: &str, topic: &str, id: &str) -> Vec<String> {
 
 #[test]
 fn transactional_requests_answer_on_logd_as_on_kafka() {
-    let dir = tempfile::tempdir().unwrap();
-    // As the Kafka cluster runs: ACLs on, the anonymous user a super user.
-    let daemon = Daemon::start(
-        dir.path(),
-        &["--authorizer", "acl", "--super-users", "User:ANONYMOUS"],
+    same_answers_as_kafka(
+        |b| answers(b, "txn-vs", "txn-vs"),
+        &[
+            "init with a timeout above the maximum: 50",
+            "produce before the partition is added: 120",
+        ],
     );
-    let on_logd = answers(&daemon.addr, "txn-vs", "txn-vs");
-    let on_kafka = answers(&kafka_cluster().bootstrap, "txn-vs", "txn-vs");
-    assert_eq!(on_logd, on_kafka, "logd (left) and Kafka (right)");
-    // The script reached the refusals it means to compare.
-    for refusal in [
-        "init with a timeout above the maximum: 50",
-        "produce before the partition is added: 120",
-    ] {
-        assert!(
-            on_kafka.iter().any(|l| l == refusal),
-            "{refusal}: {on_kafka:#?}"
-        );
-    }
 }
