@@ -3,9 +3,7 @@
 //! epochs undefined, a newer current epoch UNKNOWN_LEADER_EPOCH, an unknown partition
 //! UNKNOWN_TOPIC_OR_PARTITION, at every served version.
 
-mod common;
-
-use common::{call, s};
+use crate::common::{call, s};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };

@@ -20,9 +20,7 @@ use logd_kafka::quota::{QuotaEntity, QuotaKey};
 use logd_kafka::{Broker, BrokerConfig};
 use logd_storage::batch::{BatchBuilder, Compression};
 
-mod common;
-mod served;
-use common::{call, s};
+use crate::common::{call, s};
 
 fn broker(dir: &std::path::Path) -> Broker {
     let log = Log::open(dir, Config::default()).unwrap();
@@ -100,7 +98,7 @@ fn a_producer_over_its_quota_is_told_to_wait_and_muted_for_it() {
             vec![(QuotaKey::ProducerByteRate, Some(10_000.0))],
         )])
         .unwrap();
-    let addr = served::serve(broker.clone());
+    let addr = crate::served::serve(broker.clone());
     let mut stream = TcpStream::connect(&addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))

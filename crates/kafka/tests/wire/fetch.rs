@@ -10,8 +10,7 @@ use logd::{Config, Log, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};
 use logd_storage::batch::{BatchBuilder, Compression};
 
-mod common;
-use common::{call, s};
+use crate::common::{call, s};
 
 fn batch(value_len: usize) -> Vec<u8> {
     let mut builder = BatchBuilder::new(Compression::None);

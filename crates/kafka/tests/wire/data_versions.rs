@@ -4,10 +4,8 @@
 //! ListOffsets v4+ answers with leader epoch 0 and refuses a newer epoch, knows KIP-405's local
 //! log start (-4) and answers tiered storage's offsets (-5, -6) with none.
 
-mod common;
-
+use crate::common::{call, s};
 use bytes::Bytes;
-use common::{call, s};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;

@@ -1,4 +1,4 @@
-//! Helpers shared by the wire-level test binaries: one request through
+//! Helpers shared by the wire-level test modules: one request through
 //! `Broker::handle_frame`, as a client would send it, and its decoded response.
 
 use bytes::{Buf, BytesMut};

@@ -2,9 +2,7 @@
 //! topics and partitions behind a cursor as Kafka does; DeleteRecords moves a partition's
 //! start with Kafka's codes; the legacy AlterConfigs replaces a topic's whole set.
 
-mod common;
-
-use common::{call, s};
+use crate::common::{call, s};
 use kafka_protocol::messages::*;
 use logd::{Config, Log, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};

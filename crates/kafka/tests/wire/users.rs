@@ -2,10 +2,8 @@
 //! that log in afterwards, and every refusal with its code (not a super user, an unknown
 //! mechanism, iterations out of range, a user named twice, an unknown user).
 
-mod common;
-
+use crate::common::{call, s};
 use bytes::Bytes;
-use common::{call, s};
 use kafka_protocol::messages::alter_user_scram_credentials_request::{
     ScramCredentialDeletion, ScramCredentialUpsertion,
 };

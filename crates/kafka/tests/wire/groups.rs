@@ -23,8 +23,7 @@ use logd::group::GroupConfig;
 use logd::{Config, Log, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};
 
-mod common;
-use common::{call, s};
+use crate::common::{call, s};
 
 fn broker(dir: &std::path::Path) -> Broker {
     let config = Config {

@@ -13,8 +13,7 @@ use logd::{Config, Log, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};
 use logd_storage::batch::{BatchBuilder, Compression};
 
-mod common;
-use common::{call, s};
+use crate::common::{call, s};
 
 fn broker(dir: &std::path::Path) -> Broker {
     let log = Log::open(dir, Config::default()).unwrap();

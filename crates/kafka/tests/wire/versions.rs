@@ -15,13 +15,11 @@ use logd::{Config, Log};
 use logd_kafka::{Broker, BrokerConfig, SUPPORTED};
 use logd_protocol::share_versions;
 
-mod served;
-
 /// A broker over a fresh engine with topic `t`, served in process; its address.
 fn serve(dir: &std::path::Path) -> String {
     let log = Log::open(dir, Config::default()).unwrap();
     log.create_topic("t", logd::TopicConfig::default()).unwrap();
-    served::serve(Arc::new(Broker::new(log, BrokerConfig::default())))
+    crate::served::serve(Arc::new(Broker::new(log, BrokerConfig::default())))
 }
 
 /// A request of each API logd serves, with what its handler needs to answer at once (a

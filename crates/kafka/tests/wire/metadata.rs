@@ -3,9 +3,7 @@
 //! when asked (v8+), and what a client pinned to an old broker version sends (sarama configured
 //! for Kafka 2.0 asks with v5).
 
-mod common;
-
-use common::{call, s};
+use crate::common::{call, s};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::*;
 use logd::{Config, Log, TopicConfig};

@@ -2,9 +2,7 @@
 //! epochs, share sessions and their epochs, records acquired by a fetch and acknowledged by the
 //! next one or by ShareAcknowledge, and the refusals of acknowledgements a member may not make.
 
-mod common;
-
-use common::{call, s};
+use crate::common::{call, s};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::share_acknowledge_request::{
     AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch,

@@ -3,10 +3,8 @@
 //! the ACLs hide are refused with Kafka's codes, and a version logd does not serve closes the
 //! connection as an unknown API would.
 
-mod common;
-
+use crate::common::call;
 use bytes::{Buf, BufMut, BytesMut};
-use common::call;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use logd::{CleanupPolicy, Config, Housekeeping, Log, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig, codes};

@@ -4,10 +4,8 @@
 //! filter instead of failing. Requests go through `Broker::handle_frame`, whose connections are
 //! unauthenticated, so the principal is Kafka's `User:ANONYMOUS`.
 
-mod common;
-
+use crate::common::{call, s};
 use bytes::Bytes;
-use common::{call, s};
 use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
