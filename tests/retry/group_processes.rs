@@ -344,9 +344,12 @@ fn scenario(bootstrap: &str, variant: Variant) -> Result<(), String> {
             .collect::<BTreeSet<u32>>()
             .len() as u32
     };
+    // Progress, not a result: the limit only bounds a run that never gets going. The
+    // exactly-once variant on the Kafka cluster (a transaction per hop, three JVM brokers) ran
+    // past 90 s here once with five other tests beside it on 2 cores.
     wait_until(
         "a fifth of the tasks are processed, and b handled some",
-        Duration::from_secs(90),
+        Duration::from_secs(240),
         || {
             let all = events(&events_dir);
             all.iter().filter(|e| e.outcome == "ok").count() as u32 >= TASKS / 5

@@ -62,10 +62,28 @@ public class WordCount {
     System.out.println("produced " + count);
   }
 
-  /** Whether the app's group has committed the end of every partition of text. */
+  /**
+   * Whether the app's group has committed the end of every partition it reads: text, then the
+   * repartition topic its counts come from (its records are committed with text's offsets, so
+   * once text is caught up the repartition topic's end is final).
+   */
   static boolean caughtUp(Admin admin) throws Exception {
-    var partitions = admin.describeTopics(List.of("text")).allTopicNames().get().get("text")
-        .partitions().stream().map(p -> new TopicPartition("text", p.partition()))
+    if (!caughtUp(admin, List.of("text"))) {
+      return false;
+    }
+    List<String> repartition = repartitionTopics(admin);
+    return !repartition.isEmpty() && caughtUp(admin, repartition);
+  }
+
+  static List<String> repartitionTopics(Admin admin) throws Exception {
+    return admin.listTopics().names().get().stream()
+        .filter(t -> t.startsWith(APP + "-") && t.endsWith("-repartition"))
+        .collect(Collectors.toList());
+  }
+
+  static boolean caughtUp(Admin admin, List<String> topics) throws Exception {
+    var partitions = admin.describeTopics(topics).allTopicNames().get().values().stream()
+        .flatMap(d -> d.partitions().stream().map(p -> new TopicPartition(d.name(), p.partition())))
         .collect(Collectors.toList());
     var ends = admin.listOffsets(partitions.stream()
         .collect(Collectors.toMap(tp -> tp, tp -> OffsetSpec.latest()))).all().get();
@@ -78,6 +96,18 @@ public class WordCount {
       }
     }
     return true;
+  }
+
+  /** Whether every repartition topic's start has reached its end. */
+  static boolean purged(Admin admin) throws Exception {
+    var partitions = admin.describeTopics(repartitionTopics(admin)).allTopicNames().get().values().stream()
+        .flatMap(d -> d.partitions().stream().map(p -> new TopicPartition(d.name(), p.partition())))
+        .collect(Collectors.toList());
+    var starts = admin.listOffsets(partitions.stream()
+        .collect(Collectors.toMap(tp -> tp, tp -> OffsetSpec.earliest()))).all().get();
+    var ends = admin.listOffsets(partitions.stream()
+        .collect(Collectors.toMap(tp -> tp, tp -> OffsetSpec.latest()))).all().get();
+    return partitions.stream().allMatch(tp -> starts.get(tp).offset() == ends.get(tp).offset());
   }
 
   static KafkaStreams streams(String broker, String stateDir, boolean eos) {
@@ -121,8 +151,14 @@ public class WordCount {
         }
         Thread.sleep(200);
       }
-      // The repartition topic is read to its end too before the counts are final.
-      Thread.sleep(2000);
+      // Streams purges what it has committed of its repartition topics every 100 ms
+      // (DeleteRecords): closing before the last purge would leave records behind.
+      while (!purged(admin)) {
+        if (System.currentTimeMillis() > deadline) {
+          throw new IllegalStateException("repartition topics not purged to their ends");
+        }
+        Thread.sleep(200);
+      }
       System.out.println("caught up");
     }
   }
