@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, black_box, criterion_group};
-use logd::group::{JoinRequest, JoinStatus};
+use logd::groups::classic::{JoinRequest, JoinStatus};
 use logd::{
     AutoOffsetReset, Config, Consumer, ConsumerConfig, FsyncPolicy, Log, Producer, ProducerConfig,
     ProducerRecord, TopicConfig, TopicPartition,

@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use logd::consumer_group::{Assignment, Heartbeat, HeartbeatAnswer};
-use logd::group::GroupError;
+use logd::groups::classic::GroupError;
+use logd::groups::consumer::{Assignment, Heartbeat, HeartbeatAnswer};
 use logd::{Error, Log, SubscriptionChange};
 
 use super::{open, topic};

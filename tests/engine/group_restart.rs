@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use logd::Error;
-use logd::group::{GroupError, GroupPhase, JoinRequest, JoinStatus};
+use logd::groups::classic::{GroupError, GroupPhase, JoinRequest, JoinStatus};
 
 use super::open;
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use logd::group::{Assignor, GroupError};
+use logd::groups::classic::{Assignor, GroupError};
 use logd::{
     AutoOffsetReset, Consumer, ConsumerConfig, Error, Log, Producer, ProducerConfig,
     ProducerRecord, TopicPartition,

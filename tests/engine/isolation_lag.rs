@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use logd::group::GroupConfig;
+use logd::groups::classic::GroupConfig;
 use logd::{AutoOffsetReset, Config, Consumer, ConsumerConfig, IsolationLevel, Log, TopicConfig};
 use logd_storage::batch::{BatchBuilder, Compression};
 

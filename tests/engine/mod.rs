@@ -23,7 +23,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use logd::group::{GroupConfig, JoinRequest, JoinStatus};
+use logd::groups::classic::{GroupConfig, JoinRequest, JoinStatus};
 use logd::{Config, Log, TopicConfig};
 
 /// An engine whose groups accept short session timeouts, so tests run in seconds.

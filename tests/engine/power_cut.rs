@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use logd::consumer_group::Heartbeat;
+use logd::groups::consumer::Heartbeat;
 use logd::{
     Config, Log, ManualClock, Producer, ProducerConfig, ProducerRecord, SubscriptionChange,
     TopicConfig,

@@ -56,7 +56,7 @@ fn setup(log: &Log) {
     .unwrap();
     let mut dlq = TopicConfig::default();
     dlq.inert
-        .insert(logd::share::DLQ_GROUP_ENABLE.into(), "true".into());
+        .insert(logd::groups::share::DLQ_GROUP_ENABLE.into(), "true".into());
     log.create_topic("dlq.tasks", dlq).unwrap();
     log.alter_group_configs(
         "workers",

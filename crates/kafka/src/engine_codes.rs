@@ -5,8 +5,8 @@ use kafka_protocol::ResponseError;
 use logd_protocol::codes::*;
 
 /// The code for a refused group call.
-pub(crate) fn for_group_error(error: logd::group::GroupError) -> i16 {
-    use logd::group::GroupError as G;
+pub(crate) fn for_group_error(error: logd::groups::classic::GroupError) -> i16 {
+    use logd::groups::classic::GroupError as G;
     match error {
         G::UnknownMember => UNKNOWN_MEMBER_ID,
         G::IllegalGeneration => ILLEGAL_GENERATION,

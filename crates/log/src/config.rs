@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use logd_offsets::OffsetStoreConfig;
 
-use crate::group::GroupConfig;
+use crate::groups::classic::GroupConfig;
 use crate::topic::TopicConfig;
 
 /// Kafka's default `producer.id.expiration.ms`: one day.

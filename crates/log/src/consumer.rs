@@ -19,7 +19,7 @@ use logd_storage::{Offset, PartitionLog};
 
 use crate::engine::Log;
 use crate::error::{Error, Result};
-use crate::group::{
+use crate::groups::classic::{
     Assignor, GroupError, JoinRequest, JoinStatus, decode_assignment, decode_subscription,
     encode_assignment, encode_subscription,
 };

@@ -21,7 +21,7 @@ use crate::appends::AppendSignal;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::group::Coordinator;
+use crate::groups::classic::Coordinator;
 use crate::housekeeper::Housekeeper;
 use crate::producer_ids::ProducerIds;
 use crate::registry::TopicRegistry;
@@ -62,18 +62,18 @@ pub(crate) struct Shared {
     pub(crate) topics: TopicRegistry,
     pub(crate) offsets: OffsetStore,
     pub(crate) coordinator: Coordinator,
-    pub(crate) group_configs: crate::group_configs::GroupConfigs,
-    pub(crate) shares: crate::share::ShareStates,
-    pub(crate) share_groups: crate::share::ShareGroups,
+    pub(crate) group_configs: crate::groups::configs::GroupConfigs,
+    pub(crate) shares: crate::groups::share::ShareStates,
+    pub(crate) share_groups: crate::groups::share::ShareGroups,
     pub(crate) producer_ids: ProducerIds,
     pub(crate) txns: crate::txn::Transactions,
     pub(crate) appends: AppendSignal,
     /// The cleaner's memory of each compacted partition.
     pub(crate) cleaning: crate::cleaner_state::CleanerState,
     /// Which groups read committed records only (for their lag).
-    pub(crate) group_isolation: crate::group_isolation::GroupIsolation,
+    pub(crate) group_isolation: crate::groups::isolation::GroupIsolation,
     /// Groups of the next consumer group protocol (KIP-848).
-    pub(crate) consumer_groups: crate::consumer_groups::ConsumerGroups,
+    pub(crate) consumer_groups: crate::groups::consumer::service::ConsumerGroups,
     /// Declared before the lock: dropping it stops (and joins) the housekeeping thread first.
     pub(crate) housekeeper: Mutex<Option<Housekeeper>>,
     pub(crate) _lock: DirLock,

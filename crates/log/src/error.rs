@@ -144,7 +144,7 @@ pub enum Error {
     Delivery(std::sync::Arc<Error>),
     /// A consumer-group call failed (stale generation, unknown member, rebalance, ...).
     #[error(transparent)]
-    Group(#[from] crate::group::GroupError),
+    Group(#[from] crate::groups::classic::GroupError),
     /// A transactional call from a producer whose epoch is not its transactional id's: a newer
     /// instance or the transaction timeout fenced it (Kafka's PRODUCER_FENCED).
     #[error(

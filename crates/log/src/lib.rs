@@ -33,14 +33,9 @@ mod cleaner_state;
 mod clock;
 mod config;
 mod consumer;
-pub mod consumer_group;
-mod consumer_groups;
 mod engine;
 mod error;
-pub mod group;
-mod group_admin;
-pub mod group_configs;
-mod group_isolation;
+pub mod groups;
 mod headers;
 mod housekeeper;
 mod housekeeping;
@@ -51,7 +46,6 @@ mod priority;
 mod producer;
 mod producer_ids;
 mod registry;
-pub mod share;
 mod topic;
 mod topic_admin;
 pub mod txn;
@@ -65,13 +59,13 @@ pub use consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, DeliverySemantics, IsolationLevel,
     RebalanceListener, TopicPartition,
 };
-pub use consumer_groups::{
-    ConsumerGroupDescription, ConsumerMemberDescription, SubscriptionChange,
-};
 pub use engine::Log;
 pub use error::{Error, Result};
-pub use group_admin::{GroupDescription, GroupPartitionLag};
-pub use group_configs::{GroupConfigEntry, GroupConfigType};
+pub use groups::admin::{GroupDescription, GroupPartitionLag};
+pub use groups::configs::{GroupConfigEntry, GroupConfigType};
+pub use groups::consumer::service::{
+    ConsumerGroupDescription, ConsumerMemberDescription, SubscriptionChange,
+};
 pub use logd_storage::{HeaderVisitor, Headers};
 // Every type of the lower crates that appears in this crate's public signatures, so that a
 // user of `logd` alone can name them.
@@ -92,3 +86,10 @@ pub use topic::{
     validate_topic_name,
 };
 pub use topic_admin::{PartitionDescription, TopicDescription};
+
+// The group modules' paths before they moved under `groups` (kept for one release, so an
+// embedder's `logd::share::ShareConsumer` and the like still resolve).
+pub use groups::classic as group;
+pub use groups::configs as group_configs;
+pub use groups::consumer as consumer_group;
+pub use groups::share;

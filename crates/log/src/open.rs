@@ -15,7 +15,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::engine::{Log, Owner, Shared};
 use crate::error::{Error, Result};
-use crate::group::Coordinator;
+use crate::groups::classic::Coordinator;
 use crate::housekeeping;
 use crate::producer_ids::ProducerIds;
 use crate::registry::TopicRegistry;
@@ -72,14 +72,17 @@ impl Log {
         let coordinator =
             Coordinator::open(config.groups.clone(), storage.clone(), &dir, clock.now_ms())
                 .map_err(|reason| Error::GroupState {
-                    path: dir.join(crate::group::GROUPS_DIR),
+                    path: dir.join(crate::groups::classic::GROUPS_DIR),
                     reason,
                 })?;
-        let group_configs = crate::group_configs::GroupConfigs::open(storage.clone(), &dir)?;
-        let shares = crate::share::ShareStates::open(storage.clone(), &dir)?;
+        let group_configs = crate::groups::configs::GroupConfigs::open(storage.clone(), &dir)?;
+        let shares = crate::groups::share::ShareStates::open(storage.clone(), &dir)?;
         let txns = crate::txn::Transactions::open(storage.clone(), &dir)?;
-        let consumer_groups =
-            crate::consumer_groups::ConsumerGroups::open(storage.clone(), &dir, clock.now_ms())?;
+        let consumer_groups = crate::groups::consumer::service::ConsumerGroups::open(
+            storage.clone(),
+            &dir,
+            clock.now_ms(),
+        )?;
         let shared = Arc::new(Shared {
             coordinator,
             group_configs,

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use logd::group::Assignor;
+use logd::groups::classic::Assignor;
 use logd::{Consumer, ConsumerConfig, Log, TopicConfig, TopicPartition};
 use logd_storage::Offset;
 

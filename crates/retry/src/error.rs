@@ -53,9 +53,9 @@ impl Error {
             Error::Fenced(_) => true,
             #[cfg(feature = "embedded")]
             Error::Engine(logd::Error::Group(
-                logd::group::GroupError::IllegalGeneration
-                | logd::group::GroupError::UnknownMember
-                | logd::group::GroupError::RebalanceInProgress,
+                logd::groups::classic::GroupError::IllegalGeneration
+                | logd::groups::classic::GroupError::UnknownMember
+                | logd::groups::classic::GroupError::RebalanceInProgress,
             )) => true,
             _ => false,
         }

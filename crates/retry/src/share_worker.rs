@@ -17,7 +17,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use logd::Log;
-use logd::share::{
+use logd::groups::share::{
     AcknowledgeType, AcknowledgementMode, RejectReason, ShareConsumer, ShareConsumerConfig,
 };
 
@@ -169,7 +169,7 @@ impl ShareWorker {
     /// the commit.
     fn handle(
         &mut self,
-        records: &[logd::share::ShareRecord],
+        records: &[logd::groups::share::ShareRecord],
         handler: &mut dyn FnMut(&Message, u32) -> Outcome,
     ) -> Result<()> {
         for record in records {
@@ -231,7 +231,7 @@ mod tests {
     use std::sync::Arc;
     use std::sync::mpsc;
 
-    use logd::share::{ShareConsumer, ShareConsumerConfig};
+    use logd::groups::share::{ShareConsumer, ShareConsumerConfig};
     use logd::{Config, ManualClock, Producer, ProducerConfig, ProducerRecord, TopicConfig};
 
     use super::*;

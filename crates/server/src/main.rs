@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use logd::group::GroupConfig;
+use logd::groups::classic::GroupConfig;
 use logd::{Config, FsyncPolicy, Log, SystemClock, TopicConfig};
 use logd_kafka::acl::{Authorizer, AuthorizerConfig};
 use logd_kafka::auth::credentials::CredentialStore;

@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(groups) = logd::group_configs::decode(data) {
+    if let Ok(groups) = logd::groups::configs::decode(data) {
         for (group, configs) in &groups {
             assert!(!group.is_empty() && !configs.is_empty());
         }

@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use logd::SubscriptionChange;
-use logd::consumer_group::{Heartbeat, ServerAssignor};
+use logd::groups::consumer::{Heartbeat, ServerAssignor};
 
 use crate::acl::{Operation, ResourceType};
 use crate::admin::Guard;
@@ -247,7 +247,7 @@ impl ConsumerGroupApi {
             Assignment, DescribedGroup, Member, TopicPartitions,
         };
         let mut response = ConsumerGroupDescribeResponse::default();
-        let by_name = |assignment: &logd::consumer_group::Assignment| {
+        let by_name = |assignment: &logd::groups::consumer::Assignment| {
             let mut described = Assignment::default();
             described.topic_partitions = assignment
                 .iter()

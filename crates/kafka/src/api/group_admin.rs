@@ -10,7 +10,7 @@ use kafka_protocol::messages::{
     GroupId, ListGroupsRequest, ListGroupsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
-use logd::group::GroupPhase;
+use logd::groups::classic::GroupPhase;
 
 use crate::acl::{Operation, ResourceType};
 use crate::admin::Refused;

@@ -24,7 +24,7 @@ use crate::admin::Guard;
 use crate::auth::Peer;
 use crate::codes;
 use crate::engine_codes;
-use logd::group::decode_subscription;
+use logd::groups::classic::decode_subscription;
 
 use super::membership::check_instance;
 

@@ -15,7 +15,7 @@ use kafka_protocol::messages::{
     SyncGroupResponse,
 };
 use kafka_protocol::protocol::StrBytes;
-use logd::group::{GroupError, JoinRequest, JoinStatus};
+use logd::groups::classic::{GroupError, JoinRequest, JoinStatus};
 
 use crate::acl::{Operation, ResourceType};
 use crate::admin::Guard;

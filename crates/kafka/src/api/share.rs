@@ -1,7 +1,7 @@
 //! Share groups on the wire (KIP-932): ShareGroupHeartbeat, ShareFetch (share sessions and
 //! their epochs, acknowledgements carried on fetches, a long poll; version 2's acquire mode and
 //! lock renewal, KIP-1206 and KIP-1222) and ShareAcknowledge, over the engine's share groups
-//! (`logd::share`), which own every rule. A share session is (group, member): epoch 0 opens it
+//! (`logd::groups::share`), which own every rule. A share session is (group, member): epoch 0 opens it
 //! with the partitions named, each later request must carry the next epoch and adds
 //! partitions or forgets them, -1 closes it (acknowledging, fetching nothing). Both acquire
 //! modes hold to `max_records` exactly (Kafka's batch-optimized mode may pass it to end on a
@@ -27,7 +27,7 @@ use kafka_protocol::messages::{
     share_group_describe_response,
 };
 use kafka_protocol::protocol::StrBytes;
-use logd::share::AcknowledgeType;
+use logd::groups::share::AcknowledgeType;
 use logd_protocol::share_versions;
 use parking_lot::Mutex;
 

@@ -8,7 +8,9 @@ use kafka_protocol::messages::{
     ConsumerProtocolAssignment, ConsumerProtocolSubscription, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use logd::group::{decode_assignment, decode_subscription, encode_assignment, encode_subscription};
+use logd::groups::classic::{
+    decode_assignment, decode_subscription, encode_assignment, encode_subscription,
+};
 use proptest::prelude::*;
 
 fn versioned(version: i16, body: &impl Encodable) -> Vec<u8> {

@@ -19,7 +19,7 @@ use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::Encodable;
-use logd::group::GroupConfig;
+use logd::groups::classic::GroupConfig;
 use logd::{Config, Log, TopicConfig};
 use logd_kafka::{Broker, BrokerConfig};
 

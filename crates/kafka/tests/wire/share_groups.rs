@@ -429,7 +429,7 @@ fn share_offsets(
 
 #[test]
 fn embedded_share_consumers_and_wire_members_are_one_group() {
-    use logd::share::{ShareConsumer, ShareConsumerConfig};
+    use logd::groups::share::{ShareConsumer, ShareConsumerConfig};
     let dir = tempfile::tempdir().unwrap();
     let (b, _) = broker(dir.path());
     let mut embedded = ShareConsumer::new(

@@ -10,7 +10,7 @@ use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use logd::IsolationLevel;
-use logd::group::GroupPhase;
+use logd::groups::classic::GroupPhase;
 use logd_kafka::acl::{Operation, ResourceType};
 use serde_json::{Value, json};
 

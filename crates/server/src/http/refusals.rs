@@ -2,7 +2,7 @@
 //! refused admin operation (shared by every endpoint, so each says 403, 404 or 409 alike).
 
 use axum::http::StatusCode;
-use logd::group::GroupError;
+use logd::groups::classic::GroupError;
 use logd_kafka::admin::Refused;
 
 use super::params::Failure;

@@ -8,8 +8,6 @@
 //! for outside it, before the heartbeat is answered); on open each member's session starts
 //! anew. Committed offsets are in the offset store.
 
-mod persist;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -17,11 +15,11 @@ use std::sync::Arc;
 use logd_storage::{StateLog, Storage, Written};
 use parking_lot::Mutex;
 
-use crate::consumer_group::{ConsumerGroup, Heartbeat, HeartbeatAnswer};
+use super::persist::{self, ConsumerGroupRecord, SavedGroup, SavedGroups, SavedMember};
 use crate::engine::Log;
 use crate::error::{Error, Result};
-use crate::group::GroupError;
-use persist::{ConsumerGroupRecord, SavedGroup, SavedGroups, SavedMember};
+use crate::groups::classic::GroupError;
+use crate::groups::consumer::{ConsumerGroup, Heartbeat, HeartbeatAnswer};
 
 /// Every consumer-protocol group.
 #[derive(Debug)]
@@ -173,9 +171,9 @@ pub struct ConsumerMemberDescription {
     /// The regular expression it subscribed with, if any.
     pub regex: Option<String>,
     /// The partitions it is to own.
-    pub assigned: crate::consumer_group::Assignment,
+    pub assigned: crate::groups::consumer::Assignment,
     /// Its target.
-    pub target: crate::consumer_group::Assignment,
+    pub target: crate::groups::consumer::Assignment,
 }
 
 /// A consumer-protocol group as described (ConsumerGroupDescribe).

@@ -275,7 +275,9 @@ fn a_share_group_is_deleted_durably_once_it_has_no_members() {
         .unwrap();
     assert!(matches!(
         log.delete_group("workers"),
-        Err(crate::Error::Group(crate::group::GroupError::NonEmptyGroup))
+        Err(crate::Error::Group(
+            crate::groups::classic::GroupError::NonEmptyGroup
+        ))
     ));
     assert_eq!(log.share_partitions("workers").len(), 1);
     log.share_heartbeat("workers", "w", -1, None, ("c", "/h"))
@@ -433,7 +435,9 @@ fn altered_and_deleted_start_offsets_survive_a_restart_and_need_an_empty_group()
     assert!(
         matches!(
             refused,
-            Err(crate::Error::Group(crate::group::GroupError::NonEmptyGroup))
+            Err(crate::Error::Group(
+                crate::groups::classic::GroupError::NonEmptyGroup
+            ))
         ),
         "{refused:?}"
     );

@@ -7,7 +7,7 @@ use logd_storage::Offset;
 
 use crate::engine::Log;
 use crate::error::Result;
-use crate::group::{GroupError, GroupPhase, MemberDescription, decode_assignment};
+use crate::groups::classic::{GroupError, GroupPhase, MemberDescription, decode_assignment};
 use crate::isolation::IsolationLevel;
 
 /// One partition's line in a group description.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use logd_storage::{StateLog, StateLogConfig, StateMachine, Storage};
 use serde::{Deserialize, Serialize};
 
-use crate::consumer_group::ConsumerGroup;
+use crate::groups::consumer::ConsumerGroup;
 
 /// The state log's directory in the data directory.
 pub(crate) const CONSUMER_GROUPS_DIR: &str = "consumer-groups";

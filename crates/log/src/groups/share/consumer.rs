@@ -244,7 +244,7 @@ impl ShareConsumer {
             CLIENT,
         );
         let answer = match answer {
-            Err(Error::Group(crate::group::GroupError::UnknownMember))
+            Err(Error::Group(crate::groups::classic::GroupError::UnknownMember))
             | Err(Error::FencedMemberEpoch { .. }) => {
                 self.member_epoch = 0;
                 let subscribed = Some(self.subscription.clone());

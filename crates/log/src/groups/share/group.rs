@@ -144,7 +144,11 @@ impl ShareGroups {
                 );
             }
             epoch => match g.members.get(member) {
-                None => return Err(Error::Group(crate::group::GroupError::UnknownMember)),
+                None => {
+                    return Err(Error::Group(
+                        crate::groups::classic::GroupError::UnknownMember,
+                    ));
+                }
                 Some(m) if m.epoch != epoch => {
                     return Err(Error::FencedMemberEpoch {
                         member: member.to_owned(),
@@ -191,9 +195,9 @@ impl ShareGroups {
     pub(crate) fn delete(&self, group: &str) -> Result<bool> {
         let mut groups = self.groups.lock();
         match groups.get(group) {
-            Some(g) if !g.members.is_empty() => {
-                Err(Error::Group(crate::group::GroupError::NonEmptyGroup))
-            }
+            Some(g) if !g.members.is_empty() => Err(Error::Group(
+                crate::groups::classic::GroupError::NonEmptyGroup,
+            )),
             Some(_) => Ok(groups.remove(group).is_some()),
             None => Ok(false),
         }

@@ -17,7 +17,9 @@
 //! partitions and rejoins.
 
 pub mod assignors;
+mod persist;
 pub mod reconcile;
+pub(crate) mod service;
 #[cfg(test)]
 mod tests;
 
@@ -26,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::group::GroupError;
+use crate::groups::classic::GroupError;
 pub use assignors::ServerAssignor;
 pub use reconcile::{MemberState, Reconciled};
 

@@ -6,7 +6,7 @@
 
 use crate::engine::Log;
 use crate::error::{Error, Result};
-use crate::group_configs::{GroupConfigs, duration_ms};
+use crate::groups::configs::{GroupConfigs, duration_ms};
 
 use std::collections::BTreeMap;
 
@@ -273,7 +273,7 @@ impl Log {
     /// refused while the group has members ([`GroupError::NonEmptyGroup`]). An unknown group
     /// becomes an empty share group, as on Kafka.
     ///
-    /// [`GroupError::NonEmptyGroup`]: crate::group::GroupError::NonEmptyGroup
+    /// [`GroupError::NonEmptyGroup`]: crate::groups::classic::GroupError::NonEmptyGroup
     pub fn alter_share_offsets(&self, group: &str, offsets: &[(String, u32, i64)]) -> Result<()> {
         self.refuse_with_members(group)?;
         let keys: Vec<_> = offsets
@@ -315,7 +315,7 @@ impl Log {
             .share_group_members(group)
             .is_some_and(|(_, members)| !members.is_empty());
         if members {
-            return Err(crate::group::GroupError::NonEmptyGroup.into());
+            return Err(crate::groups::classic::GroupError::NonEmptyGroup.into());
         }
         Ok(())
     }
