@@ -36,6 +36,20 @@ with sync_playwright() as p:
     # The traffic charts have a value axis with its unit, a time axis and the latest value.
     page.wait_for_selector("#produce-chart polyline")
     seen["produce_chart"] = page.locator("#produce-chart text").all_text_contents()
+    # The value axis, drawn by the page's own chart function over ranges from idle to billions:
+    # its three labels never repeat.
+    seen["axis_labels"] = page.evaluate("""() => {
+      const scratch = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+      scratch.id = "axis-scratch";
+      document.body.appendChild(scratch);
+      const out = [];
+      for (const highest of [0, 1, 2, 3, 4, 5, 7, 10, 11, 99, 999, 1000, 1001, 2500, 49999, 1.5e6, 7e9]) {
+        chart("axis-scratch", [0, highest], [0, 1000], "records");
+        out.push([highest, [...scratch.querySelectorAll("text.value-label")].map(t => t.textContent)]);
+      }
+      scratch.remove();
+      return out;
+    }""")
     page.screenshot(path=f"{shots}/overview-1280.png", full_page=True)
 
     # A topic's messages: the markup comes back as text.
@@ -368,6 +382,29 @@ fn the_console_works_in_a_real_browser() {
         "a time axis: {produce_chart:?}"
     );
     assert!(texts("group_chart").iter().any(|t| t == "records"));
+    let axes = seen["axis_labels"]
+        .as_array()
+        .unwrap_or_else(|| panic!("axis_labels: {seen}"));
+    assert_eq!(axes.len(), 17, "{axes:?}");
+    for axis in axes {
+        let labels: Vec<&str> = axis[1]
+            .as_array()
+            .unwrap_or_else(|| panic!("{axis}"))
+            .iter()
+            .map(|l| l.as_str().unwrap())
+            .collect();
+        let distinct: std::collections::BTreeSet<&str> = labels.iter().copied().collect();
+        assert!(
+            labels.len() == 3 && distinct.len() == 3 && labels[0] == "0",
+            "the value axis for a highest value of {} is labelled {labels:?}",
+            axis[0]
+        );
+    }
+    assert_eq!(
+        axes[0][1],
+        serde_json::json!(["0", "1", "2"]),
+        "an idle chart"
+    );
     let uncommitted = texts("uncommitted_rows");
     assert!(!uncommitted.is_empty());
     for row in &uncommitted {
