@@ -49,7 +49,17 @@ pub use user_client::UserCredentials;
 pub use writer::TopicWriter;
 
 /// The README's Rust examples, compiled and run as this crate's doctests (it depends on every
-/// library they use), so they keep working as written.
+/// library they use), so they keep working as written; the guides' below likewise.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeExamples;
+
+/// The embedding guide's examples (`docs/embedding.md`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/embedding.md")]
+pub struct EmbeddingGuideExamples;
+
+/// The retries guide's example (`docs/retries.md`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/retries.md")]
+pub struct RetriesGuideExamples;
