@@ -204,8 +204,8 @@ fn join_request(member_id: Option<String>) -> JoinRequest {
 fn settle(log: &Log, id: &str, member: Option<String>) -> String {
     let coordinator = log.coordinator();
     let now = log.clock().now_ms();
-    let JoinStatus::Joined(joined) = coordinator
-        .join(id, join_request(member), now)
+    let JoinStatus::Joined(joined) = log
+        .join_classic(id, join_request(member), now)
         .expect("join")
     else {
         panic!("a lone member joins at once");

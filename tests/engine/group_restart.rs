@@ -34,14 +34,13 @@ fn settle_two_members(log: &logd::Log) -> (String, String, i32) {
         JoinStatus::Joined(r) => r,
         other => panic!("{other:?}"),
     };
-    let first = joined(coordinator.join("g", join_request(None), now).unwrap());
-    let second = match coordinator.join("g", join_request(None), now).unwrap() {
+    let first = joined(log.join_classic("g", join_request(None), now).unwrap());
+    let second = match log.join_classic("g", join_request(None), now).unwrap() {
         JoinStatus::Waiting { member_id } => member_id,
         other => panic!("{other:?}"),
     };
     let leader = joined(
-        coordinator
-            .join("g", join_request(Some(&first.member_id)), now)
+        log.join_classic("g", join_request(Some(&first.member_id)), now)
             .unwrap(),
     );
     assert_eq!(leader.leader, first.member_id);
@@ -115,10 +114,7 @@ fn a_group_caught_mid_rebalance_restarts_from_its_last_settled_generation() {
         let settled = settle_two_members(&log);
         // A third member starts a rebalance that never completes before the restart.
         let now = log.clock().now_ms();
-        let status = log
-            .coordinator()
-            .join("g", join_request(None), now)
-            .unwrap();
+        let status = log.join_classic("g", join_request(None), now).unwrap();
         assert!(matches!(status, JoinStatus::Waiting { .. }));
         settled
     };

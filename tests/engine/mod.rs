@@ -76,7 +76,7 @@ pub(crate) fn settle_alone(log: &Log, id: &str) -> Option<(String, i32)> {
         rebalance_timeout_ms: 60_000,
     };
     let coordinator = log.coordinator();
-    let JoinStatus::Joined(joined) = coordinator.join(id, request, log.clock().now_ms()).ok()?
+    let JoinStatus::Joined(joined) = log.join_classic(id, request, log.clock().now_ms()).ok()?
     else {
         return None;
     };

@@ -18,6 +18,7 @@ pub(crate) fn for_group_error(error: logd::groups::classic::GroupError) -> i16 {
         G::StaleMemberEpoch => ResponseError::StaleMemberEpoch.code(),
         G::UnreleasedInstanceId => ResponseError::UnreleasedInstanceId.code(),
         G::NonEmptyGroup => NON_EMPTY_GROUP,
+        G::OtherGroupType => GROUP_ID_NOT_FOUND,
         G::CoordinatorNotAvailable => COORDINATOR_NOT_AVAILABLE,
         _ => UNKNOWN_SERVER_ERROR,
     }

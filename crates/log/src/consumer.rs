@@ -569,7 +569,7 @@ impl Consumer {
                 client_host: EMBEDDED_HOST.into(),
                 require_known_member_id: false,
             };
-            let joined = match coordinator.join_and_wait(group, request, clock, wait) {
+            let joined = match self.log.join_classic_and_wait(group, request, wait) {
                 Ok(JoinStatus::Joined(joined)) => joined,
                 // Embedded members do not ask for KIP-394's second join; nothing else waits.
                 Ok(

@@ -74,6 +74,8 @@ pub(crate) struct Shared {
     pub(crate) group_isolation: crate::groups::isolation::GroupIsolation,
     /// Groups of the next consumer group protocol (KIP-848).
     pub(crate) consumer_groups: crate::groups::consumer::service::ConsumerGroups,
+    /// The lock each join claims its group id under (one protocol per id).
+    pub(crate) claims: crate::groups::protocol::ProtocolClaims,
     /// Declared before the lock: dropping it stops (and joins) the housekeeping thread first.
     pub(crate) housekeeper: Mutex<Option<Housekeeper>>,
     pub(crate) _lock: DirLock,

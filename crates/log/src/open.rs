@@ -99,6 +99,7 @@ impl Log {
             appends: AppendSignal::default(),
             cleaning: Default::default(),
             group_isolation: Default::default(),
+            claims: Default::default(),
             consumer_groups,
             housekeeper: Mutex::new(None),
             _lock: lock,

@@ -139,15 +139,6 @@ impl MembershipApi {
             response.error_code = codes::INVALID_GROUP_ID;
             return response;
         }
-        // One protocol per group: consumer-protocol (KIP-848) members hold this one.
-        if self
-            .log
-            .consumer_group_members(&request.group_id)
-            .is_some_and(|(_, members)| !members.is_empty())
-        {
-            response.error_code = codes::INCONSISTENT_GROUP_PROTOCOL;
-            return response;
-        }
         if let Some(reason) = request.reason.as_deref().filter(|r| !r.is_empty()) {
             tracing::info!(
                 group = request.group_id.as_str(),
@@ -178,10 +169,9 @@ impl MembershipApi {
             rebalance_timeout_ms: i64::from(rebalance_timeout_ms),
         };
         let wait = Duration::from_millis(rebalance_timeout_ms.max(0) as u64) + PARK_SLACK;
-        let outcome =
-            self.log
-                .coordinator()
-                .join_and_wait(&request.group_id, join, self.log.clock(), wait);
+        let outcome = self
+            .log
+            .join_classic_and_wait(&request.group_id, join, wait);
         match outcome {
             Ok(JoinStatus::Joined(joined)) => {
                 response.generation_id = joined.generation;

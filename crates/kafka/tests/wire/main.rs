@@ -10,6 +10,7 @@ mod common;
 mod consumer_protocol;
 mod data_versions;
 mod fetch;
+mod group_protocols;
 mod groups;
 mod idempotence;
 mod metadata;

@@ -2,7 +2,8 @@
 //! consumer-group protocol (JoinGroup, SyncGroup, Heartbeat; embedded consumers), `consumer`
 //! KIP-848's consumer groups (the pure group state and the service that runs it), `share`
 //! KIP-932's share groups (queues on the log), `configs` Kafka's per-group configs (GROUP
-//! resources), `isolation` which groups read committed only, `admin` the views and
+//! resources), `isolation` which groups read committed only, `protocol` the one protocol each
+//! group id has (every join claims its id there), `admin` the views and
 //! administration across all three (list, describe with lag, delete, offset resets).
 
 pub(crate) mod admin;
@@ -10,4 +11,5 @@ pub mod classic;
 pub mod configs;
 pub mod consumer;
 pub(crate) mod isolation;
+pub mod protocol;
 pub mod share;

@@ -243,8 +243,9 @@ impl Coordinator {
         Ok(known)
     }
 
-    /// A join, without waiting.
-    pub fn join(
+    /// A join, without waiting. It does not claim the group id for the classic protocol:
+    /// callers outside the group code join through [`Log::join_classic`](crate::Log::join_classic).
+    pub(crate) fn join(
         &self,
         group: &str,
         request: JoinRequest,
@@ -258,17 +259,17 @@ impl Coordinator {
         self.with_ticked_group(group, now, |g| g.join(request, now))
     }
 
-    /// Joins and waits until the join phase completes (or `timeout` passes). Returns
-    /// [`JoinStatus::Joined`], or [`JoinStatus::MemberIdRequired`] for a KIP-394 first join.
-    pub fn join_and_wait(
+    /// Waits, after a join answered `status` at `started`, until the join phase completes (or
+    /// `timeout` passes). Returns [`JoinStatus::Joined`], or [`JoinStatus::MemberIdRequired`]
+    /// for a KIP-394 first join.
+    pub(crate) fn wait_joined(
         &self,
         group: &str,
-        request: JoinRequest,
+        mut status: JoinStatus,
         clock: &dyn Clock,
+        started: std::time::Instant,
         timeout: Duration,
     ) -> Result<JoinStatus, GroupError> {
-        let started = std::time::Instant::now();
-        let mut status = self.join(group, request, clock.now_ms())?;
         loop {
             let member_id = match status {
                 JoinStatus::Waiting { member_id } => member_id,

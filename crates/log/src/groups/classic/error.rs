@@ -37,6 +37,10 @@ pub enum GroupError {
     /// members rejoin.
     #[error("the group's state could not be saved")]
     CoordinatorNotAvailable,
+    /// The group id is held by a group of another type: a share group, or a share group's
+    /// id claimed by a consumer group (Kafka 69, GROUP_ID_NOT_FOUND, "not a share group").
+    #[error("the group id is held by a group of another type")]
+    OtherGroupType,
     /// A blocking join or sync gave up waiting.
     #[error("timed out waiting for the group")]
     Timeout,

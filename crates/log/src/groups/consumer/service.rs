@@ -20,6 +20,7 @@ use crate::engine::Log;
 use crate::error::{Error, Result};
 use crate::groups::classic::GroupError;
 use crate::groups::consumer::{ConsumerGroup, Heartbeat, HeartbeatAnswer};
+use crate::groups::protocol::GroupProtocol;
 
 /// Every consumer-protocol group.
 #[derive(Debug)]
@@ -201,6 +202,25 @@ impl Log {
     pub fn consumer_heartbeat(
         &self,
         group: &str,
+        beat: Heartbeat,
+        subscription: SubscriptionChange,
+        client: (&str, &str),
+        visible: &dyn Fn(&str) -> bool,
+    ) -> Result<HeartbeatAnswer> {
+        if beat.member_epoch == 0 {
+            // A join: the id must be free or this protocol's (one protocol per group id).
+            self.claim_group(group, GroupProtocol::Consumer, || {
+                self.consumer_beat(group, beat, subscription, client, visible)
+            })
+        } else {
+            self.consumer_beat(group, beat, subscription, client, visible)
+        }
+    }
+
+    /// [`Log::consumer_heartbeat`] once a join has claimed the group id.
+    fn consumer_beat(
+        &self,
+        group: &str,
         mut beat: Heartbeat,
         subscription: SubscriptionChange,
         client: (&str, &str),
@@ -214,15 +234,6 @@ impl Log {
                 Some(Some((pattern.to_owned(), compiled)))
             }
         };
-        if beat.member_epoch == 0
-            && self
-                .shared
-                .coordinator
-                .read_group(group, |g| !g.members().is_empty())
-                .unwrap_or(false)
-        {
-            return Err(GroupError::InconsistentProtocol.into());
-        }
         let now = self.clock().now_ms();
         let timeout = self
             .shared

@@ -7,6 +7,7 @@
 use crate::engine::Log;
 use crate::error::{Error, Result};
 use crate::groups::configs::{GroupConfigs, duration_ms};
+use crate::groups::protocol::GroupProtocol;
 
 use std::collections::BTreeMap;
 
@@ -192,6 +193,25 @@ impl Log {
     /// `share.session.timeout.ms` are removed and their records given back, as is a leaving
     /// member's. The heartbeat interval to answer is [`Log::share_heartbeat_interval_ms`].
     pub fn share_heartbeat(
+        &self,
+        group: &str,
+        member: &str,
+        member_epoch: i32,
+        subscribed: Option<Vec<String>>,
+        client: (&str, &str),
+    ) -> Result<ShareHeartbeat> {
+        if member_epoch == 0 {
+            // A join: the id must be free or a share group's (one protocol per group id).
+            self.claim_group(group, GroupProtocol::Share, || {
+                self.share_beat(group, member, member_epoch, subscribed, client)
+            })
+        } else {
+            self.share_beat(group, member, member_epoch, subscribed, client)
+        }
+    }
+
+    /// [`Log::share_heartbeat`] once a join has claimed the group id.
+    fn share_beat(
         &self,
         group: &str,
         member: &str,
