@@ -180,7 +180,8 @@ struct ServeArgs {
     #[arg(long, env = "LOGD_MAX_CONNECTIONS_PER_IP", default_value_t = usize::MAX)]
     max_connections_per_ip: usize,
     /// Once a request's size has arrived, its whole body must arrive within this many ms, or
-    /// the connection is closed (a client trickling bytes cannot hold it).
+    /// the connection is closed (a client trickling bytes cannot hold it); a TLS handshake
+    /// must complete within it too.
     #[arg(long, env = "LOGD_REQUEST_TIMEOUT_MS", default_value_t = 30_000)]
     request_timeout_ms: u64,
     /// Bytes of request frames all connections may hold at once: a request that does not fit
