@@ -135,6 +135,42 @@ fn completion(id: &str, meta: &TxnMeta) -> Completion {
 /// remembered only for a bump a recovering client asked for (`recovering`, KIP-360), so that
 /// its retry gets the same answer; a fenced instance naming it stays fenced (Kafka's
 /// `prepareIncrementProducerEpoch`).
+/// The transaction state machine's rules, checked on every change in debug builds (the model
+/// test's random inits, adds, ends, timeouts and restarts go through them): a move is one of
+/// Kafka's (a new id starts `Empty`; `Empty` or complete to `Ongoing` or, bumped, `Empty`;
+/// `Ongoing` to `Ongoing` or a prepare; a prepare to its completion, and nothing else), a
+/// producer id's epoch never goes back, and a state with no transaction open holds no
+/// partitions, groups or start time.
+fn debug_check(id: &str, before: Option<&TxnMeta>, next: &TxnMeta) {
+    use TxnState::*;
+    let from = before.map(|m| m.state);
+    let allowed = match (from, next.state) {
+        (None, to) => to == Empty,
+        (Some(Empty | CompleteCommit | CompleteAbort), to) => matches!(to, Empty | Ongoing),
+        (Some(Ongoing), to) => matches!(to, Ongoing | PrepareCommit | PrepareAbort),
+        (Some(PrepareCommit), to) => to == CompleteCommit,
+        (Some(PrepareAbort), to) => to == CompleteAbort,
+    };
+    debug_assert!(allowed, "{id}: {from:?} to {:?}", next.state);
+    if let Some(before) = before
+        && before.producer_id == next.producer_id
+    {
+        debug_assert!(
+            next.epoch >= before.epoch,
+            "{id}: epoch {} after {}",
+            next.epoch,
+            before.epoch
+        );
+    }
+    if matches!(next.state, Empty | CompleteCommit | CompleteAbort) {
+        debug_assert!(
+            next.partitions.is_empty() && next.groups.is_empty() && next.started_ms == -1,
+            "{id}: {:?} with a transaction's contents: {next:?}",
+            next.state
+        );
+    }
+}
+
 fn fenced(
     meta: &TxnMeta,
     recovering: bool,
@@ -162,6 +198,10 @@ impl Transactions {
     }
 
     fn put(&self, id: &str, meta: TxnMeta) -> Result<()> {
+        if cfg!(debug_assertions) {
+            let before = self.log.read(|s| s.ids.get(id).cloned());
+            debug_check(id, before.as_ref(), &meta);
+        }
         let id = id.to_owned();
         Ok(self.log.append(TxnRecord::Put { id, meta })?)
     }

@@ -290,6 +290,7 @@ impl Group {
             self.start_rebalance(now, Some(&member_id));
         }
         self.maybe_complete_join(now);
+        self.debug_check();
         self.poll_join(&member_id)
     }
 
@@ -338,6 +339,7 @@ impl Group {
             }
             self.maybe_complete_join(now);
         }
+        self.debug_check();
         self.poll_join(&new_id)
     }
 
@@ -532,6 +534,7 @@ impl Group {
             self.phase = GroupPhase::Stable;
             self.settle();
         }
+        self.debug_check();
         Ok(
             match (
                 self.phase,
@@ -574,6 +577,7 @@ impl Group {
             .ok_or(GroupError::UnknownMember)?;
         self.members_removed(now);
         self.maybe_complete_join(now);
+        self.debug_check();
         Ok(())
     }
 
@@ -648,7 +652,53 @@ impl Group {
             self.members_removed(now);
         }
         self.maybe_complete_join(now);
+        self.debug_check();
         before != (self.phase, self.generation, self.members.len())
+    }
+
+    /// The phases' rules, checked after every change in debug builds (not after a restore, so
+    /// bad bytes on disk never meet an assertion): an empty group has no members and no
+    /// leader; from the end of a join phase on, the leader is a member; a stable group has
+    /// every member's assignment; a static instance id has one member; the member ids waiting
+    /// for their second join stay within their bound.
+    fn debug_check(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let id = &self.id;
+        if self.phase == GroupPhase::Empty {
+            debug_assert!(
+                self.members.is_empty() && self.leader.is_none(),
+                "{id}: empty with members or a leader"
+            );
+        }
+        if matches!(
+            self.phase,
+            GroupPhase::CompletingRebalance | GroupPhase::Stable
+        ) {
+            debug_assert!(
+                self.leader
+                    .as_ref()
+                    .is_some_and(|l| self.members.contains_key(l)),
+                "{id}: {:?} led by {:?}, who is no member",
+                self.phase,
+                self.leader
+            );
+        }
+        if self.phase == GroupPhase::Stable {
+            debug_assert!(
+                self.members.values().all(|m| m.assignment.is_some()),
+                "{id}: stable with a member unassigned"
+            );
+        }
+        let instances: Vec<&String> = self
+            .members
+            .values()
+            .filter_map(|m| m.instance_id.as_ref())
+            .collect();
+        let unique: std::collections::BTreeSet<&&String> = instances.iter().collect();
+        debug_assert_eq!(unique.len(), instances.len(), "{id}: an instance id twice");
+        debug_assert!(self.pending.len() <= MAX_PENDING_MEMBERS);
     }
 
     /// Whether an offset commit from `member_id` at `generation` is accepted, as Kafka decides:

@@ -186,6 +186,7 @@ impl ConsumerGroup {
                 if let Some(member) = self.members.get_mut(&id) {
                     member.away = true;
                 }
+                self.debug_check();
                 return Ok(HeartbeatAnswer {
                     member_epoch: -2,
                     assignment: None,
@@ -193,6 +194,7 @@ impl ConsumerGroup {
             }
             -1 | -2 => {
                 self.remove(&id);
+                self.debug_check();
                 return Ok(HeartbeatAnswer {
                     member_epoch: beat.member_epoch,
                     assignment: None,
@@ -229,10 +231,48 @@ impl ConsumerGroup {
                 Some(assigned.clone())
             }
         };
+        let member_epoch = member.reconciled.member_epoch;
+        self.debug_check();
         Ok(HeartbeatAnswer {
-            member_epoch: member.reconciled.member_epoch,
+            member_epoch,
             assignment,
         })
+    }
+
+    /// What the group's bookkeeping must say after every change, checked in debug builds (the
+    /// model test's heartbeats, crashes and resubscriptions go through it): every partition a
+    /// member holds (assigned, or not yet revoked) has that one member as its holder and no
+    /// other; every instance id names its member; targets are for members only; no member is
+    /// past the assignment epoch, and that is not past the group epoch.
+    fn debug_check(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let mut holders = BTreeMap::new();
+        for (id, member) in &self.members {
+            for held in member.reconciled.held() {
+                let other = holders.insert(held.clone(), id.clone());
+                debug_assert!(other.is_none(), "{held:?} held by {other:?} and {id}");
+            }
+            debug_assert!(
+                member.reconciled.member_epoch <= self.assignment_epoch,
+                "{id} at epoch {} past the assignment epoch {}",
+                member.reconciled.member_epoch,
+                self.assignment_epoch
+            );
+        }
+        debug_assert_eq!(holders, self.holders, "the holders of partitions");
+        let instances: BTreeMap<String, String> = self
+            .members
+            .iter()
+            .filter_map(|(id, m)| Some((m.instance_id.clone()?, id.clone())))
+            .collect();
+        debug_assert_eq!(instances, self.instances, "the holders of instance ids");
+        debug_assert!(
+            self.targets.keys().all(|t| self.members.contains_key(t)),
+            "a target for a non-member"
+        );
+        debug_assert!(self.assignment_epoch <= self.group_epoch);
     }
 
     /// A member joining (epoch 0): a new one, or one rejoining from nothing (it gave up its
@@ -290,6 +330,7 @@ impl ConsumerGroup {
         self.targets.remove(member);
         self.holders.retain(|_, holder| holder != member);
         self.group_epoch += 1;
+        self.debug_check();
         true
     }
 
