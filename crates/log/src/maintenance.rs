@@ -92,7 +92,8 @@ impl Log {
             .sum()
     }
 
-    /// Applies retention to every partition as of `now_ms`; returns segments deleted.
+    /// Applies retention to every partition as of `now_ms`; returns segments deleted. Share
+    /// groups' starts follow the log starts it moved.
     pub fn apply_retention(&self, now_ms: i64) -> Result<usize> {
         let topics: Vec<Arc<Topic>> = self.shared.topics.all();
         let mut deleted = 0;
@@ -100,6 +101,9 @@ impl Log {
             for log in topic.partitions.read().iter() {
                 deleted += log.apply_retention(now_ms)?.deleted_segments;
             }
+        }
+        if deleted > 0 {
+            self.follow_share_log_starts()?;
         }
         Ok(deleted)
     }

@@ -73,6 +73,8 @@ impl Log {
         let topic = self.shared.topics.remove(name)?;
         topic.remove_files(&*self.shared.storage, &self.shared.dir.join("topics"))?;
         self.forget_cleaning(name);
+        // A topic created again under the name starts afresh for every share group.
+        self.shared.shares.forget_topics(|topic| topic == name)?;
         for group in self.shared.offsets.list_groups() {
             let partitions: Vec<(String, i32)> = self
                 .shared
@@ -254,7 +256,9 @@ impl Log {
             -1 => log.high_watermark(),
             offset => logd_storage::Offset(offset),
         };
-        Ok(log.delete_records_before(offset)?.0)
+        let start = log.delete_records_before(offset)?.0;
+        self.follow_share_log_starts()?;
+        Ok(start)
     }
 
     /// One partition's log.

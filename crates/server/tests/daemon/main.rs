@@ -54,6 +54,7 @@ mod retry;
 mod sarama;
 mod security;
 mod share_groups;
+mod share_groups_vs_kafka;
 mod topic_configs;
 mod transactions;
 mod transactions_vs_kafka;

@@ -354,7 +354,18 @@ impl ShareConsumer {
             .or_default();
         let mut next = range.first_offset;
         while next <= range.last_offset {
-            let bytes = log.read(Offset(next), self.config.fetch_max_bytes)?;
+            let bytes = match log.read(Offset(next), self.config.fetch_max_bytes) {
+                Ok(bytes) => bytes,
+                // Retention or DeleteRecords removed it since the acquisition: nothing to
+                // hand out, and the share-partition's start moves past it on the next one.
+                Err(logd_storage::Error::OffsetOutOfRange { .. })
+                    if next < log.log_start_offset().0 =>
+                {
+                    next = log.log_start_offset().0.min(range.last_offset + 1);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let mut found = false;
             Record::decode_each(&bytes, log.config().max_decompressed_bytes, |record| {
                 if record.offset < next {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use logd_storage::{SimFs, Storage};
 
+use super::store::Window;
 use super::*;
 use crate::{Config, Log, ManualClock, Producer, ProducerConfig, ProducerRecord, TopicConfig};
 
@@ -293,6 +294,16 @@ fn a_share_group_is_deleted_durably_once_it_has_no_members() {
     assert_eq!(again.poll(Duration::ZERO).unwrap().len(), 3);
 }
 
+/// A window of the whole log from `from` to `end`, nothing skipped.
+pub(super) fn window(from: i64, end: i64) -> Window<()> {
+    Window {
+        from,
+        end,
+        skipped: Vec::new(),
+        read: (),
+    }
+}
+
 /// What the power-cut workload was answered: offsets acquired (with their counts), offsets
 /// whose acceptance was answered, and the one whose acceptance was sent when the power went.
 type Answered = (BTreeMap<i64, u16>, BTreeSet<i64>, Option<i64>);
@@ -320,8 +331,9 @@ fn workload(fs: &SimFs) -> Answered {
             &limits,
             &|| None,
             step,
+            0,
             || Ok(0),
-            |_| Ok((i64::MIN, 8 + 4 * step, ())),
+            |_| Ok(window(i64::MIN, 8 + 4 * step)),
         ) else {
             return (acquired, accepted, None);
         };
@@ -385,8 +397,9 @@ fn a_power_cut_never_redelivers_an_answered_acceptance_nor_undercounts_a_deliver
                 &limits,
                 &|| None,
                 99,
+                0,
                 || Ok(0),
-                |_| Ok((i64::MIN, 100, ())),
+                |_| Ok(window(i64::MIN, 100)),
             ) else {
                 panic!("cut {cut} {mode:?}: acquire after recovery failed");
             };

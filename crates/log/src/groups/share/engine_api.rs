@@ -14,7 +14,86 @@ use std::collections::BTreeMap;
 use super::group::{ShareHeartbeat, ShareMemberDescription};
 use super::partition::{AcknowledgeType, AcquiredRecords, Archived, ShareLimits};
 use super::persist::RejectReason;
-use super::store::{ShareCounters, SharePartitionState};
+use super::store::{ShareCounters, SharePartitionState, Window};
+use crate::isolation::IsolationLevel;
+
+/// Bytes an embedded read_committed acquisition reads to learn which batches are aborted.
+const COMMITTED_READ_BYTES: usize = 1 << 20;
+
+/// Group `group`'s `share.isolation.level`.
+fn isolation(configs: &GroupConfigs, group: &str) -> IsolationLevel {
+    match configs.value(group, "share.isolation.level").as_str() {
+        "read_committed" => IsolationLevel::ReadCommitted,
+        _ => IsolationLevel::ReadUncommitted,
+    }
+}
+
+/// Reads at most `max_bytes` of `log` from `from` and makes the acquisition window of what
+/// was read below `end`; for read_committed, the aborted transactions' batches and the
+/// control batches there are the offsets skipped. A read that lost a race with retention
+/// (the log start passed `from`) takes nothing: the next one starts at the new log start.
+fn read_window(
+    log: &logd_storage::PartitionLog,
+    from: i64,
+    end: i64,
+    max_bytes: usize,
+    committed: bool,
+) -> Result<Window<bytes::Bytes>> {
+    let empty = |from| Window {
+        from,
+        end: from,
+        skipped: Vec::new(),
+        read: bytes::Bytes::new(),
+    };
+    if from >= end || max_bytes == 0 {
+        return Ok(empty(from));
+    }
+    let bytes = match log.read(logd_storage::Offset(from), max_bytes) {
+        Ok(bytes) => bytes,
+        Err(logd_storage::Error::OffsetOutOfRange { .. }) => return Ok(empty(from)),
+        Err(e) => return Err(e.into()),
+    };
+    let covered = logd_storage::batch::offset_after(&bytes).map_or(from, |o| o.min(end));
+    let skipped = if committed {
+        skipped_batches(log, &bytes, from, covered)?
+    } else {
+        Vec::new()
+    };
+    Ok(Window {
+        from,
+        end: covered,
+        skipped,
+        read: bytes,
+    })
+}
+
+/// The offset ranges of `bytes` (read from `log` at `from`) below `end` a read_committed
+/// reader never sees: batches of aborted transactions, and control batches.
+fn skipped_batches(
+    log: &logd_storage::PartitionLog,
+    bytes: &bytes::Bytes,
+    from: i64,
+    end: i64,
+) -> Result<Vec<(i64, i64)>> {
+    let aborted = log.aborted_transactions(logd_storage::Offset(from), logd_storage::Offset(end));
+    let mut filter = logd_storage::ReadCommitted::new(aborted);
+    let mut skipped: Vec<(i64, i64)> = Vec::new();
+    for item in logd_storage::batch::BatchIter::new(bytes, 0) {
+        let (_, batch) = item?;
+        let (first, last) = (batch.header.base_offset, batch.header.last_offset());
+        if first >= end {
+            break;
+        }
+        if filter.keep(&batch) {
+            continue;
+        }
+        match skipped.last_mut() {
+            Some(run) if run.1 + 1 >= first => run.1 = run.1.max(last),
+            _ => skipped.push((first, last)),
+        }
+    }
+    Ok(skipped)
+}
 
 /// The limits group `group` works under, from its configs.
 fn limits(configs: &GroupConfigs, group: &str) -> ShareLimits {
@@ -45,10 +124,30 @@ impl Log {
         max_records: usize,
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>)> {
         let log = self.partition(topic, partition)?;
-        let end = log.high_watermark().0;
+        let isolation = isolation(&self.shared.group_configs, group);
+        let now = self.clock().now_ms();
         let (acquired, archived, ()) =
-            self.share_acquire_in(group, member, topic, partition, &log, max_records, |_| {
-                Ok((i64::MIN, end, ()))
+            self.share_acquire_in(group, member, topic, partition, &log, max_records, |sp| {
+                let end = isolation.end(&log);
+                match isolation {
+                    IsolationLevel::ReadUncommitted => Ok(Window {
+                        from: i64::MIN,
+                        end,
+                        skipped: Vec::new(),
+                        read: (),
+                    }),
+                    // What is aborted is known from the batches: read them as a fetch would.
+                    IsolationLevel::ReadCommitted => {
+                        let from = sp.next_fetch_offset(now).max(log.log_start_offset().0);
+                        let window = read_window(&log, from, end, COMMITTED_READ_BYTES, true)?;
+                        Ok(Window {
+                            from: window.from,
+                            end: window.end,
+                            skipped: window.skipped,
+                            read: (),
+                        })
+                    }
+                }
             })?;
         Ok((acquired, archived))
     }
@@ -56,7 +155,10 @@ impl Log {
     /// As [`Log::share_acquire`], for a fetch that answers with the log's bytes: reads at most
     /// `max_bytes` of `topic`-`partition` from where the share-partition's next record to
     /// hand out is, and acquires only records those bytes hold (so none is locked that the
-    /// answer lacks). Returns the records acquired, those archived, and the bytes.
+    /// answer lacks). Returns the records acquired, those archived, and the bytes. A group
+    /// with `share.isolation.level=read_committed` reads to the last stable offset, and the
+    /// records of aborted transactions and the control batches there are archived, never
+    /// acquired, as Kafka 4.4's `SharePartition` does.
     pub fn share_fetch(
         &self,
         group: &str,
@@ -68,15 +170,12 @@ impl Log {
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, bytes::Bytes)> {
         let log = self.partition(topic, partition)?;
         let now = self.clock().now_ms();
+        let isolation = isolation(&self.shared.group_configs, group);
         self.share_acquire_in(group, member, topic, partition, &log, max_records, |sp| {
-            let end = log.high_watermark().0;
+            let end = isolation.end(&log);
             let from = sp.next_fetch_offset(now).max(log.log_start_offset().0);
-            if from >= end || max_bytes == 0 {
-                return Ok((from, from, bytes::Bytes::new()));
-            }
-            let bytes = log.read(logd_storage::Offset(from), max_bytes)?;
-            let covered = logd_storage::batch::offset_after(&bytes).map_or(from, |o| o.min(end));
-            Ok((from, covered, bytes))
+            let committed = isolation == IsolationLevel::ReadCommitted;
+            read_window(&log, from, end, max_bytes, committed)
         })
     }
 
@@ -90,7 +189,7 @@ impl Log {
         partition: u32,
         log: &logd_storage::PartitionLog,
         max_records: usize,
-        window: impl FnOnce(&super::SharePartition) -> Result<(i64, i64, T)>,
+        window: impl FnOnce(&super::SharePartition) -> Result<Window<T>>,
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, T)> {
         let configs = &self.shared.group_configs;
         let limits = limits(configs, group);
@@ -120,11 +219,22 @@ impl Log {
             &limits,
             &|| self.dead_letter_target(group),
             now,
+            log.log_start_offset().0,
             start,
             window,
         )?;
         self.write_dead_letters();
         Ok(acquired)
+    }
+
+    /// Moves every share-partition's start up to its partition's log start, durably (after
+    /// retention or DeleteRecords removed what is below): what the log no longer holds is
+    /// neither delivered nor counted in the lag. Returns how many moved.
+    pub(crate) fn follow_share_log_starts(&self) -> Result<usize> {
+        self.shared.shares.follow_log_starts(|topic, partition| {
+            let log = self.partition(topic, partition).ok()?;
+            Some(log.log_start_offset().0)
+        })
     }
 
     /// Applies `member`'s acknowledgements of `topic`-`partition` in share group `group`: per
@@ -176,9 +286,20 @@ impl Log {
         Ok(archived)
     }
 
-    /// After the open: archives the records given back at their delivery limits (with their
+    /// After the open: forgets the share state of topics that are gone, moves starts up to
+    /// the log starts, archives the records given back at their delivery limits (with their
     /// dead letters) and writes the letters a crash left unwritten.
     pub(crate) fn recover_shares(&self) -> Result<()> {
+        // A crash between a topic's deletion and its share state's leaves state of a topic
+        // that is gone; and the log starts may have moved past what was logged.
+        let gone = self
+            .shared
+            .shares
+            .forget_topics(|topic| self.topic(topic).is_err())?;
+        if gone > 0 {
+            tracing::info!(gone, "share state of deleted topics forgotten");
+        }
+        self.follow_share_log_starts()?;
         let configs = &self.shared.group_configs;
         self.shared.shares.archive_at_limit(
             |group| limits(configs, group),

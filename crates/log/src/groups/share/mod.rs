@@ -36,4 +36,6 @@ mod consumer_tests;
 #[cfg(test)]
 mod dead_letter_tests;
 #[cfg(test)]
+mod lifetime_tests;
+#[cfg(test)]
 mod tests;

@@ -243,7 +243,8 @@ impl SharePartition {
         limits: &ShareLimits,
         now_ms: i64,
     ) -> Vec<AcquiredRecords> {
-        self.acquire_between(member, i64::MIN, log_end, max_records, limits, now_ms)
+        self.acquire_between(member, i64::MIN, log_end, max_records, &[], limits, now_ms)
+            .0
     }
 
     /// Where the next fetch for this share-partition reads from: its first record available
@@ -257,15 +258,29 @@ impl SharePartition {
 
     /// As [`SharePartition::acquire`], taking available records from `from` on only: those a
     /// fetch read from there holds.
+    ///
+    /// Offsets in `skipped` (sorted, disjoint, inclusive ranges: a read_committed group's
+    /// aborted transactions and control batches) are never handed out: each one the call
+    /// would take is archived instead, uncounted against `max_records`, and returned in the
+    /// second list for the caller to log.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn acquire_between(
         &mut self,
         member: &str,
         from: i64,
         log_end: i64,
         max_records: usize,
+        skipped: &[(i64, i64)],
         limits: &ShareLimits,
         now_ms: i64,
-    ) -> Vec<AcquiredRecords> {
+    ) -> (Vec<AcquiredRecords>, Vec<i64>) {
+        let is_skipped = |offset: i64| {
+            let after = skipped.partition_point(|&(_, last)| last < offset);
+            skipped
+                .get(after)
+                .is_some_and(|&(first, _)| first <= offset)
+        };
+        let mut dropped = Vec::new();
         let mut acquired: Vec<AcquiredRecords> = Vec::new();
         let take = |offset: i64, record: &mut InFlight, acquired: &mut Vec<AcquiredRecords>| {
             record.state = RecordState::Acquired;
@@ -289,10 +304,14 @@ impl SharePartition {
         let mut count = 0;
         for (&offset, record) in self.records.range_mut(from..log_end.max(from)) {
             if count == max_records {
-                self.debug_check();
-                return acquired;
+                break;
             }
             if record.state == RecordState::Available && record.until_ms <= now_ms {
+                if is_skipped(offset) {
+                    settle(record, RecordState::Archived);
+                    dropped.push(offset);
+                    continue;
+                }
                 take(offset, record, &mut acquired);
                 count += 1;
             }
@@ -308,13 +327,22 @@ impl SharePartition {
                 member: None,
                 until_ms: 0,
             };
-            take(offset, &mut record, &mut acquired);
+            if is_skipped(offset) {
+                record.state = RecordState::Archived;
+                dropped.push(offset);
+            } else {
+                take(offset, &mut record, &mut acquired);
+                count += 1;
+            }
             self.records.insert(offset, record);
             self.end_offset += 1;
-            count += 1;
+        }
+        if !dropped.is_empty() {
+            dropped.sort_unstable();
+            self.advance_start();
         }
         self.debug_check();
-        acquired
+        (acquired, dropped)
     }
 
     /// Applies `member`'s acknowledgements: per batch, its first and last offset and either

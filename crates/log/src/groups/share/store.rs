@@ -59,6 +59,15 @@ impl SharePartitionState {
     }
 }
 
+/// What a fetch takes of a share-partition: available records from `from` on, new ones up to
+/// `end`, never the offsets in `skipped` (sorted inclusive ranges), and what the caller read.
+pub(crate) struct Window<T> {
+    pub from: i64,
+    pub end: i64,
+    pub skipped: Vec<(i64, i64)>,
+    pub read: T,
+}
+
 #[derive(Debug)]
 pub(crate) struct ShareStates {
     log: StateLog<SavedShares>,
@@ -135,9 +144,9 @@ impl ShareStates {
     }
 
     /// Acquires for `member` (see [`SharePartition::acquire`]) within the window `window`
-    /// gives (from the share-partition: where available records are taken from, the end new
-    /// ones stop at, and what the caller read there), first giving back records whose locks
-    /// expired; a share-partition seen for the first time starts at `start()`. Returns once the
+    /// gives, first moving the start up to `log_start` (records the log no longer has are
+    /// neither delivered nor counted) and giving back records whose locks expired; a
+    /// share-partition seen for the first time starts at `start()`. Returns once the
     /// acquisition is durable, with the records archived on the way and what `window` read.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn acquire<T>(
@@ -148,8 +157,9 @@ impl ShareStates {
         limits: &ShareLimits,
         dlq: &dyn Fn() -> Option<DeadLetterTarget>,
         now_ms: i64,
+        log_start: i64,
         start: impl FnOnce() -> Result<i64>,
-        window: impl FnOnce(&SharePartition) -> Result<(i64, i64, T)>,
+        window: impl FnOnce(&SharePartition) -> Result<Window<T>>,
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, T)> {
         let (acquired, archived, read, written) = {
             let mut live = self.live.lock();
@@ -165,14 +175,24 @@ impl ShareStates {
                     .insert(key.clone(), SharePartition::new(start));
             }
             let partition = live.partitions.get_mut(&key).expect("inserted above");
+            if let Some(moved) = self.follow(&key, partition, log_start)? {
+                last = Some(moved);
+            }
             let archived = partition.expire_locks(limits, now_ms);
             if let Some(written) = self.archive(&mut live.letters, &key, &archived, dlq)? {
                 last = Some(written);
             }
             let partition = live.partitions.get_mut(&key).expect("inserted above");
-            let (from, end, read) = window(partition)?;
-            let acquired =
-                partition.acquire_between(member, from, end, max_records, limits, now_ms);
+            let window = window(partition)?;
+            let (acquired, dropped) = partition.acquire_between(
+                member,
+                window.from,
+                window.end,
+                max_records,
+                &window.skipped,
+                limits,
+                now_ms,
+            );
             let again: u64 = acquired
                 .iter()
                 .filter(|r| r.delivery_count > 1)
@@ -188,10 +208,117 @@ impl ShareStates {
                     last: range.last_offset,
                 })?);
             }
-            (acquired, archived, read, last)
+            if let Some(written) = self.log_dropped(&key, &dropped)? {
+                last = Some(written);
+            }
+            (acquired, archived, window.read, last)
         };
         self.wait(written)?;
         Ok((acquired, archived, read))
+    }
+
+    /// Logs `dropped` (sorted offsets archived at acquisition, never handed out): the end
+    /// moved past them (an acquisition record each run, which counts a delivery nobody
+    /// saw; their counts matter no more) and each settled archived.
+    fn log_dropped(&self, key: &ShareKey, dropped: &[i64]) -> Result<Option<Written>> {
+        let Some(&first) = dropped.first() else {
+            return Ok(None);
+        };
+        let mut run = (first, first);
+        for &offset in &dropped[1..] {
+            if offset == run.1 + 1 {
+                run.1 = offset;
+                continue;
+            }
+            // The log keeps its order: waiting for the last record waits for this one.
+            let _before_last = self.write(ShareRecord::Acquired {
+                key: key.clone(),
+                first: run.0,
+                last: run.1,
+            })?;
+            run = (offset, offset);
+        }
+        let _before_last = self.write(ShareRecord::Acquired {
+            key: key.clone(),
+            first: run.0,
+            last: run.1,
+        })?;
+        let offsets = dropped.iter().map(|&o| (o, Settled::Archived)).collect();
+        self.write(ShareRecord::Settled {
+            key: key.clone(),
+            offsets,
+        })
+        .map(Some)
+    }
+
+    /// Moves `partition`'s start up to `log_start`, logging it; `None` when it was there.
+    fn follow(
+        &self,
+        key: &ShareKey,
+        partition: &mut SharePartition,
+        log_start: i64,
+    ) -> Result<Option<Written>> {
+        if log_start <= partition.start_offset() {
+            return Ok(None);
+        }
+        partition.move_start(log_start);
+        self.write(ShareRecord::StartMoved {
+            key: key.clone(),
+            offset: log_start,
+        })
+        .map(Some)
+    }
+
+    /// Moves every share-partition's start up to its log's start (`log_start` of a topic
+    /// and partition; `None` for one that is gone), durably: retention and DeleteRecords
+    /// removed what is below. Returns how many moved.
+    pub(crate) fn follow_log_starts(
+        &self,
+        log_start: impl Fn(&str, u32) -> Option<i64>,
+    ) -> Result<usize> {
+        let (moved, written) = {
+            let mut live = self.live.lock();
+            let (mut moved, mut last) = (0, None);
+            for (key, partition) in live.partitions.iter_mut() {
+                let Some(start) = log_start(&key.1, key.2) else {
+                    continue;
+                };
+                if let Some(written) = self.follow(key, partition, start)? {
+                    moved += 1;
+                    last = Some(written);
+                }
+            }
+            (moved, last)
+        };
+        self.wait(written)?;
+        Ok(moved)
+    }
+
+    /// Forgets every group's state of the topics `gone` says are gone (a topic deleted, so
+    /// that one created again under its name starts afresh, as Kafka keys share state by
+    /// topic id), durably; returns how many share-partitions went.
+    pub(crate) fn forget_topics(&self, gone: impl Fn(&str) -> bool) -> Result<usize> {
+        let written = {
+            let mut live = self.live.lock();
+            let keys: Vec<ShareKey> = live
+                .partitions
+                .keys()
+                .filter(|k| gone(&k.1))
+                .cloned()
+                .collect();
+            if keys.is_empty() {
+                return Ok(0);
+            }
+            for key in &keys {
+                live.partitions.remove(key);
+            }
+            (
+                keys.len(),
+                self.write(ShareRecord::PartitionsDeleted { keys })?,
+            )
+        };
+        self.wait(Some(written.1))?;
+        Ok(written.0)
     }
 
     /// Applies `member`'s acknowledgements (see [`SharePartition::acknowledge`]), first giving
