@@ -49,12 +49,14 @@ impl Log {
         Ok(())
     }
 
-    /// Removes group members whose session ran out as of the engine clock's now, so their
-    /// partitions move on even when nobody calls the group (housekeeping runs it every second).
+    /// Removes group members (classic, KIP-848 and share) whose session ran out as of the
+    /// engine clock's now, so their partitions and records move on even when nobody calls the
+    /// group (housekeeping runs it every second).
     pub fn expire_members(&self) {
         let now = self.shared.clock.now_ms();
         self.shared.coordinator.tick_all(now);
         self.expire_consumer_members(now);
+        self.expire_share_members(now);
     }
 
     /// How often housekeeping runs for every `IntervalMs` topic to keep its promise: half the

@@ -372,6 +372,27 @@ impl Log {
         answer
     }
 
+    /// Removes the share-group members silent for their group's `share.session.timeout.ms`
+    /// and gives their records back (housekeeping calls it each round, so a group whose
+    /// last member died becomes empty without another member's heartbeat).
+    pub(crate) fn expire_share_members(&self, now_ms: i64) {
+        let configs = &self.shared.group_configs;
+        let expired = self.shared.share_groups.expire(
+            |group| configs.int(group, "share.session.timeout.ms"),
+            now_ms,
+        );
+        for (group, member) in expired {
+            tracing::info!(
+                group,
+                member = member.as_str(),
+                "share-group member's session expired"
+            );
+            if let Err(e) = self.share_leave(&group, &member) {
+                tracing::error!(group, member, error = %e, "giving back an expired member's records failed");
+            }
+        }
+    }
+
     /// The heartbeat interval of share group `group` (`share.heartbeat.interval.ms`).
     pub fn share_heartbeat_interval_ms(&self, group: &str) -> i64 {
         self.shared

@@ -4,7 +4,8 @@
 //! unknown member UNKNOWN_MEMBER_ID. The broker assigns: every member gets every partition of
 //! the topics it subscribes to (members share partitions; records, not partitions, are what
 //! they divide), and a member's epoch moves to the group's when its assignment changes. A
-//! member silent for `share.session.timeout.ms` is removed and its records given back.
+//! member silent for `share.session.timeout.ms` is removed and its records given back, at
+//! another member's heartbeat or in housekeeping's round, whichever comes first.
 //! Membership is not durable: as in Kafka, members rejoin after a coordinator restart. A group
 //! stays (empty, with its epoch) after its last member leaves.
 
@@ -177,6 +178,34 @@ impl ShareGroups {
             member_epoch: m.epoch,
             assignment: changed.then_some(target),
         })
+    }
+
+    /// Removes every member of every group silent for its group's session timeout
+    /// (`session_timeout_ms` of the group) as of `now` (housekeeping's round, so a group's
+    /// last member expires too, with nobody heartbeating); returns (group, member) of each,
+    /// for their records to be given back.
+    pub(crate) fn expire(
+        &self,
+        session_timeout_ms: impl Fn(&str) -> i64,
+        now_ms: i64,
+    ) -> Vec<(String, String)> {
+        let mut groups = self.groups.lock();
+        let mut expired = Vec::new();
+        for (id, g) in groups.iter_mut() {
+            let timeout = session_timeout_ms(id);
+            let before = g.members.len();
+            g.members.retain(|member, m| {
+                let alive = now_ms - m.last_heard_ms < timeout;
+                if !alive {
+                    expired.push((id.clone(), member.clone()));
+                }
+                alive
+            });
+            if g.members.len() != before {
+                g.epoch += 1;
+            }
+        }
+        expired
     }
 
     /// Counts as hearing from `member` of `group` at `now`, if it is a member.

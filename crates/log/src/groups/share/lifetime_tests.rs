@@ -18,6 +18,10 @@ use crate::{
 };
 
 fn open(dir: &Path, topic: TopicConfig) -> Log {
+    open_at(dir, topic, Arc::new(ManualClock::new(1_000)))
+}
+
+fn open_at(dir: &Path, topic: TopicConfig, clock: Arc<ManualClock>) -> Log {
     let config = Config {
         housekeeping: Housekeeping {
             enabled: false,
@@ -25,7 +29,6 @@ fn open(dir: &Path, topic: TopicConfig) -> Log {
         },
         ..Config::default()
     };
-    let clock = Arc::new(ManualClock::new(1_000));
     let log = Log::open_with(Arc::new(logd_storage::RealFs), clock, dir, config).unwrap();
     if log.partition_count("jobs").is_err() {
         log.create_topic("jobs", topic).unwrap();
@@ -185,6 +188,40 @@ fn retention_moves_the_start_of_a_group_nobody_reads() {
     assert_eq!(
         got.keys().copied().collect::<Vec<_>>(),
         (log_start..310).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_groups_last_member_that_died_expires_in_housekeeping_and_its_records_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_000));
+    let log = open_at(dir.path(), one_partition(), clock.clone());
+    let lock = [("share.record.lock.duration.ms", Some("60000"))];
+    log.alter_group_configs("workers", &lock, false).unwrap();
+    produce(&log, 10);
+    // The only member takes records and dies: no close, no other member's heartbeat.
+    let mut dead = member_acknowledging(&log, AcknowledgementMode::Explicit);
+    assert_eq!(dead.poll(Duration::ZERO).unwrap().len(), 7);
+    std::mem::forget(dead);
+    assert_eq!(log.share_group_members("workers").unwrap().1.len(), 1);
+    assert!(log.delete_group("workers").is_err(), "not empty yet");
+    // Housekeeping's round before the session timeout (45 s) keeps it, after removes it.
+    clock.advance(44_000);
+    log.expire_members();
+    assert_eq!(log.share_group_members("workers").unwrap().1.len(), 1);
+    clock.advance(1_000);
+    log.expire_members();
+    assert!(log.share_group_members("workers").unwrap().1.is_empty());
+    // Its records are available at once (their 60 s locks have not run out by themselves).
+    assert_eq!(state(&log).counts, [7, 0, 0, 0]);
+    let got = drain(&mut member(&log));
+    assert_eq!(
+        got.keys().copied().collect::<Vec<_>>(),
+        (0..10).collect::<Vec<_>>()
+    );
+    assert!(
+        got.iter().all(|(&o, &c)| c == if o < 7 { 2 } else { 1 }),
+        "{got:?}"
     );
 }
 
