@@ -161,6 +161,18 @@ impl Broker {
         self.budget.clone()
     }
 
+    /// Connection `connection` ended: what the broker tied to it goes (its share sessions,
+    /// whose members' records are given back). Called from a connection's last drop, maybe on
+    /// a runtime's thread, so the records' durable release runs on a blocking thread there.
+    pub(crate) fn connection_closed(self: &Arc<Self>, connection: u64) {
+        let broker = self.clone();
+        let release = move || broker.apis.connection_closed(connection);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(release)),
+            Err(_) => release(),
+        }
+    }
+
     /// Answers one request frame (without its size prefix) from a client at `client_host`;
     /// `None` when no response is due (Produce with acks = 0). The response comes whole, size
     /// prefix included (`serve` writes a fetch's record bytes without joining them).
@@ -168,6 +180,7 @@ impl Broker {
         let peer = Peer {
             caller: Caller::new(crate::auth::ANONYMOUS, client_host),
             listener: self.default_listener.clone(),
+            connection: 0,
         };
         Ok(self
             .respond(frame, &peer)?

@@ -206,12 +206,13 @@ async fn accept(
             open: open.clone(),
             ip,
             broker: broker.clone(),
+            connection: NEXT_CONNECTION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         let (broker, config) = (broker.clone(), config.clone());
         if config.protocol == SecurityProtocol::Plaintext {
             tokio::spawn(async move {
+                let session = Session::new(format!("/{ip}"), config.clone(), None, slot.connection);
                 let _slot = slot;
-                let session = Session::new(format!("/{ip}"), config.clone(), None);
                 let served = match stream.set_nodelay(true) {
                     Ok(()) => connection(&broker, stream, session, false).await,
                     Err(e) => Err(e.into()),
@@ -231,12 +232,16 @@ async fn accept(
     }
 }
 
+/// Connections' numbers, from 1 (0 is a frame handed in without a connection).
+static NEXT_CONNECTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// A connection's place in the limits: given back when the connection ends, on whichever
-/// runtime that is.
+/// runtime that is, with what the broker tied to the connection (its share sessions).
 struct Slot {
     open: Arc<Mutex<Open>>,
     ip: IpAddr,
     broker: Arc<Broker>,
+    connection: u64,
 }
 
 impl Drop for Slot {
@@ -250,6 +255,7 @@ impl Drop for Slot {
             }
         }
         drop(open);
+        self.broker.connection_closed(self.connection);
         self.broker.observer.connection_closed();
     }
 }
@@ -270,7 +276,7 @@ async fn login(
     // Kafka shows a member's host as "/ip".
     let host = format!("/{ip}");
     let Some(tls) = listener.tls.clone() else {
-        let session = Session::new(host, listener, None);
+        let session = Session::new(host, listener, None, slot.connection);
         if let Some((stream, session)) = connection(broker, stream, session, true).await? {
             hand_over(&main, broker.clone(), stream, session, slot);
         }
@@ -298,7 +304,7 @@ async fn login(
     if let Some(principal) = &principal {
         tracing::info!(%ip, listener = %listener.name, principal, "client certificate accepted");
     }
-    let session = Session::new(host, listener, principal);
+    let session = Session::new(host, listener, principal, slot.connection);
     if let Some((stream, session)) = connection(broker, stream, session, true).await? {
         hand_over(&main, broker.clone(), stream, session, slot);
     }

@@ -380,6 +380,12 @@ impl Apis {
         self.offsets.partition_ranges(request, peer)
     }
 
+    /// Connection `connection` closed: its share sessions end and their members' records go
+    /// back, as Kafka's share session cache does on a disconnect.
+    pub(crate) fn connection_closed(&self, connection: u64) {
+        self.share.connection_closed(connection);
+    }
+
     /// logd's own DescribeSharePartitions.
     pub(crate) fn share_partitions(
         &self,

@@ -84,11 +84,18 @@ fn refused_fetch(request: &ShareFetchRequest, mode: i8, renews: bool) -> Option<
     })
 }
 
-/// A share session: the partitions it fetches (topic id, partition) and its next epoch.
+/// Share sessions at most, as Kafka's `group.share.max.share.sessions` (its default): one
+/// more at epoch 0 is SHARE_SESSION_LIMIT_REACHED. Sessions end at epoch -1 and when their
+/// connection closes, so a crashed client holds none for long.
+const MAX_SHARE_SESSIONS: usize = 2_000;
+
+/// A share session: the partitions it fetches (topic id, partition), its next epoch, and the
+/// connection that opened it (whose close ends it).
 #[derive(Debug, Default)]
 struct Session {
     partitions: BTreeSet<([u8; 16], i32)>,
     next_epoch: i32,
+    connection: u64,
 }
 
 /// ShareGroupHeartbeat, ShareFetch and ShareAcknowledge.
@@ -362,32 +369,40 @@ impl ShareApi {
         response
     }
 
-    /// The session of (`group`, `member`) after a request at `epoch` naming `named` and
-    /// forgetting `forgotten`: its partitions, or the error code that refuses the request.
+    /// The session of (`group`, `member`) after a request at `epoch` on `connection` naming
+    /// `named` and forgetting `forgotten`: its partitions, or the error code that refuses the
+    /// request. As Kafka's `SharePartitionManager::newContext`: epoch 0 opens a session (one
+    /// there is replaced; SHARE_SESSION_LIMIT_REACHED past the cache's bound), -1 ends one
+    /// (the caller gives its records back), and any other epoch must be the session's next
+    /// (SHARE_SESSION_NOT_FOUND without a session, INVALID_SHARE_SESSION_EPOCH otherwise).
     fn session(
         &self,
-        group: &str,
-        member: &str,
+        (group, member): (&str, &str),
         epoch: i32,
         named: &[([u8; 16], i32)],
         forgotten: &[([u8; 16], i32)],
+        connection: u64,
     ) -> Result<BTreeSet<([u8; 16], i32)>, i16> {
         let mut sessions = self.sessions.lock();
         let key = (group.to_owned(), member.to_owned());
         match epoch {
             0 => {
+                if !sessions.contains_key(&key) && sessions.len() >= MAX_SHARE_SESSIONS {
+                    return Err(ResponseError::ShareSessionLimitReached.code());
+                }
                 let session = Session {
                     partitions: named.iter().copied().collect(),
                     next_epoch: 1,
+                    connection,
                 };
                 let partitions = session.partitions.clone();
                 sessions.insert(key, session);
                 Ok(partitions)
             }
-            -1 => Ok(sessions
+            -1 => sessions
                 .remove(&key)
                 .map(|s| s.partitions)
-                .unwrap_or_default()),
+                .ok_or(ResponseError::ShareSessionNotFound.code()),
             epoch => {
                 let Some(session) = sessions.get_mut(&key) else {
                     return Err(ResponseError::ShareSessionNotFound.code());
@@ -490,12 +505,23 @@ impl ShareApi {
                 t.partitions.iter().map(move |&p| (id, p))
             })
             .collect();
+        let acknowledges = request.topics.iter().any(|t| {
+            t.partitions
+                .iter()
+                .any(|p| !p.acknowledgement_batches.is_empty())
+        });
+        if request.share_session_epoch == 0 && acknowledges {
+            // Kafka: "Acknowledge data present in Initial Fetch Request"; nothing is applied.
+            response.error_code = codes::INVALID_REQUEST;
+            response.error_message = Some(text("acknowledgements in a ShareFetch at epoch 0"));
+            return response;
+        }
         let partitions = match self.session(
-            group,
-            member,
+            (group, member),
             request.share_session_epoch,
             &named,
             &forgotten,
+            peer.connection,
         ) {
             Ok(partitions) => partitions,
             Err(code) => {
@@ -525,6 +551,11 @@ impl ShareApi {
                 d.acknowledge_error_code = code;
                 d.acknowledge_error_message = message.map(text);
             }
+        }
+        if request.share_session_epoch == -1 {
+            // The session is over: what its member still holds goes back, as Kafka's
+            // `releaseSession` does.
+            self.release(group, member);
         }
         // A renewing request only acknowledges (KIP-1222): the member is still at work.
         if request.share_session_epoch != -1 && !renews {
@@ -665,7 +696,8 @@ impl ShareApi {
             response.error_message = Some(text("ShareAcknowledge cannot open a share session"));
             return response;
         }
-        if let Err(code) = self.session(group, member, request.share_session_epoch, &[], &[]) {
+        let epoch = request.share_session_epoch;
+        if let Err(code) = self.session((group, member), epoch, &[], &[], peer.connection) {
             response.error_code = code;
             return response;
         }
@@ -694,6 +726,38 @@ impl ShareApi {
             }
             response.responses.push(topic);
         }
+        if epoch == -1 {
+            self.release(group, member);
+        }
         response
+    }
+
+    /// Gives back every record `member` of `group` holds, its share session over.
+    fn release(&self, group: &str, member: &str) {
+        if let Err(e) = self.log.share_leave(group, member) {
+            tracing::warn!(group, member, error = %e, "giving back a share session's records failed");
+        }
+    }
+
+    /// Ends the share sessions connection `connection` opened and gives their members'
+    /// records back (Kafka's share session cache on a disconnect: a client that crashed
+    /// holds nothing past its connection). Their members stay in the group until their
+    /// heartbeats stop for `share.session.timeout.ms`.
+    pub(super) fn connection_closed(&self, connection: u64) {
+        let ended: Vec<(String, String)> = {
+            let mut sessions = self.sessions.lock();
+            let keys: Vec<_> = sessions
+                .iter()
+                .filter(|(_, s)| s.connection == connection)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in &keys {
+                sessions.remove(key);
+            }
+            keys
+        };
+        for (group, member) in ended {
+            self.release(&group, &member);
+        }
     }
 }

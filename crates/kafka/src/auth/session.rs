@@ -40,6 +40,10 @@ pub(crate) struct Peer {
     pub(crate) caller: Caller,
     /// The listener the connection came in on.
     pub(crate) listener: Arc<ListenerConfig>,
+    /// The connection's number in this broker's run (0: a frame handed in without one,
+    /// `Broker::handle_frame`): what state tied to the connection, such as share sessions,
+    /// is released by when it closes.
+    pub(crate) connection: u64,
 }
 
 impl Peer {
@@ -67,12 +71,13 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A connection from `host` on `listener`, with the principal of its client certificate
-    /// if it presented one.
+    /// Connection `connection` from `host` on `listener`, with the principal of its client
+    /// certificate if it presented one.
     pub(crate) fn new(
         host: String,
         listener: Arc<ListenerConfig>,
         certificate_principal: Option<String>,
+        connection: u64,
     ) -> Session {
         let pending = listener
             .protocol
@@ -83,6 +88,7 @@ impl Session {
             peer: Arc::new(Peer {
                 caller: Caller::new(principal, host),
                 listener,
+                connection,
             }),
             pending,
         }
@@ -176,6 +182,7 @@ impl Session {
             self.peer = Arc::new(Peer {
                 caller: Caller::new(format!("User:{user}"), self.peer.caller.host()),
                 listener: self.peer.listener.clone(),
+                connection: self.peer.connection,
             });
             self.pending = None;
         }

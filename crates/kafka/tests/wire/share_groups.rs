@@ -286,6 +286,81 @@ fn sessions_fetch_acknowledge_and_refuse_with_kafkas_codes() {
     assert!(nothing.groups[0].topics.is_empty());
 }
 
+/// The records `response` acquired: (first, last, delivery count) of each range.
+fn acquired(response: &ShareFetchResponse) -> Vec<(i64, i64, i16)> {
+    response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .flat_map(|p| &p.acquired_records)
+        .map(|r| (r.first_offset, r.last_offset, r.delivery_count))
+        .collect()
+}
+
+#[test]
+fn a_session_that_ends_gives_its_records_back_and_bad_epochs_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, topic) = broker(dir.path());
+    heartbeat(&b, "a", 0);
+    // Closing a session that is not there, as Kafka: SHARE_SESSION_NOT_FOUND.
+    assert_eq!(
+        fetch(&b, "a", -1, None, vec![]).error_code,
+        ResponseError::ShareSessionNotFound.code()
+    );
+    // Acknowledgements in the request that opens a session: INVALID_REQUEST, nothing fetched
+    // nor opened.
+    let refused = fetch(&b, "a", 0, Some(topic), vec![(0, 0, vec![1])]);
+    assert_eq!(refused.error_code, ResponseError::InvalidRequest.code());
+    assert!(acquired(&refused).is_empty());
+    assert_eq!(
+        fetch(&b, "a", 1, None, vec![]).error_code,
+        ResponseError::ShareSessionNotFound.code()
+    );
+    assert_eq!(
+        acquired(&fetch(&b, "a", 0, Some(topic), vec![])),
+        [(0, 4, 1)]
+    );
+    // The session ends with -1 (accepting 0): the rest is given back at once.
+    let closed = fetch(&b, "a", -1, Some(topic), vec![(0, 0, vec![1])]);
+    assert_eq!(closed.error_code, 0);
+    assert_eq!(
+        acquired(&fetch(&b, "a", 0, Some(topic), vec![])),
+        [(1, 4, 2)]
+    );
+    // So does ShareAcknowledge at -1, and its session is gone after it.
+    let done = acknowledge(&b, "a", -1, topic, (1, 1, vec![1]));
+    assert_eq!(done.responses[0].partitions[0].error_code, 0);
+    assert_eq!(
+        acknowledge(&b, "a", 2, topic, (2, 2, vec![1])).error_code,
+        ResponseError::ShareSessionNotFound.code()
+    );
+    assert_eq!(
+        acquired(&fetch(&b, "a", 0, Some(topic), vec![])),
+        [(2, 4, 3)]
+    );
+    // An epoch 0 over a session replaces it and keeps what it holds (Kafka removes the
+    // session without releasing): nothing new to take.
+    assert!(acquired(&fetch(&b, "a", 0, Some(topic), vec![])).is_empty());
+}
+
+#[test]
+fn the_share_session_cache_is_bounded_as_kafkas_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, _) = broker(dir.path());
+    // Kafka's group.share.max.share.sessions defaults to 2,000.
+    for i in 0..2_000 {
+        assert_eq!(fetch(&b, &format!("m{i}"), 0, None, vec![]).error_code, 0);
+    }
+    assert_eq!(
+        fetch(&b, "one-more", 0, None, vec![]).error_code,
+        ResponseError::ShareSessionLimitReached.code()
+    );
+    // A session there may open again; one that ends makes room.
+    assert_eq!(fetch(&b, "m7", 0, None, vec![]).error_code, 0);
+    assert_eq!(fetch(&b, "m8", -1, None, vec![]).error_code, 0);
+    assert_eq!(fetch(&b, "one-more", 0, None, vec![]).error_code, 0);
+}
+
 fn alter_offsets(
     b: &Broker,
     group: &str,

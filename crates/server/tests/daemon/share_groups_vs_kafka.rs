@@ -4,7 +4,9 @@
 //! records a member left released (the queue goes on from the new log start), a group with
 //! `share.isolation.level=read_committed` beside an aborted and a committed transaction
 //! (only the committed records come), and a topic deleted and created again under its name
-//! (the group starts it afresh, as Kafka keys share state by topic id).
+//! (the group starts it afresh, as Kafka keys share state by topic id); and a member process
+//! that dies without closing, whose records come back when its connection closes (Kafka's
+//! share session cache releases a disconnected client's records), not after their locks.
 
 use super::python_script;
 use super::raw_wire::same_answers_as_kafka;
@@ -51,6 +53,18 @@ fn a_recreated_topic_starts_afresh_for_a_share_group_as_on_kafka() {
         &[
             "first topic offsets 0-9 twice 0",
             "recreated topic offsets 0-4 twice 0",
+        ],
+    );
+}
+
+#[test]
+fn a_crashed_members_records_come_back_when_its_connection_closes_as_on_kafka() {
+    same_answers_as_kafka(
+        |b| lines(b, "crashed", "share-vs-crashed"),
+        &[
+            "the crashed member held some True",
+            "after the crash offsets 0-9 twice 0",
+            "redelivered at once True",
         ],
     );
 }
