@@ -124,20 +124,27 @@ impl ShareApi {
         }
     }
 
-    /// The group and member a fetch or acknowledgement names, if both are there and the
-    /// caller may read the group; else the code that refuses it.
+    /// The group and member a fetch or acknowledgement names, checked in Kafka 4.4's order: a
+    /// missing (null) group id is INVALID_REQUEST (an empty one is a group id), a group the caller may not read
+    /// GROUP_AUTHORIZATION_FAILED, a member id missing, empty or longer than 36 characters
+    /// INVALID_REQUEST. As on Kafka, the broker serving a share-partition does not ask the
+    /// coordinator whether the member is in the group: records go to the member id asking,
+    /// and back when its session ends.
     fn caller<'r>(
         &self,
         group: Option<&'r kafka_protocol::messages::GroupId>,
         member: Option<&'r StrBytes>,
         peer: &Peer,
-    ) -> Result<(&'r str, &'r str), i16> {
-        let (Some(group), Some(member)) = (group, member) else {
-            return Err(codes::INVALID_REQUEST);
+    ) -> Result<(&'r str, &'r str), (i16, &'static str)> {
+        let Some(group) = group else {
+            return Err((codes::INVALID_REQUEST, "Invalid group id in the request."));
         };
         if !self.may_read_group(peer, group) {
-            return Err(codes::GROUP_AUTHORIZATION_FAILED);
+            return Err((codes::GROUP_AUTHORIZATION_FAILED, ""));
         }
+        let Some(member) = member.filter(|m| !m.is_empty() && m.chars().count() <= 36) else {
+            return Err((codes::INVALID_REQUEST, "Invalid member id in the request."));
+        };
         Ok((group.0.as_str(), member.as_str()))
     }
 
@@ -476,8 +483,9 @@ impl ShareApi {
         let (group, member) =
             match self.caller(request.group_id.as_ref(), request.member_id.as_ref(), peer) {
                 Ok(caller) => caller,
-                Err(code) => {
+                Err((code, message)) => {
                     response.error_code = code;
+                    response.error_message = (!message.is_empty()).then(|| text(message));
                     return response;
                 }
             };
@@ -686,8 +694,9 @@ impl ShareApi {
         let (group, member) =
             match self.caller(request.group_id.as_ref(), request.member_id.as_ref(), peer) {
                 Ok(caller) => caller,
-                Err(code) => {
+                Err((code, message)) => {
                     response.error_code = code;
+                    response.error_message = (!message.is_empty()).then(|| text(message));
                     return response;
                 }
             };

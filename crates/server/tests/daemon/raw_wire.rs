@@ -1,14 +1,17 @@
 //! Raw Kafka requests for the tests that compare logd's answers with a real Kafka's, request
 //! by request: one connection, one request at a time, as `kafka-protocol` encodes it, the way
-//! to a group's or transactional id's coordinator, and the comparison itself.
+//! to a group's or transactional id's coordinator or a partition's leader, and the comparison
+//! itself.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, RequestHeader, ResponseHeader,
+    ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
+    RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
@@ -112,6 +115,24 @@ pub fn coordinator(
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// A connection to the leader of `topic`'s `partition` (Metadata v4 from the first broker).
+pub fn leader(bootstrap: &str, topic: &str, partition: i32) -> Raw {
+    let mut first = Raw::connect(bootstrap.split(',').next().unwrap());
+    let mut t = MetadataRequestTopic::default();
+    t.name = Some(TopicName(s(topic)));
+    let mut request = MetadataRequest::default();
+    request.topics = Some(vec![t]);
+    let metadata: MetadataResponse = first.call(ApiKey::Metadata, 4, &request);
+    let id = metadata.topics[0]
+        .partitions
+        .iter()
+        .find(|p| p.partition_index == partition)
+        .unwrap()
+        .leader_id;
+    let broker = metadata.brokers.iter().find(|b| b.node_id == id).unwrap();
+    Raw::connect(&format!("{}:{}", broker.host.as_str(), broker.port))
 }
 
 /// Runs `script` (one line per request: what was asked, what came back) against a fresh logd

@@ -11,7 +11,6 @@
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
@@ -20,14 +19,15 @@ use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, ApiKey, DescribeGroupsRequest, DescribeGroupsResponse,
     DescribeTransactionsRequest, DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse,
-    GroupId, InitProducerIdRequest, InitProducerIdResponse, MetadataRequest, MetadataResponse,
-    ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
-    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+    GroupId, InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse,
+    ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use kafka_protocol::messages::{ListTransactionsRequest, ListTransactionsResponse};
 use logd_storage::batch::{BatchBuilder, Compression};
 
-use super::raw_wire::{GROUP_KEY, Raw, TRANSACTION_KEY, coordinator, s, same_answers_as_kafka};
+use super::raw_wire::{
+    GROUP_KEY, Raw, TRANSACTION_KEY, coordinator, leader, s, same_answers_as_kafka,
+};
 
 /// A producer's identity in the transaction.
 #[derive(Clone, Copy)]
@@ -93,24 +93,6 @@ fn end(c: &mut Raw, id: &str, p: Producer, commit: bool) -> i16 {
     request.committed = commit;
     let response: EndTxnResponse = c.call(ApiKey::EndTxn, 4, &request);
     response.error_code
-}
-
-/// A connection to the leader of `topic`'s `partition` (Metadata v4 from the first broker).
-fn leader(bootstrap: &str, topic: &str, partition: i32) -> Raw {
-    let mut first = Raw::connect(bootstrap.split(',').next().unwrap());
-    let mut t = MetadataRequestTopic::default();
-    t.name = Some(TopicName(s(topic)));
-    let mut request = MetadataRequest::default();
-    request.topics = Some(vec![t]);
-    let metadata: MetadataResponse = first.call(ApiKey::Metadata, 4, &request);
-    let id = metadata.topics[0]
-        .partitions
-        .iter()
-        .find(|p| p.partition_index == partition)
-        .unwrap()
-        .leader_id;
-    let broker = metadata.brokers.iter().find(|b| b.node_id == id).unwrap();
-    Raw::connect(&format!("{}:{}", broker.host.as_str(), broker.port))
 }
 
 /// A transactional batch of one record from `p` at `sequence` to `topic`'s `partition`.
