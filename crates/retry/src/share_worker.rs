@@ -2,7 +2,8 @@
 //! workers scale past the partition count: any number of them share a topic's partitions and
 //! each record is acknowledged on its own. The group's configs carry the policy: a transient
 //! failure releases the record, which the engine gives out again after logd's redelivery
-//! backoff (`policy.base * 2^(deliveries - 1)`, capped at `policy.cap`, with jitter); a
+//! backoff (`policy.base * 2^(deliveries - 1)` spread by `policy.jitter`, capped at
+//! `policy.cap`); a
 //! permanent failure, or a transient one on the last attempt, rejects it with its error, and the
 //! engine writes it to the group's dead-letter topic with `logd.dlq.*` headers (its class,
 //! message, attempts and reason `permanent` or `max-attempts`), exactly once with its
@@ -18,13 +19,14 @@ use std::time::Duration;
 
 use logd::Log;
 use logd::groups::share::{
-    AcknowledgeType, AcknowledgementMode, RejectReason, ShareConsumer, ShareConsumerConfig,
+    AcknowledgeType, AcknowledgementMode, BackoffJitter, RejectReason, ShareConsumer,
+    ShareConsumerConfig,
 };
 
 use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::outcome::{Outcome, Stats};
-use crate::policy::RetryPolicy;
+use crate::policy::{Jitter, RetryPolicy};
 
 /// A retry worker over share group `group` on a topic of the embedded engine.
 #[derive(Debug)]
@@ -75,10 +77,16 @@ impl ShareWorker {
             policy.base.as_millis().to_string(),
             policy.cap.as_millis().to_string(),
         );
+        let jitter = match policy.jitter {
+            Jitter::None => BackoffJitter::None,
+            Jitter::Full => BackoffJitter::Full,
+            Jitter::Equal => BackoffJitter::Equal,
+        };
         let mut configs = vec![
             ("share.delivery.count.limit", Some(attempts.as_str())),
             ("logd.share.redelivery.backoff.ms", Some(base.as_str())),
             ("logd.share.redelivery.backoff.max.ms", Some(cap.as_str())),
+            ("logd.share.redelivery.backoff.jitter", Some(jitter.name())),
         ];
         if let Some(dlq) = dead_letter_topic {
             configs.push(("errors.deadletterqueue.topic.name", Some(dlq)));
@@ -320,6 +328,53 @@ mod tests {
         let (taken, handled) = slow_handler_holds_its_records(Some(Duration::from_millis(20)));
         assert_eq!(taken, Vec::<i64>::new());
         assert_eq!(handled.unwrap(), 2);
+    }
+
+    /// 20 records fail once at 0 under a 10 s backoff with `jitter`: how many come back by
+    /// 5 s, and how many more by 10 s (the cap is 10 s too, so none later).
+    fn backoff_under(jitter: crate::policy::Jitter) -> (usize, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(0));
+        let log = engine(dir.path(), clock.clone());
+        let producer = Producer::new(&log, ProducerConfig::default());
+        for _ in 0..18 {
+            producer
+                .send(ProducerRecord::new("jobs", "more"))
+                .unwrap()
+                .wait()
+                .unwrap();
+        }
+        let policy = RetryPolicy {
+            base: Duration::from_secs(10),
+            cap: Duration::from_secs(10),
+            jitter,
+            ..RetryPolicy::default()
+        };
+        let mut worker = ShareWorker::new(&log, "workers", "jobs", &policy, None, 100).unwrap();
+        let failed = worker
+            .poll_once(Duration::ZERO, &mut |_, _| {
+                Outcome::Transient(crate::Failure::new("test", "not yet"))
+            })
+            .unwrap();
+        assert_eq!(failed, 20);
+        let mut success = |_: &Message, _| Outcome::Success;
+        clock.advance(5_000);
+        let early = worker.poll_once(Duration::ZERO, &mut success).unwrap();
+        clock.advance(5_000);
+        let rest = worker.poll_once(Duration::ZERO, &mut success).unwrap();
+        (early, rest)
+    }
+
+    #[test]
+    fn the_redelivery_backoff_follows_the_policys_jitter() {
+        use crate::policy::Jitter;
+        // Exactly the exponential wait: nothing early, everything at 10 s.
+        assert_eq!(backoff_under(Jitter::None), (0, 20));
+        // Full jitter spreads them over 0-10 s; equal over 5-10 s. Never past the cap.
+        let (early, rest) = backoff_under(Jitter::Full);
+        assert!(early > 0 && early + rest == 20, "{early} + {rest}");
+        let (early, rest) = backoff_under(Jitter::Equal);
+        assert!(early < 20 && early + rest == 20, "{early} + {rest}");
     }
 
     #[test]

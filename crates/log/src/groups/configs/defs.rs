@@ -459,6 +459,14 @@ pub(crate) const DEFS: &[Def] = &[
         "60000",
         "logd.share.redelivery.backoff.max.ms",
     )),
+    // How the backoff is spread (a retry policy's jitter): `added` (up to a quarter more),
+    // `none`, `full` (uniform up to it), `equal` (uniform in its upper half).
+    internal(other(
+        "logd.share.redelivery.backoff.jitter",
+        Kind::OneOf(&["added", "none", "full", "equal"]),
+        "added",
+        "logd.share.redelivery.backoff.jitter",
+    )),
 ];
 
 /// The definition of `name`, if Kafka (or logd) has such a group config.

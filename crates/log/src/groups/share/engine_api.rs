@@ -12,7 +12,7 @@ use crate::groups::protocol::GroupProtocol;
 use std::collections::BTreeMap;
 
 use super::group::{ShareHeartbeat, ShareMemberDescription};
-use super::partition::{AcknowledgeType, AcquiredRecords, Archived, ShareLimits};
+use super::partition::{AcknowledgeType, AcquiredRecords, Archived, BackoffJitter, ShareLimits};
 use super::persist::RejectReason;
 use super::store::{ShareCounters, SharePartitionState, Window};
 use crate::isolation::IsolationLevel;
@@ -105,6 +105,10 @@ fn limits(configs: &GroupConfigs, group: &str) -> ShareLimits {
             .unwrap_or(u32::MAX),
         backoff_ms: int("logd.share.redelivery.backoff.ms"),
         backoff_max_ms: int("logd.share.redelivery.backoff.max.ms"),
+        backoff_jitter: BackoffJitter::from_name(
+            &configs.value(group, "logd.share.redelivery.backoff.jitter"),
+        )
+        .unwrap_or_default(),
         renew_enabled: configs.value(group, "share.renew.acknowledge.enable") == "true",
     }
 }

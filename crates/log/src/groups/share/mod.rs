@@ -24,8 +24,8 @@ pub(crate) use group::ShareGroups;
 pub use group::{ShareHeartbeat, ShareMemberDescription};
 pub use keeper::ShareKeeper;
 pub use partition::{
-    AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, RecordState, ShareLimits,
-    SharePartition,
+    AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, BackoffJitter, RecordState,
+    ShareLimits, SharePartition,
 };
 pub use persist::RejectReason;
 pub(crate) use store::ShareStates;

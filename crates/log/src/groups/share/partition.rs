@@ -79,6 +79,8 @@ pub struct ShareLimits {
     pub backoff_ms: i64,
     /// The backoff's cap.
     pub backoff_max_ms: i64,
+    /// How the backoff is spread.
+    pub backoff_jitter: BackoffJitter,
     /// `share.renew.acknowledge.enable`: whether RENEW is accepted.
     pub renew_enabled: bool,
 }
@@ -91,6 +93,7 @@ impl Default for ShareLimits {
             max_record_locks: 2_000,
             backoff_ms: 0,
             backoff_max_ms: 0,
+            backoff_jitter: BackoffJitter::Added,
             renew_enabled: true,
         }
     }
@@ -98,20 +101,62 @@ impl Default for ShareLimits {
 
 impl ShareLimits {
     /// The wait before a record delivered `delivery_count` times is available again:
-    /// `backoff * 2^(count - 1)`, capped, and a jitter of up to a quarter of it so that records
-    /// released together do not all come back at once (derived from the offset, so the state
-    /// machine stays deterministic).
-    fn backoff(&self, delivery_count: u16, offset: i64) -> i64 {
+    /// `backoff * 2^(count - 1)` spread by the jitter (derived from the offset, so the state
+    /// machine stays deterministic), the whole capped at the backoff's maximum.
+    pub(crate) fn backoff(&self, delivery_count: u16, offset: i64) -> i64 {
         if self.backoff_ms <= 0 {
             return 0;
         }
+        let cap = self.backoff_max_ms.max(self.backoff_ms);
         let exponent = u32::from(delivery_count.saturating_sub(1)).min(30);
-        let wait = self
-            .backoff_ms
-            .saturating_mul(1 << exponent)
-            .min(self.backoff_max_ms.max(self.backoff_ms));
+        let wait = self.backoff_ms.saturating_mul(1 << exponent).min(cap);
         let mut seed = logd_storage::SplitMix64::new(offset as u64 ^ u64::from(delivery_count));
-        wait + seed.below(wait as u64 / 4 + 1) as i64
+        let mut below = |n: i64| seed.below(n as u64 + 1) as i64;
+        let spread = match self.backoff_jitter {
+            BackoffJitter::Added => wait + below(wait / 4),
+            BackoffJitter::None => wait,
+            BackoffJitter::Full => below(wait),
+            BackoffJitter::Equal => wait - wait / 2 + below(wait / 2),
+        };
+        spread.min(cap)
+    }
+}
+
+/// How a redelivery backoff is spread, so that records released together do not all come
+/// back at once (`logd.share.redelivery.backoff.jitter`; a retry policy's jitter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackoffJitter {
+    /// Up to a quarter of the wait added (the default).
+    #[default]
+    Added,
+    /// Exactly the exponential wait.
+    None,
+    /// Uniform in `[0, wait]`.
+    Full,
+    /// Uniform in `[wait / 2, wait]`.
+    Equal,
+}
+
+impl BackoffJitter {
+    /// The jitter the config value `name` says, `None` for a name it does not define.
+    pub fn from_name(name: &str) -> Option<BackoffJitter> {
+        match name {
+            "added" => Some(BackoffJitter::Added),
+            "none" => Some(BackoffJitter::None),
+            "full" => Some(BackoffJitter::Full),
+            "equal" => Some(BackoffJitter::Equal),
+            _ => None,
+        }
+    }
+
+    /// The config value that names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackoffJitter::Added => "added",
+            BackoffJitter::None => "none",
+            BackoffJitter::Full => "full",
+            BackoffJitter::Equal => "equal",
+        }
     }
 }
 

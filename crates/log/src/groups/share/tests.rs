@@ -250,6 +250,43 @@ enum Op {
     },
 }
 
+proptest! {
+    /// The redelivery wait never passes `backoff.max.ms`, jitter included, and each jitter
+    /// keeps to its range of the exponential wait (capped).
+    #[test]
+    fn the_redelivery_backoff_keeps_to_its_jitter_and_never_exceeds_its_cap(
+        base in 1i64..10_000,
+        max in 0i64..100_000,
+        count in 0u16..40,
+        offset in any::<i64>(),
+        jitter in prop_oneof![
+            Just(BackoffJitter::Added),
+            Just(BackoffJitter::None),
+            Just(BackoffJitter::Full),
+            Just(BackoffJitter::Equal),
+        ],
+    ) {
+        let l = ShareLimits {
+            backoff_ms: base,
+            backoff_max_ms: max,
+            backoff_jitter: jitter,
+            ..ShareLimits::default()
+        };
+        let cap = max.max(base);
+        let wait = l.backoff(count, offset);
+        let exponential = base.saturating_mul(1 << u32::from(count.saturating_sub(1)).min(30));
+        let d = exponential.min(cap);
+        prop_assert!(wait <= cap, "{wait} > {cap}");
+        let (low, high) = match jitter {
+            BackoffJitter::Added => (d, d + d / 4),
+            BackoffJitter::None => (d, d),
+            BackoffJitter::Full => (0, d),
+            BackoffJitter::Equal => (d - d / 2, d),
+        };
+        prop_assert!((low..=high).contains(&wait), "{jitter:?}: {wait} not in {low}..={high}");
+    }
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0..3u8, 1..6usize).prop_map(|(member, max)| Op::Acquire { member, max }),
