@@ -531,7 +531,17 @@ impl ShareApi {
             &forgotten,
             peer.connection,
         ) {
-            Ok(partitions) => partitions,
+            // Each fetch of a session starts at the next partition, as Kafka's round-robin
+            // `PartitionRotateStrategy` (by the session epoch), so that under a backlog the
+            // last partitions are served as often as the first.
+            Ok(partitions) => {
+                let mut partitions: Vec<_> = partitions.into_iter().collect();
+                if !partitions.is_empty() {
+                    let by = request.share_session_epoch.max(0) as usize % partitions.len();
+                    partitions.rotate_left(by);
+                }
+                partitions
+            }
             Err(code) => {
                 response.error_code = code;
                 return response;
@@ -619,7 +629,7 @@ impl ShareApi {
         &self,
         group: &str,
         member: &str,
-        partitions: &BTreeSet<([u8; 16], i32)>,
+        partitions: &[([u8; 16], i32)],
         max_records: usize,
         max_bytes: usize,
         peer: &Peer,

@@ -361,6 +361,62 @@ fn the_share_session_cache_is_bounded_as_kafkas_default() {
     assert_eq!(fetch(&b, "one-more", 0, None, vec![]).error_code, 0);
 }
 
+#[test]
+fn each_fetch_of_a_session_starts_at_the_next_partition_so_none_starves() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), Config::default()).unwrap();
+    let three = TopicConfig {
+        partitions: 3,
+        ..TopicConfig::default()
+    };
+    log.create_topic("backlog", three).unwrap();
+    for partition in 0..3 {
+        let mut batch = BatchBuilder::new(Compression::None);
+        for i in 0..100 {
+            batch.push(i, None, Some(b"work"), &[]);
+        }
+        log.append("backlog", partition, &mut batch.build(0).unwrap())
+            .unwrap();
+    }
+    let earliest = [("share.auto.offset.reset", Some("earliest"))];
+    log.alter_group_configs("workers", &earliest, false)
+        .unwrap();
+    let (id, _) = log.topic_id_and_partitions("backlog").unwrap();
+    let b = Broker::new(log, BrokerConfig::default());
+    let mut topic = FetchTopic::default();
+    topic.topic_id = uuid::Uuid::from_bytes(id);
+    topic.partitions = (0..3)
+        .map(|index| {
+            let mut p = FetchPartition::default();
+            p.partition_index = index;
+            p
+        })
+        .collect();
+    // A backlog everywhere, and room for 10 records a fetch: each fetch serves the partition
+    // after the last one's first.
+    let mut served = Vec::new();
+    for epoch in 0..6 {
+        let mut request = ShareFetchRequest::default();
+        request.group_id = Some(GroupId(s("workers")));
+        request.member_id = Some(s("a"));
+        request.share_session_epoch = epoch;
+        request.max_records = 10;
+        request.max_bytes = 1 << 20;
+        if epoch == 0 {
+            request.topics = vec![topic.clone()];
+        }
+        let response: ShareFetchResponse = call(&b, ApiKey::ShareFetch, 1, &request);
+        assert_eq!(response.error_code, 0);
+        let first = response.responses[0]
+            .partitions
+            .iter()
+            .find(|p| !p.acquired_records.is_empty())
+            .map(|p| p.partition_index);
+        served.push(first.unwrap());
+    }
+    assert_eq!(served, [0, 1, 2, 0, 1, 2]);
+}
+
 fn alter_offsets(
     b: &Broker,
     group: &str,
