@@ -333,6 +333,7 @@ fn workload(fs: &SimFs) -> Answered {
             step,
             0,
             || Ok(0),
+            |_| i64::MIN,
             |_| Ok(window(i64::MIN, 8 + 4 * step)),
         ) else {
             return (acquired, accepted, None);
@@ -399,6 +400,7 @@ fn a_power_cut_never_redelivers_an_answered_acceptance_nor_undercounts_a_deliver
                 99,
                 0,
                 || Ok(0),
+                |_| i64::MIN,
                 |_| Ok(window(i64::MIN, 100)),
             ) else {
                 panic!("cut {cut} {mode:?}: acquire after recovery failed");

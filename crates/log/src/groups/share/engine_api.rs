@@ -130,19 +130,27 @@ impl Log {
         let log = self.partition(topic, partition)?;
         let isolation = isolation(&self.shared.group_configs, group);
         let now = self.clock().now_ms();
-        let (acquired, archived, ()) =
-            self.share_acquire_in(group, member, topic, partition, &log, max_records, |sp| {
+        let plan = |sp: &super::SharePartition| match isolation {
+            IsolationLevel::ReadUncommitted => i64::MIN,
+            _ => sp.next_fetch_offset(now).max(log.log_start_offset().0),
+        };
+        let (acquired, archived, ()) = self.share_acquire_in(
+            (group, member),
+            (topic, partition),
+            &log,
+            max_records,
+            plan,
+            |from| {
                 let end = isolation.end(&log);
                 match isolation {
                     IsolationLevel::ReadUncommitted => Ok(Window {
-                        from: i64::MIN,
+                        from,
                         end,
                         skipped: Vec::new(),
                         read: (),
                     }),
                     // What is aborted is known from the batches: read them as a fetch would.
                     IsolationLevel::ReadCommitted => {
-                        let from = sp.next_fetch_offset(now).max(log.log_start_offset().0);
                         let window = read_window(&log, from, end, COMMITTED_READ_BYTES, true)?;
                         Ok(Window {
                             from: window.from,
@@ -152,7 +160,8 @@ impl Log {
                         })
                     }
                 }
-            })?;
+            },
+        )?;
         Ok((acquired, archived))
     }
 
@@ -162,7 +171,8 @@ impl Log {
     /// answer lacks). Returns the records acquired, those archived, and the bytes. A group
     /// with `share.isolation.level=read_committed` reads to the last stable offset, and the
     /// records of aborted transactions and the control batches there are archived, never
-    /// acquired, as Kafka 4.4's `SharePartition` does.
+    /// acquired, as Kafka 4.4's `SharePartition` does. The read holds no lock: fetches of
+    /// other share-partitions, and acknowledgements, go on meanwhile.
     pub fn share_fetch(
         &self,
         group: &str,
@@ -175,25 +185,31 @@ impl Log {
         let log = self.partition(topic, partition)?;
         let now = self.clock().now_ms();
         let isolation = isolation(&self.shared.group_configs, group);
-        self.share_acquire_in(group, member, topic, partition, &log, max_records, |sp| {
-            let end = isolation.end(&log);
-            let from = sp.next_fetch_offset(now).max(log.log_start_offset().0);
-            let committed = isolation == IsolationLevel::ReadCommitted;
-            read_window(&log, from, end, max_bytes, committed)
-        })
+        self.share_acquire_in(
+            (group, member),
+            (topic, partition),
+            &log,
+            max_records,
+            |sp| sp.next_fetch_offset(now).max(log.log_start_offset().0),
+            |from| {
+                let end = isolation.end(&log);
+                let committed = isolation == IsolationLevel::ReadCommitted;
+                read_window(&log, from, end, max_bytes, committed)
+            },
+        )
     }
 
-    /// The acquisition both calls share, on `log` (`topic`-`partition`, looked up once).
-    #[allow(clippy::too_many_arguments)]
+    /// The acquisition both calls share, on `log` (`topic`-`partition`, looked up once):
+    /// `plan` says where to read from, under the share-partition's lock; `read` reads there,
+    /// outside it.
     fn share_acquire_in<T>(
         &self,
-        group: &str,
-        member: &str,
-        topic: &str,
-        partition: u32,
+        (group, member): (&str, &str),
+        (topic, partition): (&str, u32),
         log: &logd_storage::PartitionLog,
         max_records: usize,
-        window: impl FnOnce(&super::SharePartition) -> Result<Window<T>>,
+        plan: impl FnOnce(&super::SharePartition) -> i64,
+        read: impl FnOnce(i64) -> Result<Window<T>>,
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, T)> {
         let configs = &self.shared.group_configs;
         let limits = limits(configs, group);
@@ -225,7 +241,8 @@ impl Log {
             now,
             log.log_start_offset().0,
             start,
-            window,
+            plan,
+            read,
         )?;
         self.write_dead_letters();
         Ok(acquired)

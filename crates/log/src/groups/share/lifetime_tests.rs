@@ -368,6 +368,7 @@ fn moving_workload(fs: &SimFs) -> (bool, bool) {
             0,
             log_start,
             || Ok(0),
+            |_| i64::MIN,
             |_| Ok(window),
         )
     };
@@ -424,6 +425,7 @@ fn a_power_cut_never_brings_back_what_a_moved_start_or_a_skipped_batch_dropped()
                 1,
                 0,
                 || Ok(0),
+                |_| i64::MIN,
                 |_| Ok(super::consumer_tests::window(i64::MIN, 20)),
             )
             .unwrap_or_else(|e| panic!("cut {cut} {mode:?}: acquire failed: {e}"));

@@ -38,4 +38,6 @@ mod dead_letter_tests;
 #[cfg(test)]
 mod lifetime_tests;
 #[cfg(test)]
+mod store_tests;
+#[cfg(test)]
 mod tests;

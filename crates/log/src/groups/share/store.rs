@@ -1,15 +1,18 @@
 //! Every share-partition of the engine, live (members' locks included) over its durable state
-//! (`persist.rs`). Each change is decided under one lock, logged there (so the log has the
-//! changes in their order) and waited for outside it: acquired records are durable before they
-//! are handed out, and an acknowledgement before it is answered. Records archived unaccepted
-//! in a group with a dead-letter topic are logged with their letters (`letters.rs`).
+//! (`persist.rs`). Each share-partition has its own lock: a change is decided under it, logged
+//! there (so the log has each share-partition's changes in their order) and waited for outside
+//! it: acquired records are durable before they are handed out, and an acknowledgement before
+//! it is answered. Fetches and acknowledgements of different share-partitions never wait for
+//! each other, and no lock is held across a log read or an fsync. Records archived unaccepted
+//! in a group with a dead-letter topic are logged with their letters (`letters.rs`), whose
+//! lock is taken after a share-partition's, never before.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use logd_storage::{StateLog, Storage, Written};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::letters::{DeadLetterTarget, PendingLetters};
 use super::partition::{
@@ -71,7 +74,10 @@ pub(crate) struct Window<T> {
 #[derive(Debug)]
 pub(crate) struct ShareStates {
     log: StateLog<SavedShares>,
-    live: Mutex<Live>,
+    /// Each share-partition behind its own lock; the map's lock is held only to find, add or
+    /// remove one.
+    partitions: RwLock<BTreeMap<ShareKey, Arc<Mutex<Slot>>>>,
+    letters: Mutex<PendingLetters>,
     /// Held while dead letters are written, so each partition's go in sequence order.
     writing_letters: Mutex<()>,
     /// This run's producer id for dead letters, once one is needed.
@@ -80,10 +86,22 @@ pub(crate) struct ShareStates {
     counters: Mutex<BTreeMap<String, ShareCounters>>,
 }
 
-#[derive(Debug)]
-struct Live {
-    partitions: BTreeMap<ShareKey, SharePartition>,
-    letters: PendingLetters,
+/// One share-partition's place: its state once initialized, and whether it was removed from
+/// the map (a caller that found it before then looks again).
+#[derive(Debug, Default)]
+struct Slot {
+    state: Option<SharePartition>,
+    removed: bool,
+}
+
+impl Slot {
+    /// The share-partition, unless it is not initialized yet or was removed.
+    fn live(&mut self) -> Option<&mut SharePartition> {
+        if self.removed {
+            return None;
+        }
+        self.state.as_mut()
+    }
 }
 
 fn storage_error(e: logd_storage::Error) -> Error {
@@ -96,21 +114,85 @@ impl ShareStates {
     /// delivery limit are archived by [`ShareStates::archive_at_limit`]).
     pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path) -> Result<ShareStates> {
         let log = persist::open(storage, dir).map_err(storage_error)?;
-        let live = log.read(|s| Live {
-            partitions: s
+        let (partitions, letters) = log.read(|s| {
+            let partitions = s
                 .partitions
                 .iter()
-                .map(|(k, p)| (k.clone(), p.restore()))
-                .collect(),
-            letters: PendingLetters::recovered(&s.letters),
+                .map(|(k, p)| {
+                    let slot = Slot {
+                        state: Some(p.restore()),
+                        removed: false,
+                    };
+                    (k.clone(), Arc::new(Mutex::new(slot)))
+                })
+                .collect();
+            (partitions, PendingLetters::recovered(&s.letters))
         });
         Ok(ShareStates {
             log,
-            live: Mutex::new(live),
+            partitions: RwLock::new(partitions),
+            letters: Mutex::new(letters),
             writing_letters: Mutex::new(()),
             letter_producer: Mutex::new(None),
             counters: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// The slot of `key`, added (uninitialized) when `add` and it is not there.
+    fn slot(&self, key: &ShareKey, add: bool) -> Option<Arc<Mutex<Slot>>> {
+        if let Some(slot) = self.partitions.read().get(key) {
+            return Some(slot.clone());
+        }
+        if !add {
+            return None;
+        }
+        Some(
+            self.partitions
+                .write()
+                .entry(key.clone())
+                .or_default()
+                .clone(),
+        )
+    }
+
+    /// Every slot whose key `wanted` picks, in key order.
+    fn slots(&self, wanted: impl Fn(&ShareKey) -> bool) -> Vec<(ShareKey, Arc<Mutex<Slot>>)> {
+        self.partitions
+            .read()
+            .iter()
+            .filter(|(k, _)| wanted(k))
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .collect()
+    }
+
+    /// Removes the slots of `keys` from the map, each marked removed under its own lock (so a
+    /// change begun on it finishes first and none begins after), and logs `record` while they
+    /// are held; returns the keys that had state.
+    fn remove(
+        &self,
+        keys: impl Fn(&ShareKey) -> bool,
+        record: impl FnOnce(Vec<ShareKey>) -> Option<ShareRecord>,
+    ) -> Result<(Vec<ShareKey>, Option<Written>)> {
+        let mut map = self.partitions.write();
+        let gone: Vec<ShareKey> = map.keys().filter(|k| keys(k)).cloned().collect();
+        let slots: Vec<Arc<Mutex<Slot>>> = gone.iter().filter_map(|k| map.remove(k)).collect();
+        let mut held: Vec<_> = slots.iter().map(|s| s.lock()).collect();
+        let had: Vec<ShareKey> = gone
+            .into_iter()
+            .zip(held.iter())
+            .filter(|(_, slot)| slot.state.is_some())
+            .map(|(k, _)| k)
+            .collect();
+        for slot in held.iter_mut() {
+            slot.removed = true;
+        }
+        let written = match record(had.clone()) {
+            Some(record) => Some(self.write(record)?),
+            None => None,
+        };
+        drop(held);
+        drop(map);
+        Ok((had, written))
     }
 
     /// Archives (and logs so, with their letters) the records a restart gave back whose
@@ -120,34 +202,40 @@ impl ShareStates {
         limits: impl Fn(&str) -> ShareLimits,
         dlq: impl Fn(&str) -> Option<DeadLetterTarget>,
     ) -> Result<()> {
-        let written = {
-            let mut live = self.live.lock();
-            let live = &mut *live;
-            let mut last = None;
-            for (key, partition) in &mut live.partitions {
-                let archived = partition.archive_at_limit(limits(&key.0).delivery_count_limit);
-                if archived.is_empty() {
-                    continue;
-                }
-                tracing::info!(
-                    group = key.0,
-                    topic = key.1,
-                    partition = key.2,
-                    records = archived.len(),
-                    "records in flight at the last stop reached the delivery limit: archived"
-                );
-                last = self.archive(&mut live.letters, key, &archived, &|| dlq(&key.0))?;
+        let mut last = None;
+        for (key, slot) in self.slots(|_| true) {
+            let mut held = slot.lock();
+            let Some(partition) = held.live() else {
+                continue;
+            };
+            let archived = partition.archive_at_limit(limits(&key.0).delivery_count_limit);
+            if archived.is_empty() {
+                continue;
             }
-            last
-        };
-        self.wait(written)
+            tracing::info!(
+                group = key.0,
+                topic = key.1,
+                partition = key.2,
+                records = archived.len(),
+                "records in flight at the last stop reached the delivery limit: archived"
+            );
+            if let Some(written) = self.archive(&key, &archived, &|| dlq(&key.0))? {
+                last = Some(written);
+            }
+        }
+        self.wait(last)
     }
 
-    /// Acquires for `member` (see [`SharePartition::acquire`]) within the window `window`
-    /// gives, first moving the start up to `log_start` (records the log no longer has are
-    /// neither delivered nor counted) and giving back records whose locks expired; a
-    /// share-partition seen for the first time starts at `start()`. Returns once the
-    /// acquisition is durable, with the records archived on the way and what `window` read.
+    /// Acquires for `member` (see [`SharePartition::acquire`]) in two steps. Under the
+    /// share-partition's lock: a share-partition seen for the first time starts at `start()`,
+    /// its start moves up to `log_start` (records the log no longer has are neither delivered
+    /// nor counted), records whose locks expired are given back, and `plan` says where the
+    /// read begins. Outside every lock: `read` reads the log there and gives the window
+    /// (available records from its `from`, new ones to its `end`, never its `skipped`). Under
+    /// the lock again: the records are acquired within it, which holds however other fetches
+    /// moved the share-partition meanwhile (they only take records, and a window only
+    /// covers what its read holds). Returns once the acquisition is durable, with the
+    /// records archived on the way and what `read` read.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn acquire<T>(
         &self,
@@ -159,62 +247,78 @@ impl ShareStates {
         now_ms: i64,
         log_start: i64,
         start: impl FnOnce() -> Result<i64>,
-        window: impl FnOnce(&SharePartition) -> Result<Window<T>>,
+        plan: impl FnOnce(&SharePartition) -> i64,
+        read: impl FnOnce(i64) -> Result<Window<T>>,
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, T)> {
-        let (acquired, archived, read, written) = {
-            let mut live = self.live.lock();
-            let live = &mut *live;
+        let (mut start, mut plan) = (Some(start), Some(plan));
+        let (slot, from, archived, mut last) = loop {
+            let slot = self.slot(&key, true).expect("added when missing");
+            let mut held = slot.lock();
+            if held.removed {
+                continue;
+            }
             let mut last = None;
-            if !live.partitions.contains_key(&key) {
-                let start = start()?;
+            if held.state.is_none() {
+                // Once: a slot is found removed only before this.
+                let at = (start.take().expect("called once"))()?;
                 last = Some(self.write(ShareRecord::Initialized {
                     key: key.clone(),
-                    start,
+                    start: at,
                 })?);
-                live.partitions
-                    .insert(key.clone(), SharePartition::new(start));
+                held.state = Some(SharePartition::new(at));
             }
-            let partition = live.partitions.get_mut(&key).expect("inserted above");
+            let partition = held.state.as_mut().expect("initialized above");
             if let Some(moved) = self.follow(&key, partition, log_start)? {
                 last = Some(moved);
             }
             let archived = partition.expire_locks(limits, now_ms);
-            if let Some(written) = self.archive(&mut live.letters, &key, &archived, dlq)? {
+            if let Some(written) = self.archive(&key, &archived, dlq)? {
                 last = Some(written);
             }
-            let partition = live.partitions.get_mut(&key).expect("inserted above");
-            let window = window(partition)?;
-            let (acquired, dropped) = partition.acquire_between(
-                member,
-                window.from,
-                window.end,
-                max_records,
-                &window.skipped,
-                limits,
-                now_ms,
-            );
-            let again: u64 = acquired
-                .iter()
-                .filter(|r| r.delivery_count > 1)
-                .map(|r| (r.last_offset - r.first_offset + 1) as u64)
-                .sum();
-            if again > 0 {
-                self.count(&key.0, |c| c.redelivered += again);
-            }
-            for range in &acquired {
-                last = Some(self.write(ShareRecord::Acquired {
-                    key: key.clone(),
-                    first: range.first_offset,
-                    last: range.last_offset,
-                })?);
-            }
-            if let Some(written) = self.log_dropped(&key, &dropped)? {
-                last = Some(written);
-            }
-            (acquired, archived, window.read, last)
+            let from = (plan.take().expect("planned once"))(partition);
+            drop(held);
+            break (slot, from, archived, last);
         };
-        self.wait(written)?;
-        Ok((acquired, archived, read))
+        let window = read(from)?;
+        let acquired = {
+            let mut held = slot.lock();
+            match held.live() {
+                // Deleted meanwhile: nothing to acquire from.
+                None => Vec::new(),
+                Some(partition) => {
+                    let (acquired, dropped) = partition.acquire_between(
+                        member,
+                        window.from,
+                        window.end,
+                        max_records,
+                        &window.skipped,
+                        limits,
+                        now_ms,
+                    );
+                    let again: u64 = acquired
+                        .iter()
+                        .filter(|r| r.delivery_count > 1)
+                        .map(|r| (r.last_offset - r.first_offset + 1) as u64)
+                        .sum();
+                    if again > 0 {
+                        self.count(&key.0, |c| c.redelivered += again);
+                    }
+                    for range in &acquired {
+                        last = Some(self.write(ShareRecord::Acquired {
+                            key: key.clone(),
+                            first: range.first_offset,
+                            last: range.last_offset,
+                        })?);
+                    }
+                    if let Some(written) = self.log_dropped(&key, &dropped)? {
+                        last = Some(written);
+                    }
+                    acquired
+                }
+            }
+        };
+        self.wait(last)?;
+        Ok((acquired, archived, window.read))
     }
 
     /// Logs `dropped` (sorted offsets archived at acquisition, never handed out): the end
@@ -276,21 +380,21 @@ impl ShareStates {
         &self,
         log_start: impl Fn(&str, u32) -> Option<i64>,
     ) -> Result<usize> {
-        let (moved, written) = {
-            let mut live = self.live.lock();
-            let (mut moved, mut last) = (0, None);
-            for (key, partition) in live.partitions.iter_mut() {
-                let Some(start) = log_start(&key.1, key.2) else {
-                    continue;
-                };
-                if let Some(written) = self.follow(key, partition, start)? {
-                    moved += 1;
-                    last = Some(written);
-                }
+        let (mut moved, mut last) = (0, None);
+        for (key, slot) in self.slots(|_| true) {
+            let Some(start) = log_start(&key.1, key.2) else {
+                continue;
+            };
+            let mut held = slot.lock();
+            let Some(partition) = held.live() else {
+                continue;
+            };
+            if let Some(written) = self.follow(&key, partition, start)? {
+                moved += 1;
+                last = Some(written);
             }
-            (moved, last)
-        };
-        self.wait(written)?;
+        }
+        self.wait(last)?;
         Ok(moved)
     }
 
@@ -298,27 +402,12 @@ impl ShareStates {
     /// that one created again under its name starts afresh, as Kafka keys share state by
     /// topic id), durably; returns how many share-partitions went.
     pub(crate) fn forget_topics(&self, gone: impl Fn(&str) -> bool) -> Result<usize> {
-        let written = {
-            let mut live = self.live.lock();
-            let keys: Vec<ShareKey> = live
-                .partitions
-                .keys()
-                .filter(|k| gone(&k.1))
-                .cloned()
-                .collect();
-            if keys.is_empty() {
-                return Ok(0);
-            }
-            for key in &keys {
-                live.partitions.remove(key);
-            }
-            (
-                keys.len(),
-                self.write(ShareRecord::PartitionsDeleted { keys })?,
-            )
-        };
-        self.wait(Some(written.1))?;
-        Ok(written.0)
+        let (had, written) = self.remove(
+            |k| gone(&k.1),
+            |keys| (!keys.is_empty()).then_some(ShareRecord::PartitionsDeleted { keys }),
+        )?;
+        self.wait(written)?;
+        Ok(had.len())
     }
 
     /// Applies `member`'s acknowledgements (see [`SharePartition::acknowledge`]), first giving
@@ -335,15 +424,21 @@ impl ShareStates {
         reasons: &BTreeMap<i64, RejectReason>,
         now_ms: i64,
     ) -> Result<Vec<Archived>> {
+        let none_acquired = || {
+            Error::InvalidRecordState(format!(
+                "{}-{}: no records acquired in group {}",
+                key.1, key.2, key.0
+            ))
+        };
+        let slot = self.slot(key, false).ok_or_else(none_acquired)?;
         let (archived, written) = {
-            let mut live = self.live.lock();
-            let live = &mut *live;
-            let Some(partition) = live.partitions.get_mut(key) else {
-                return Err(Error::InvalidRecordState(format!(
-                    "{}-{}: no records acquired in group {}",
-                    key.1, key.2, key.0
-                )));
-            };
+            let mut held = slot.lock();
+            let removed = held.removed;
+            let partition = held
+                .state
+                .as_mut()
+                .filter(|_| !removed)
+                .ok_or_else(none_acquired)?;
             let mut archived = partition.expire_locks(limits, now_ms);
             let start = partition.start_offset();
             let acknowledged = partition.acknowledge(member, batches, limits, now_ms)?;
@@ -377,14 +472,7 @@ impl ShareStates {
                 done.insert(a.offset, Settled::Archived);
             }
             archived.extend(acknowledged);
-            let written = self.settle(
-                &mut live.letters,
-                key,
-                done.into_iter().collect(),
-                &archived,
-                dlq,
-                reasons,
-            )?;
+            let written = self.settle(key, done.into_iter().collect(), &archived, dlq, reasons)?;
             (archived, written)
         };
         self.wait(written)?;
@@ -400,79 +488,82 @@ impl ShareStates {
         dlq: &dyn Fn() -> Option<DeadLetterTarget>,
         now_ms: i64,
     ) -> Result<Vec<Archived>> {
-        let (archived, written) = {
-            let mut live = self.live.lock();
-            let live = &mut *live;
-            let mut all = Vec::new();
-            let mut last = None;
-            for (key, partition) in live.partitions.iter_mut().filter(|(k, _)| k.0 == group) {
-                let archived = partition.release_member(member, limits, now_ms);
-                if let Some(written) = self.archive(&mut live.letters, key, &archived, dlq)? {
-                    last = Some(written);
-                }
-                all.extend(archived);
+        let (mut all, mut last) = (Vec::new(), None);
+        for (key, slot) in self.slots(|k| k.0 == group) {
+            let mut held = slot.lock();
+            let Some(partition) = held.live() else {
+                continue;
+            };
+            let archived = partition.release_member(member, limits, now_ms);
+            if let Some(written) = self.archive(&key, &archived, dlq)? {
+                last = Some(written);
             }
-            (all, last)
-        };
-        self.wait(written)?;
-        Ok(archived)
+            all.extend(archived);
+        }
+        self.wait(last)?;
+        Ok(all)
     }
 
     /// Deletes group `group`'s share state, durably; whether it had any.
     pub(crate) fn delete_group(&self, group: &str) -> Result<bool> {
-        let written = {
-            let mut live = self.live.lock();
-            let before = live.partitions.len();
-            live.partitions.retain(|key, _| key.0 != group);
-            if live.partitions.len() == before {
-                return Ok(false);
-            }
-            self.write(ShareRecord::GroupDeleted {
-                group: group.to_owned(),
-            })?
-        };
-        self.wait(Some(written))?;
-        Ok(true)
+        let (had, written) = self.remove(
+            |k| k.0 == group,
+            |keys| {
+                (!keys.is_empty()).then(|| ShareRecord::GroupDeleted {
+                    group: group.to_owned(),
+                })
+            },
+        )?;
+        self.wait(written)?;
+        Ok(!had.is_empty())
     }
 
     /// Makes `key`'s state begin afresh at `start` (AlterShareGroupOffsets: records in flight
     /// are dropped), or be gone (`None`: DeleteShareGroupOffsets, and a negative offset, as
     /// Kafka takes it), durably.
     pub(crate) fn set_start(&self, keys: &[(ShareKey, Option<i64>)]) -> Result<()> {
-        let written = {
-            let mut live = self.live.lock();
-            let mut last = None;
-            for (key, start) in keys {
-                last = Some(match start {
-                    Some(start) => {
-                        live.partitions
-                            .insert(key.clone(), SharePartition::new(*start));
-                        self.write(ShareRecord::Initialized {
-                            key: key.clone(),
-                            start: *start,
-                        })?
+        let mut last = None;
+        for (key, start) in keys {
+            match start {
+                Some(start) => loop {
+                    let slot = self.slot(key, true).expect("added when missing");
+                    let mut held = slot.lock();
+                    if held.removed {
+                        continue;
                     }
-                    None => {
-                        live.partitions.remove(key);
-                        self.write(ShareRecord::PartitionsDeleted {
-                            keys: vec![key.clone()],
-                        })?
-                    }
-                });
+                    held.state = Some(SharePartition::new(*start));
+                    last = Some(self.write(ShareRecord::Initialized {
+                        key: key.clone(),
+                        start: *start,
+                    })?);
+                    break;
+                },
+                None => {
+                    let (_, written) = self.remove(
+                        |k| k == key,
+                        |_| {
+                            Some(ShareRecord::PartitionsDeleted {
+                                keys: vec![key.clone()],
+                            })
+                        },
+                    )?;
+                    last = written;
+                }
             }
-            last
-        };
-        self.wait(written)
+        }
+        self.wait(last)
     }
 
     /// Every group with share state.
     pub(crate) fn group_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self
-            .live
-            .lock()
-            .partitions
-            .keys()
-            .map(|k| k.0.clone())
+            .slots(|_| true)
+            .into_iter()
+            .filter(|(_, slot)| {
+                let held = slot.lock();
+                held.state.is_some() && !held.removed
+            })
+            .map(|(k, _)| k.0)
             .collect();
         ids.dedup();
         ids
@@ -480,17 +571,18 @@ impl ShareStates {
 
     /// Every share-partition of group `group`.
     pub(crate) fn describe(&self, group: &str) -> Vec<SharePartitionState> {
-        self.live
-            .lock()
-            .partitions
-            .iter()
-            .filter(|(k, _)| k.0 == group)
-            .map(|((_, topic, partition), p)| SharePartitionState {
-                topic: topic.clone(),
-                partition: *partition,
-                start_offset: p.start_offset(),
-                end_offset: p.end_offset(),
-                counts: p.counts(),
+        self.slots(|k| k.0 == group)
+            .into_iter()
+            .filter_map(|((_, topic, partition), slot)| {
+                let held = slot.lock();
+                let p = held.state.as_ref().filter(|_| !held.removed)?;
+                Some(SharePartitionState {
+                    topic,
+                    partition,
+                    start_offset: p.start_offset(),
+                    end_offset: p.end_offset(),
+                    counts: p.counts(),
+                })
             })
             .collect()
     }
@@ -500,7 +592,6 @@ impl ShareStates {
     /// there is nothing.
     fn settle(
         &self,
-        letters: &mut PendingLetters,
         key: &ShareKey,
         offsets: Vec<(i64, Settled)>,
         archived: &[Archived],
@@ -536,6 +627,9 @@ impl ShareStates {
                 })
                 .map(Some);
         };
+        // Assigned and logged under the letters' lock, so letters are logged in sequence
+        // order whichever share-partitions archive at once.
+        let mut letters = self.letters.lock();
         let new = letters.assign(key, archived, dlq, reasons);
         let written = self.write(ShareRecord::SettledWithLetters {
             key: key.clone(),
@@ -549,12 +643,11 @@ impl ShareStates {
     /// Logs the records `archived` (expired at their limit, or given back there) archived.
     fn archive(
         &self,
-        letters: &mut PendingLetters,
         key: &ShareKey,
         archived: &[Archived],
         dlq: &dyn Fn() -> Option<DeadLetterTarget>,
     ) -> Result<Option<Written>> {
-        self.settle(letters, key, Vec::new(), archived, dlq, &BTreeMap::new())
+        self.settle(key, Vec::new(), archived, dlq, &BTreeMap::new())
     }
 
     /// This run's producer id for dead letters, from `allocate` the first time.
@@ -572,7 +665,7 @@ impl ShareStates {
 
     /// Whether letters wait to be written.
     pub(crate) fn has_pending_letters(&self) -> bool {
-        !self.live.lock().letters.is_empty()
+        !self.letters.lock().is_empty()
     }
 
     /// Writes every pending letter with `write` (given letters of one dead-letter partition
@@ -584,7 +677,7 @@ impl ShareStates {
         mut write: impl FnMut(&[(ShareKey, Letter)]) -> usize,
     ) -> Result<()> {
         let _writer = self.writing_letters.lock();
-        let (pending, last_logged) = self.live.lock().letters.all();
+        let (pending, last_logged) = self.letters.lock().all();
         self.wait(last_logged)?;
         let mut done: Vec<LetterId> = Vec::new();
         let mut run_start = 0;
@@ -610,7 +703,7 @@ impl ShareStates {
         let _not_waited = self.write(ShareRecord::LettersWritten {
             letters: done.clone(),
         })?;
-        self.live.lock().letters.written(&done);
+        self.letters.lock().written(&done);
         Ok(())
     }
 
