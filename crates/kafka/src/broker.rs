@@ -210,6 +210,9 @@ impl Broker {
                     charge.cap_fetch(fetch);
                     self.note_isolation(fetch, &header, peer);
                 }
+                if let RequestKind::ShareFetch(fetch) = &mut request {
+                    charge.cap_share_fetch(fetch);
+                }
                 let response = self.apis.handle(&header, request, version, peer);
                 self.answer(served, response, charge)
             }
@@ -349,6 +352,23 @@ impl Broker {
                     let pieces = crate::fetch_response::encode(correlation_id, version, &empty)?;
                     Some(Frame::Pieces(pieces))
                 }
+            }
+            Some(ResponseKind::ShareFetch(mut fetch)) => {
+                // Charged by what it answers, as Kafka charges a ShareFetch's response size
+                // (measured encoded only when a consumer byte rate applies).
+                if charge.fetch_cap().is_some() {
+                    let whole = ResponseKind::ShareFetch(fetch.clone());
+                    let size = encode(key, version, correlation_id, whole)?.len();
+                    wait = charge.share_fetched(size, wait);
+                }
+                fetch.throttle_time_ms = millis(wait);
+                let response = ResponseKind::ShareFetch(fetch);
+                Some(Frame::Whole(encode(
+                    key,
+                    version,
+                    correlation_id,
+                    response,
+                )?))
             }
             Some(mut response) => {
                 if !wait.is_zero() {

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::{ApiKey, FetchRequest, ResponseKind};
+use kafka_protocol::messages::{ApiKey, FetchRequest, ResponseKind, ShareFetchRequest};
 use logd_protocol::quota::QuotaKey;
 
 use super::{ClientQuotas, Limit};
@@ -30,7 +30,9 @@ impl ClientQuotas {
     pub(crate) fn charge(&self, key: ApiKey, principal: &str, client_id: &str) -> Charge<'_> {
         let bytes = match key {
             ApiKey::Produce => self.limit(QuotaKey::ProducerByteRate, principal, client_id),
-            ApiKey::Fetch => self.limit(QuotaKey::ConsumerByteRate, principal, client_id),
+            ApiKey::Fetch | ApiKey::ShareFetch => {
+                self.limit(QuotaKey::ConsumerByteRate, principal, client_id)
+            }
             _ => None,
         };
         let request = self.limit(QuotaKey::RequestPercentage, principal, client_id);
@@ -46,13 +48,42 @@ impl ClientQuotas {
 impl Charge<'_> {
     /// Caps a fetch under a consumer byte rate to what a quiet client may take at once.
     pub(crate) fn cap_fetch(&self, fetch: &mut FetchRequest) {
-        if let Some(limit) = self
+        if let Some(max) = self.fetch_cap() {
+            fetch.max_bytes = fetch.max_bytes.min(max);
+        }
+    }
+
+    /// Caps a ShareFetch so, as Kafka 4.4 caps it (the fetch quota's most in one window).
+    pub(crate) fn cap_share_fetch(&self, fetch: &mut ShareFetchRequest) {
+        if let Some(max) = self.fetch_cap() {
+            fetch.max_bytes = fetch.max_bytes.min(max);
+        }
+    }
+
+    /// What a fetch under a consumer byte rate may take at once; `None` without one.
+    pub(crate) fn fetch_cap(&self) -> Option<i32> {
+        self.bytes
+            .as_ref()
+            .filter(|l| l.key() == QuotaKey::ConsumerByteRate)
+            .map(|limit| limit.burst().clamp(1.0, f64::from(i32::MAX)) as i32)
+    }
+
+    /// Charges a ShareFetch response of `response_bytes` to the consumer byte rate, given the
+    /// wait already owed for the request: the wait now owed. Unlike a fetch, it is never
+    /// answered empty: its records are acquired already (Kafka 4.4 answers a throttled
+    /// ShareFetch empty and un-records it, leaving them locked until their lock expires;
+    /// logd hands them out and mutes the connection for the wait instead).
+    pub(crate) fn share_fetched(&self, response_bytes: usize, owed: Duration) -> Duration {
+        match self
             .bytes
             .as_ref()
             .filter(|l| l.key() == QuotaKey::ConsumerByteRate)
         {
-            let max = limit.burst().clamp(1.0, f64::from(i32::MAX)) as i32;
-            fetch.max_bytes = fetch.max_bytes.min(max);
+            Some(fetch) => {
+                let now = Instant::now();
+                owed.max(self.quotas.record(fetch, response_bytes as f64, now))
+            }
+            None => owed,
         }
     }
 
@@ -164,5 +195,7 @@ pub(crate) fn set_throttle_time(response: &mut ResponseKind, wait: Duration) {
         DeleteAcls,
         DescribeClientQuotas,
         AlterClientQuotas,
+        ShareFetch,
+        ShareAcknowledge,
     );
 }

@@ -194,6 +194,67 @@ fn a_consumer_over_its_quota_gets_records_then_waits() {
     assert!(third.throttle_time_ms > 0 && third.throttle_time_ms <= second.throttle_time_ms);
 }
 
+/// A ShareFetch (v1, no wait) of `t`-0 by member `m` of group `g` at `epoch`.
+fn share_fetch(broker: &Broker, epoch: i32) -> ShareFetchResponse {
+    let (id, _) = broker.log().topic_id_and_partitions("t").unwrap();
+    let mut topic = share_fetch_request::FetchTopic::default();
+    topic.topic_id = uuid::Uuid::from_bytes(id);
+    topic.partitions = vec![share_fetch_request::FetchPartition::default()];
+    let mut request = ShareFetchRequest::default();
+    request.group_id = Some(GroupId(s("g")));
+    request.member_id = Some(s("m"));
+    request.share_session_epoch = epoch;
+    request.max_records = 1_000;
+    request.max_bytes = 50 << 20;
+    request.topics = vec![topic];
+    call(broker, ApiKey::ShareFetch, 1, &request)
+}
+
+#[test]
+fn a_share_consumer_over_its_quota_is_capped_charged_and_told_to_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    for _ in 0..4 {
+        broker
+            .log()
+            .append("t", 0, &mut batch(4_000).to_vec())
+            .unwrap();
+    }
+    let earliest = [("share.auto.offset.reset", Some("earliest"))];
+    broker
+        .log()
+        .alter_group_configs("g", &earliest, false)
+        .unwrap();
+    broker
+        .quotas()
+        .alter(&[(
+            client_id("tester"),
+            vec![(QuotaKey::ConsumerByteRate, Some(5_000.0))],
+        )])
+        .unwrap();
+    let acquired = |r: &ShareFetchResponse| -> Vec<(i64, i64)> {
+        r.responses
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .flat_map(|p| &p.acquired_records)
+            .map(|a| (a.first_offset, a.last_offset))
+            .collect()
+    };
+    // Capped to one second of quota, as Kafka caps a ShareFetch's max bytes: one batch.
+    let first = share_fetch(&broker, 0);
+    assert_eq!(first.error_code, 0);
+    assert_eq!(acquired(&first), [(0, 0)]);
+    assert_eq!(first.throttle_time_ms, 0);
+    // The next comes, charged, with the wait it owes.
+    let second = share_fetch(&broker, 1);
+    assert_eq!(acquired(&second), [(1, 1)]);
+    assert!(
+        (400..=900).contains(&second.throttle_time_ms),
+        "{}",
+        second.throttle_time_ms
+    );
+}
+
 /// One entity's (type, name) parts and its ops (key, value, remove).
 type Alteration<'a> = (Vec<(&'a str, Option<&'a str>)>, Vec<(&'a str, f64, bool)>);
 
