@@ -55,6 +55,7 @@ mod sarama;
 mod security;
 mod share_groups;
 mod share_groups_vs_kafka;
+mod share_lifetime_rounds;
 mod topic_configs;
 mod transactions;
 mod transactions_vs_kafka;
