@@ -27,6 +27,12 @@ pub trait BrokerObserver: Send + Sync + fmt::Debug {
     /// A client connection was accepted.
     fn connection_opened(&self) {}
 
+    /// The share sessions open now are `open` (at most 2,000, Kafka's default bound; a session
+    /// ends at epoch -1 or when its connection closes).
+    fn share_sessions(&self, open: usize) {
+        let _ = open;
+    }
+
     /// A client connection ended.
     fn connection_closed(&self) {}
 

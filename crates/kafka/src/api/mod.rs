@@ -151,7 +151,7 @@ impl Apis {
                 guard: guard.clone(),
                 quotas: quotas.clone(),
             },
-            share: ShareApi::new(log.clone(), guard.clone(), config.node_id),
+            share: ShareApi::new(log.clone(), guard.clone(), config.node_id, observer.clone()),
             consumer_groups: ConsumerGroupApi {
                 log: log.clone(),
                 guard: guard.clone(),

@@ -11,6 +11,7 @@
 //! handed, which a fetch it was allowed made.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -36,6 +37,7 @@ use crate::admin::Guard;
 use crate::auth::Peer;
 use crate::codes;
 use crate::engine_codes::for_engine_error;
+use crate::observer::BrokerObserver;
 
 /// Records per fetch when the request names no maximum.
 const DEFAULT_MAX_RECORDS: usize = 500;
@@ -105,6 +107,8 @@ pub(super) struct ShareApi {
     pub(super) guard: Guard,
     pub(super) node_id: i32,
     sessions: Mutex<HashMap<(String, String), Session>>,
+    /// Told how many sessions are open after each change.
+    observer: Arc<dyn BrokerObserver>,
 }
 
 impl ShareApi {
@@ -115,12 +119,18 @@ impl ShareApi {
         (id, uuid::Uuid::from_bytes(id.map_or([0; 16], |(id, _)| id)))
     }
 
-    pub(super) fn new(log: logd::Log, guard: Guard, node_id: i32) -> ShareApi {
+    pub(super) fn new(
+        log: logd::Log,
+        guard: Guard,
+        node_id: i32,
+        observer: Arc<dyn BrokerObserver>,
+    ) -> ShareApi {
         ShareApi {
             log,
             guard,
             node_id,
             sessions: Mutex::new(HashMap::new()),
+            observer,
         }
     }
 
@@ -404,12 +414,16 @@ impl ShareApi {
                 };
                 let partitions = session.partitions.clone();
                 sessions.insert(key, session);
+                self.observer.share_sessions(sessions.len());
                 Ok(partitions)
             }
-            -1 => sessions
-                .remove(&key)
-                .map(|s| s.partitions)
-                .ok_or(ResponseError::ShareSessionNotFound.code()),
+            -1 => {
+                let ended = sessions.remove(&key);
+                self.observer.share_sessions(sessions.len());
+                ended
+                    .map(|s| s.partitions)
+                    .ok_or(ResponseError::ShareSessionNotFound.code())
+            }
             epoch => {
                 let Some(session) = sessions.get_mut(&key) else {
                     return Err(ResponseError::ShareSessionNotFound.code());
@@ -772,6 +786,9 @@ impl ShareApi {
                 .collect();
             for key in &keys {
                 sessions.remove(key);
+            }
+            if !keys.is_empty() {
+                self.observer.share_sessions(sessions.len());
             }
             keys
         };

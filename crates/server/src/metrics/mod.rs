@@ -56,6 +56,8 @@ pub(crate) struct Metrics {
     request_latency: Family<Labels, Histogram, fn() -> Histogram>,
     fsync_latency: Histogram,
     connections: Gauge,
+    share_sessions: Gauge,
+    share_members: Family<Labels, Gauge>,
     consumer_lag: Family<Labels, Gauge>,
     share_records: Family<Labels, Gauge>,
     share_lag: Family<Labels, Gauge>,
@@ -109,6 +111,8 @@ impl Metrics {
             request_latency: Family::new_with_constructor(latency_histogram),
             fsync_latency: latency_histogram(),
             connections: Gauge::default(),
+            share_sessions: Gauge::default(),
+            share_members: Family::default(),
             consumer_lag: Family::default(),
             share_records: Family::default(),
             share_lag: Family::default(),
@@ -197,6 +201,16 @@ impl Metrics {
             "share_records",
             "Records of a share group's partition between its start and end, by state (available, acquired, acknowledged, archived)",
             m.share_records.clone(),
+        );
+        registry.register(
+            "share_sessions",
+            "Share sessions open now (KIP-932; at most 2,000, each ending at epoch -1 or when its connection closes)",
+            m.share_sessions.clone(),
+        );
+        registry.register(
+            "share_members",
+            "Members of a share group now (each removed after share.session.timeout.ms without a heartbeat)",
+            m.share_members.clone(),
         );
         registry.register(
             "share_lag",
@@ -452,7 +466,12 @@ impl Metrics {
     fn refresh_share_groups(&self, log: &Log) {
         self.share_records.clear();
         self.share_lag.clear();
+        self.share_members.clear();
         for group in log.share_group_ids() {
+            let members = log.share_group_members(&group).map_or(0, |(_, m)| m.len());
+            self.share_members
+                .get_or_create(&vec![("group", group.clone())])
+                .set(members as i64);
             // The engine counts since it opened; the counters catch up to it.
             let counts = log.share_counters(&group);
             let group_labels = |reason: Option<&str>| {
@@ -617,6 +636,10 @@ impl BrokerObserver for Metrics {
 
     fn connection_closed(&self) {
         self.connections.dec();
+    }
+
+    fn share_sessions(&self, open: usize) {
+        self.share_sessions.set(open as i64);
     }
 
     fn connection_refused(&self, reason: &str) {

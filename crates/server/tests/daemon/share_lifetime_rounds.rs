@@ -9,7 +9,8 @@
 //! Throughout: every round's committed records come (delivery never stops, neither behind the
 //! deleted records nor after the kill), no aborted record ever comes, nothing of the deleted
 //! topic comes after it was recreated, and no record comes again after its acceptance was
-//! answered; at the end nothing is held.
+//! answered; at the end no share session is open, the group has no member, and nothing is
+//! held.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -112,8 +113,15 @@ fn a_share_group_keeps_delivering_through_retention_recreation_aborts_crashes_an
             acked.entry(value).or_insert(t);
         }
     }
-    // Nothing held at the end: no member holds a record, on either partition.
+    // What the broker keeps is bounded: every client gone, no share session is open (each
+    // ended with its connection, crashed ones included; the cache holds 2,000 at most), the
+    // group has no member (the last round's dead one went with the restart, the drainer
+    // left; a dead one would stay only until its session timeout), and no record is held,
+    // on either partition.
     let scraped = super::metrics::scrape(daemon.metrics.as_deref().unwrap());
+    assert_eq!(scraped.get("logd_share_sessions").copied(), Some(0.0));
+    let members = scraped.get(r#"logd_share_members{group="lifetime-workers"}"#);
+    assert_eq!(members.copied(), Some(0.0));
     for partition in 0..2 {
         let key = format!(
             r#"logd_share_records{{group="lifetime-workers",topic="lifetime",partition="{partition}",state="acquired"}}"#
