@@ -353,22 +353,26 @@ impl Broker {
                     Some(Frame::Pieces(pieces))
                 }
             }
-            Some(ResponseKind::ShareFetch(mut fetch)) => {
-                // Charged by what it answers, as Kafka charges a ShareFetch's response size
-                // (measured encoded only when a consumer byte rate applies).
-                if charge.fetch_cap().is_some() {
-                    let whole = ResponseKind::ShareFetch(fetch.clone());
-                    let size = encode(key, version, correlation_id, whole)?.len();
-                    wait = charge.share_fetched(size, wait);
-                }
+            Some(ResponseKind::ShareFetch(mut fetch)) if charge.fetch_cap().is_some() => {
+                // Charged by what it answers, as Kafka charges a ShareFetch's response size;
+                // encoded again only when that leaves a wait to tell.
                 fetch.throttle_time_ms = millis(wait);
-                let response = ResponseKind::ShareFetch(fetch);
-                Some(Frame::Whole(encode(
-                    key,
-                    version,
-                    correlation_id,
-                    response,
-                )?))
+                let whole = ResponseKind::ShareFetch(fetch.clone());
+                let encoded = encode(key, version, correlation_id, whole)?;
+                let owed = charge.share_fetched(encoded.len(), wait);
+                if owed == wait {
+                    Some(Frame::Whole(encoded))
+                } else {
+                    wait = owed;
+                    fetch.throttle_time_ms = millis(wait);
+                    let response = ResponseKind::ShareFetch(fetch);
+                    Some(Frame::Whole(encode(
+                        key,
+                        version,
+                        correlation_id,
+                        response,
+                    )?))
+                }
             }
             Some(mut response) => {
                 if !wait.is_zero() {

@@ -62,10 +62,15 @@ impl Charge<'_> {
 
     /// What a fetch under a consumer byte rate may take at once; `None` without one.
     pub(crate) fn fetch_cap(&self) -> Option<i32> {
+        self.consumer_rate()
+            .map(|limit| limit.burst().clamp(1.0, f64::from(i32::MAX)) as i32)
+    }
+
+    /// The consumer byte rate this request is charged against, if any.
+    fn consumer_rate(&self) -> Option<&Limit> {
         self.bytes
             .as_ref()
             .filter(|l| l.key() == QuotaKey::ConsumerByteRate)
-            .map(|limit| limit.burst().clamp(1.0, f64::from(i32::MAX)) as i32)
     }
 
     /// Charges a ShareFetch response of `response_bytes` to the consumer byte rate, given the
@@ -74,11 +79,7 @@ impl Charge<'_> {
     /// ShareFetch empty and un-records it, leaving them locked until their lock expires;
     /// logd hands them out and mutes the connection for the wait instead).
     pub(crate) fn share_fetched(&self, response_bytes: usize, owed: Duration) -> Duration {
-        match self
-            .bytes
-            .as_ref()
-            .filter(|l| l.key() == QuotaKey::ConsumerByteRate)
-        {
+        match self.consumer_rate() {
             Some(fetch) => {
                 let now = Instant::now();
                 owed.max(self.quotas.record(fetch, response_bytes as f64, now))
@@ -114,11 +115,7 @@ impl Charge<'_> {
     /// request: the wait now owed, and whether the fetch must be answered empty instead
     /// (uncharged) because its client already owed a wait.
     pub(crate) fn fetched(&self, response_bytes: usize, owed: Duration) -> (Duration, bool) {
-        let Some(fetch) = self
-            .bytes
-            .as_ref()
-            .filter(|l| l.key() == QuotaKey::ConsumerByteRate)
-        else {
+        let Some(fetch) = self.consumer_rate() else {
             return (owed, !owed.is_zero());
         };
         let now = Instant::now();

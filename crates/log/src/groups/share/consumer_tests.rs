@@ -41,7 +41,7 @@ fn setup(dir: &Path, clock: Arc<ManualClock>, records: usize) -> Log {
     log
 }
 
-fn member(log: &Log, mode: AcknowledgementMode) -> ShareConsumer {
+pub(super) fn member(log: &Log, mode: AcknowledgementMode) -> ShareConsumer {
     let mut consumer = ShareConsumer::new(
         log,
         ShareConsumerConfig {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use logd_storage::batch::{BatchBuilder, Compression};
 use logd_storage::{SimFs, Storage};
 
+use super::consumer_tests::member as member_acknowledging;
 use super::store::{ShareStates, Window};
 use super::*;
 use crate::{
@@ -65,20 +66,6 @@ fn produce(log: &Log, count: usize) {
 
 fn member(log: &Log) -> ShareConsumer {
     member_acknowledging(log, AcknowledgementMode::Implicit)
-}
-
-fn member_acknowledging(log: &Log, mode: AcknowledgementMode) -> ShareConsumer {
-    let mut consumer = ShareConsumer::new(
-        log,
-        ShareConsumerConfig {
-            group_id: "workers".into(),
-            max_poll_records: 7,
-            acknowledgement_mode: mode,
-            ..ShareConsumerConfig::default()
-        },
-    );
-    consumer.subscribe(vec!["jobs".into()]).unwrap();
-    consumer
 }
 
 /// Polls (accepting implicitly) until two polls in a row bring nothing: offset to delivery

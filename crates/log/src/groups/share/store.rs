@@ -2,8 +2,9 @@
 //! (`persist.rs`). Each share-partition has its own lock: a change is decided under it, logged
 //! there (so the log has each share-partition's changes in their order) and waited for outside
 //! it: acquired records are durable before they are handed out, and an acknowledgement before
-//! it is answered. Fetches and acknowledgements of different share-partitions never wait for
-//! each other, and no lock is held across a log read or an fsync. Records archived unaccepted
+//! it is answered. Fetches and acknowledgements of different share-partitions do not wait on
+//! one lock, and no lock is held across a fetch's log read or an fsync (only a share-partition's
+//! first start, from `share.auto.offset.reset`, looks in the log's index under its lock). Records archived unaccepted
 //! in a group with a dead-letter topic are logged with their letters (`letters.rs`), whose
 //! lock is taken after a share-partition's, never before.
 
