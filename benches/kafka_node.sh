@@ -1,6 +1,7 @@
 # Sourced by the benchmarks that run Apache Kafka beside logd: the properties of a single-node
 # KRaft Kafka (broker and controller in one process, every internal topic with one replica,
-# no initial rebalance delay), so each benchmark starts the same reference broker.
+# the share groups' state topic too, no initial rebalance delay), so each benchmark starts
+# the same reference broker.
 # Usage: kafka_node_properties FILE ADDR CONTROLLER_PORT DATA_DIR [EXTRA_LINE...]
 kafka_node_properties() {
   local file=$1 addr=$2 cport=$3 data=$4
@@ -18,6 +19,8 @@ offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
 PROPS
   local line
   for line in "$@"; do

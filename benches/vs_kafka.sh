@@ -10,23 +10,31 @@
 # client's defaults), peak resident and peak anonymous memory, and start-up time (spawn to a
 # metadata answer); per mode, produce latency p50/p99/p99.9 from kafka-producer-perf-test at
 # half the slower side's median maximum; and the time to serve again after kill -9 with 1 GiB
-# stored. Topics are created with kafka-topics on both sides, outside the timings.
-# Needs kcat, java and the jars (one `cargo test --workspace` resolves them into target/).
-# Usage: benches/vs_kafka.sh [N] [ROUNDS]   (defaults 1000000 and 3; about 10 minutes);
-# figures and their reading in docs/benchmarks.md.
+# stored. Topics are created with kafka-topics on both sides, outside the timings. Then share
+# groups with no handler (benches/share_vs_kafka.py, N/2 records, logd `--fsync interval`
+# against Kafka's defaults): one partition drained by 4 share-consumer processes and 8
+# partitions by 8, acknowledged records/s and the broker's CPU per acknowledged record.
+# Needs kcat, java and the jars, and the Python clients (one `cargo test --workspace`
+# resolves them into target/).
+# Usage: benches/vs_kafka.sh [N] [ROUNDS] [SECTIONS]   (defaults 1000000, 3 and "produce
+# latency recovery share"; about 15 minutes); figures and their reading in docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source benches/kafka_node.sh
 N=${1:-1000000}
 ROUNDS=${2:-3}
+SECTIONS=${3:-produce latency recovery share}
+section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 cargo build --quiet --release --bin logd -p logd-server
 LOGD=target/release/logd
 KAFKA_LIB=target/test-clients/kafka/lib
 CLIENT_LIB=target/test-clients/java/lib
+PYTHON=target/test-clients/python/bin/python3
 command -v kcat > /dev/null || { echo "needs kcat on PATH (apt-get install kcat)" >&2; exit 1; }
 for lib in "$KAFKA_LIB" "$CLIENT_LIB"; do
   [ -d "$lib" ] || { echo "no $lib: run cargo test --workspace once to resolve the jars" >&2; exit 1; }
 done
+[ -x "$PYTHON" ] || { echo "no $PYTHON: run cargo test --workspace once to provision it" >&2; exit 1; }
 work=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -116,6 +124,7 @@ perf_max() {
     | tail -1 | python3 -c "print(f'{float(input().split(\",\")[-1]) / 1e6:.2f}')"
 }
 
+if section produce; then
 echo "side mode round kcat_produce_Mrec_s kcat_consume_Mrec_s cpu_s_per_Mrec \
 perf_produce_Mrec_s perf_consume_Mrec_s peak_rss_MiB peak_anon_MiB startup_s"
 for mode in always interval; do
@@ -142,7 +151,9 @@ $(cat "$work/anon") $up"
   done
 done > "$work/rounds"
 cat "$work/rounds"
+fi
 
+if section latency && [ -s "$work/rounds" ]; then
 # Latency at half the slower side's median kafka-producer-perf-test maximum, per mode, with the
 # client settings of that maximum (the Java producer's defaults: linger.ms=5, batches of 16 KiB):
 # 10 s of records after a 1 s warm-up that the figures leave out.
@@ -166,7 +177,9 @@ print(int(min(statistics.median(v) for v in rates.values()) * 1e6 / 2))")
     stop
   done
 done
+fi
 
+if section recovery; then
 # Time to serve again after kill -9 with 1 GiB stored (interval mode for both: the data is
 # what either keeps in its page cache or on disk).
 echo
@@ -185,3 +198,22 @@ for side in logd kafka; do
   echo "$side $(python3 -c "print(f'{$(now) - $t0:.2f}')")"
   stop
 done
+fi
+
+if section share; then
+# Share groups with no handler: records/s acknowledged and broker CPU per acknowledged record.
+echo
+echo "side layout round acked_rec_s cpu_us_per_acked twice   (share groups, $((N / 2)) records of 100 B, partitions x consumers, no handler)"
+for layout in 1x4 8x8; do
+  for round in $(seq 1 "$ROUNDS"); do
+    for side in logd kafka; do
+      start "$side" interval
+      out=$("$PYTHON" benches/share_vs_kafka.py "$addr" "$pid" $((N / 2)) "${layout%x*}" \
+        "${layout#*x}" "$layout-$round" 2> "$work/share.err") \
+        || { echo "$side $layout: $(tail -3 "$work/share.err")" >&2; exit 1; }
+      echo "$side $layout $round $out"
+      stop
+    done
+  done
+done
+fi

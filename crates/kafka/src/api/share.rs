@@ -3,9 +3,10 @@
 //! lock renewal, KIP-1206 and KIP-1222) and ShareAcknowledge, over the engine's share groups
 //! (`logd::groups::share`), which own every rule. A share session is (group, member): epoch 0 opens it
 //! with the partitions named, each later request must carry the next epoch and adds
-//! partitions or forgets them, -1 closes it (acknowledging, fetching nothing). Both acquire
-//! modes hold to `max_records` exactly (Kafka's batch-optimized mode may pass it to end on a
-//! batch boundary; clients take fewer records either way). READ on the group (GROUP_AUTHORIZATION_FAILED) for all
+//! partitions or forgets them, -1 closes it (acknowledging, fetching nothing). The acquire
+//! modes are Kafka 4.4's: batch-optimized (v1's only one, v2's default) takes new records to
+//! the end of the batch `max_records` ends in, record-limit never more than `max_records`;
+//! the answer holds only the batches with acquired records, as Kafka slices it. READ on the group (GROUP_AUTHORIZATION_FAILED) for all
 //! three; a fetch also needs READ on each topic it reads (TOPIC_AUTHORIZATION_FAILED, per
 //! partition). An acknowledgement checks no topic: it applies only to records the member was
 //! handed, which a fetch it was allowed made.
@@ -14,7 +15,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::share_fetch_response::{
     AcquiredRecords, PartitionData, ShareFetchableTopicResponse,
@@ -28,7 +28,7 @@ use kafka_protocol::messages::{
     share_group_describe_response,
 };
 use kafka_protocol::protocol::StrBytes;
-use logd::groups::share::AcknowledgeType;
+use logd::groups::share::{AcknowledgeType, AcquireMode};
 use logd_protocol::share_versions;
 use parking_lot::Mutex;
 
@@ -600,7 +600,8 @@ impl ShareApi {
                 Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
             loop {
                 let seen = self.log.append_count();
-                let got = self.fetch_once(group, member, &partitions, max_records, max_bytes, peer);
+                let limit = (max_records, max_bytes);
+                let got = self.fetch_once(group, member, &partitions, limit, mode, peer);
                 let any = got
                     .iter()
                     .any(|(_, d)| !d.acquired_records.is_empty() || d.error_code != 0);
@@ -644,10 +645,14 @@ impl ShareApi {
         group: &str,
         member: &str,
         partitions: &[([u8; 16], i32)],
-        max_records: usize,
-        max_bytes: usize,
+        (max_records, max_bytes): (usize, usize),
+        mode: i8,
         peer: &Peer,
     ) -> Vec<(([u8; 16], i32), PartitionData)> {
+        let mode = match mode {
+            share_versions::RECORD_LIMIT => AcquireMode::RecordLimit,
+            _ => AcquireMode::BatchOptimized,
+        };
         let mut out = Vec::new();
         let mut records_left = max_records;
         let mut bytes_left = max_bytes;
@@ -675,8 +680,8 @@ impl ShareApi {
                 member,
                 &topic,
                 partition as u32,
-                records_left,
-                bytes_left,
+                (records_left, bytes_left),
+                mode,
             ) {
                 Ok((acquired, _, bytes)) if !acquired.is_empty() => {
                     records_left -= acquired
@@ -685,7 +690,7 @@ impl ShareApi {
                         .sum::<usize>()
                         .min(records_left);
                     bytes_left = bytes_left.saturating_sub(bytes.len());
-                    d.records = Some(Bytes::from(BytesMut::from(&bytes[..])));
+                    d.records = Some(bytes);
                     d.acquired_records = acquired
                         .into_iter()
                         .map(|r| {

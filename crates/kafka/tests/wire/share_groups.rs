@@ -370,13 +370,15 @@ fn each_fetch_of_a_session_starts_at_the_next_partition_so_none_starves() {
         ..TopicConfig::default()
     };
     log.create_topic("backlog", three).unwrap();
+    // Batches of one record, so a fetch's limit of 10 takes 10 (batch-optimized fetches
+    // take whole batches).
     for partition in 0..3 {
-        let mut batch = BatchBuilder::new(Compression::None);
         for i in 0..100 {
+            let mut batch = BatchBuilder::new(Compression::None);
             batch.push(i, None, Some(b"work"), &[]);
+            log.append("backlog", partition, &mut batch.build(0).unwrap())
+                .unwrap();
         }
-        log.append("backlog", partition, &mut batch.build(0).unwrap())
-            .unwrap();
     }
     let earliest = [("share.auto.offset.reset", Some("earliest"))];
     log.alter_group_configs("workers", &earliest, false)

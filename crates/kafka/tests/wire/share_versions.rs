@@ -520,3 +520,58 @@ fn describe_share_partitions_needs_describe_on_the_group() {
     );
     assert!(refused.partitions.is_empty());
 }
+
+/// The base offsets of the batches a ShareFetch answered with.
+fn batch_bases(r: &ShareFetchResponse) -> Vec<i64> {
+    let p = &r.responses[0].partitions[0];
+    let records = p.records.clone().unwrap_or_default();
+    logd_storage::batch::BatchIter::new(&records, 0)
+        .map(|item| item.unwrap().1.header.base_offset)
+        .collect()
+}
+
+#[test]
+fn batch_optimized_fetches_take_whole_batches_and_answer_only_theirs() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = setup(dir.path());
+    let (b, log, topic) = (&set.broker, &set.log, set.topic);
+    // Behind the five records of the setup (offsets 0-4), three batches of ten: 5-14, 15-24
+    // and 25-34.
+    for batch in 0..3 {
+        let mut builder = BatchBuilder::new(Compression::None);
+        for i in 0..10 {
+            builder.push(i, None, Some(format!("b{batch}-{i}").as_bytes()), &[]);
+        }
+        log.append("jobs", 0, &mut builder.build(0).unwrap())
+            .unwrap();
+    }
+    for member in ["a", "b", "c", "d"] {
+        join(b, member);
+    }
+    let f = |member, max_records, mode| Fetch {
+        member,
+        epoch: 0,
+        max_records,
+        mode,
+        renew: false,
+        acks: vec![],
+    };
+    // Batch-optimized (Kafka's default): three records asked, the first batch's five taken.
+    let first = fetch(b, topic, f("a", 3, BATCH_OPTIMIZED));
+    assert_eq!(acquired(&first).0, vec![(0, 4, 1)]);
+    assert_eq!(batch_bases(&first), [0]);
+    // Seven asked from offset 5: the batch holding the seventh (5-14) ends the take.
+    let second = fetch(b, topic, f("b", 7, BATCH_OPTIMIZED));
+    assert_eq!(acquired(&second).0, vec![(5, 14, 1)]);
+    // Only the batch of the records acquired is sent, not the rest of what was read.
+    assert_eq!(batch_bases(&second), [5]);
+    // Record-limit: never more than asked, and the answer is still the one batch holding them.
+    let third = fetch(b, topic, f("c", 3, RECORD_LIMIT));
+    assert_eq!(acquired(&third).0, vec![(15, 17, 1)]);
+    assert_eq!(batch_bases(&third), [15]);
+    // Taking the rest of that batch and into the next: both batches, the limit ending on the
+    // next one's end.
+    let fourth = fetch(b, topic, f("d", 8, BATCH_OPTIMIZED));
+    assert_eq!(acquired(&fourth).0, vec![(18, 34, 1)]);
+    assert_eq!(batch_bases(&fourth), [15, 25]);
+}

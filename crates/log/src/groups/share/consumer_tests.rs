@@ -300,6 +300,7 @@ pub(super) fn window(from: i64, end: i64) -> Window<()> {
         from,
         end,
         skipped: Vec::new(),
+        batch_ends: Vec::new(),
         read: (),
     }
 }

@@ -12,7 +12,9 @@ use crate::groups::protocol::GroupProtocol;
 use std::collections::BTreeMap;
 
 use super::group::{ShareHeartbeat, ShareMemberDescription};
-use super::partition::{AcknowledgeType, AcquiredRecords, Archived, BackoffJitter, ShareLimits};
+use super::partition::{
+    AcknowledgeType, AcquireMode, AcquiredRecords, Archived, BackoffJitter, ShareLimits,
+};
 use super::persist::RejectReason;
 use super::store::{ShareCounters, SharePartitionState, Window};
 use crate::isolation::IsolationLevel;
@@ -29,20 +31,23 @@ fn isolation(configs: &GroupConfigs, group: &str) -> IsolationLevel {
 }
 
 /// Reads at most `max_bytes` of `log` from `from` and makes the acquisition window of what
-/// was read below `end`; for read_committed, the aborted transactions' batches and the
-/// control batches there are the offsets skipped. A read that lost a race with retention
-/// (the log start passed `from`) takes nothing: the next one starts at the new log start.
+/// was read below `end`, keeping only the batches that start below `end` and below `walk_to`
+/// (past which nothing can be acquired: the in-flight bound), with where each ends; for
+/// read_committed, the aborted transactions' batches and the control batches there are the
+/// offsets skipped. A read that lost a race with retention (the log start passed `from`)
+/// takes nothing: the next one starts at the new log start.
 fn read_window(
     log: &logd_storage::PartitionLog,
-    from: i64,
-    end: i64,
+    (from, end): (i64, i64),
     max_bytes: usize,
     committed: bool,
+    walk_to: i64,
 ) -> Result<Window<bytes::Bytes>> {
     let empty = |from| Window {
         from,
         end: from,
         skipped: Vec::new(),
+        batch_ends: Vec::new(),
         read: bytes::Bytes::new(),
     };
     if from >= end || max_bytes == 0 {
@@ -53,7 +58,18 @@ fn read_window(
         Err(logd_storage::Error::OffsetOutOfRange { .. }) => return Ok(empty(from)),
         Err(e) => return Err(e.into()),
     };
-    let covered = logd_storage::batch::offset_after(&bytes).map_or(from, |o| o.min(end));
+    let (mut covered, mut len, mut batch_ends) = (from, 0, Vec::new());
+    for item in logd_storage::batch::BatchIter::new(&bytes, 0) {
+        let Ok((position, batch)) = item else { break };
+        if batch.header.base_offset >= end.min(walk_to) && !batch_ends.is_empty() {
+            break;
+        }
+        batch_ends.push(batch.header.last_offset());
+        covered = batch.header.next_offset();
+        len = position + batch.bytes.len();
+    }
+    let bytes = bytes.slice(..len);
+    let covered = covered.min(end);
     let skipped = if committed {
         skipped_batches(log, &bytes, from, covered)?
     } else {
@@ -63,8 +79,31 @@ fn read_window(
         from,
         end: covered,
         skipped,
+        batch_ends,
         read: bytes,
     })
+}
+
+/// The batches of `bytes` holding the records of `acquired` (in offset order): what a share
+/// fetch answers, as Kafka's `ShareFetchUtils.maybeSliceFetchRecords` slices its read, so no
+/// member is sent a batch it acquired nothing of.
+fn batches_holding(bytes: &bytes::Bytes, acquired: &[AcquiredRecords]) -> bytes::Bytes {
+    let (Some(first), Some(last)) = (acquired.first(), acquired.last()) else {
+        return bytes::Bytes::new();
+    };
+    let (first, last) = (first.first_offset, last.last_offset);
+    let (mut start, mut end) = (None, 0);
+    for item in logd_storage::batch::BatchIter::new(bytes, 0) {
+        let Ok((position, batch)) = item else { break };
+        if batch.header.base_offset > last {
+            break;
+        }
+        if batch.header.last_offset() >= first {
+            start.get_or_insert(position);
+            end = position + batch.bytes.len();
+        }
+    }
+    start.map_or_else(bytes::Bytes::new, |start| bytes.slice(start..end))
 }
 
 /// The offset ranges of `bytes` (read from `log` at `from`) below `end` a read_committed
@@ -147,15 +186,19 @@ impl Log {
                         from,
                         end,
                         skipped: Vec::new(),
+                        batch_ends: Vec::new(),
                         read: (),
                     }),
                     // What is aborted is known from the batches: read them as a fetch would.
                     IsolationLevel::ReadCommitted => {
-                        let window = read_window(&log, from, end, COMMITTED_READ_BYTES, true)?;
+                        let window =
+                            read_window(&log, (from, end), COMMITTED_READ_BYTES, true, i64::MAX)?;
+                        // The embedded limit is strict: no batch ends.
                         Ok(Window {
                             from: window.from,
                             end: window.end,
                             skipped: window.skipped,
+                            batch_ends: Vec::new(),
                             read: (),
                         })
                     }
@@ -168,24 +211,29 @@ impl Log {
     /// As [`Log::share_acquire`], for a fetch that answers with the log's bytes: reads at most
     /// `max_bytes` of `topic`-`partition` from where the share-partition's next record to
     /// hand out is, and acquires only records those bytes hold (so none is locked that the
-    /// answer lacks). Returns the records acquired, those archived, and the bytes. A group
-    /// with `share.isolation.level=read_committed` reads to the last stable offset, and the
-    /// records of aborted transactions and the control batches there are archived, never
-    /// acquired, as Kafka 4.4's `SharePartition` does. The read holds no lock: fetches of
-    /// other share-partitions, and acknowledgements, go on meanwhile.
+    /// answer lacks). Under [`AcquireMode::BatchOptimized`], `max_records` is a soft limit
+    /// as in Kafka 4.4: new records are acquired to the end of the batch the limit ends in,
+    /// so one batch goes whole to one member instead of to each with a slice. Returns the
+    /// records acquired, those archived, and the batches holding the acquired records. A
+    /// group with `share.isolation.level=read_committed` reads to the last stable offset,
+    /// and the records of aborted transactions and the control batches there are archived,
+    /// never acquired, as Kafka 4.4's `SharePartition` does. The read holds no lock: fetches
+    /// of other share-partitions, and acknowledgements, go on meanwhile.
     pub fn share_fetch(
         &self,
         group: &str,
         member: &str,
         topic: &str,
         partition: u32,
-        max_records: usize,
-        max_bytes: usize,
+        (max_records, max_bytes): (usize, usize),
+        mode: AcquireMode,
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, bytes::Bytes)> {
         let log = self.partition(topic, partition)?;
         let now = self.clock().now_ms();
-        let isolation = isolation(&self.shared.group_configs, group);
-        self.share_acquire_in(
+        let configs = &self.shared.group_configs;
+        let isolation = isolation(configs, group);
+        let locks = i64::from(limits(configs, group).max_record_locks);
+        let (acquired, archived, read) = self.share_acquire_in(
             (group, member),
             (topic, partition),
             &log,
@@ -194,9 +242,21 @@ impl Log {
             |from| {
                 let end = isolation.end(&log);
                 let committed = isolation == IsolationLevel::ReadCommitted;
-                read_window(&log, from, end, max_bytes, committed)
+                let mut window = read_window(
+                    &log,
+                    (from, end),
+                    max_bytes,
+                    committed,
+                    from.saturating_add(locks),
+                )?;
+                if mode == AcquireMode::RecordLimit {
+                    window.batch_ends.clear();
+                }
+                Ok(window)
             },
-        )
+        )?;
+        let answer = batches_holding(&read, &acquired);
+        Ok((acquired, archived, answer))
     }
 
     /// The acquisition both calls share, on `log` (`topic`-`partition`, looked up once):

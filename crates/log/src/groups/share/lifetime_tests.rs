@@ -287,7 +287,14 @@ fn a_read_committed_share_fetch_acquires_no_aborted_offset_and_a_read_uncommitte
     };
     // read_uncommitted, as today: everything up to the high watermark, markers included.
     let (all, _, _) = log
-        .share_fetch("workers", "m", "jobs", 0, 100, 1 << 20)
+        .share_fetch(
+            "workers",
+            "m",
+            "jobs",
+            0,
+            (100, 1 << 20),
+            AcquireMode::RecordLimit,
+        )
         .unwrap();
     assert_eq!(offsets(&all), (0..22).collect::<Vec<_>>());
     // Another group, read_committed: only the committed records, below the open transaction.
@@ -301,7 +308,14 @@ fn a_read_committed_share_fetch_acquires_no_aborted_offset_and_a_read_uncommitte
     )
     .unwrap();
     let (committed, _, bytes) = log
-        .share_fetch("readers", "m", "jobs", 0, 100, 1 << 20)
+        .share_fetch(
+            "readers",
+            "m",
+            "jobs",
+            0,
+            (100, 1 << 20),
+            AcquireMode::RecordLimit,
+        )
         .unwrap();
     assert_eq!(offsets(&committed), [11, 12, 13, 14, 15, 17, 18]);
     assert!(!bytes.is_empty());
@@ -374,6 +388,7 @@ fn moving_workload(fs: &SimFs) -> (bool, bool) {
         from: 4,
         end: 14,
         skipped: vec![(6, 7)],
+        batch_ends: Vec::new(),
         read: (),
     };
     let Ok((acquired, _, ())) = acquire(4, skipping) else {

@@ -24,8 +24,8 @@ pub(crate) use group::ShareGroups;
 pub use group::{ShareHeartbeat, ShareMemberDescription};
 pub use keeper::ShareKeeper;
 pub use partition::{
-    AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, BackoffJitter, RecordState,
-    ShareLimits, SharePartition,
+    AcknowledgeType, AcquireMode, AcquiredRecords, ArchiveReason, Archived, BackoffJitter,
+    RecordState, ShareLimits, SharePartition,
 };
 pub use persist::RejectReason;
 pub(crate) use store::ShareStates;
@@ -37,6 +37,8 @@ mod consumer_tests;
 mod dead_letter_tests;
 #[cfg(test)]
 mod lifetime_tests;
+#[cfg(test)]
+mod persist_tests;
 #[cfg(test)]
 mod store_tests;
 #[cfg(test)]

@@ -19,6 +19,7 @@
 //! without holding back the records after it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
@@ -165,8 +166,8 @@ impl BackoffJitter {
 struct InFlight {
     state: RecordState,
     delivery_count: u16,
-    /// The member holding it, while acquired.
-    member: Option<String>,
+    /// The member holding it, while acquired (shared by the records of one acquisition).
+    member: Option<Arc<str>>,
     /// When an acquired record's lock expires; when an available one may be acquired.
     until_ms: i64,
 }
@@ -180,6 +181,28 @@ pub struct AcquiredRecords {
     pub last_offset: i64,
     /// Deliveries so far, this one included.
     pub delivery_count: u16,
+}
+
+/// How a share fetch's record limit is kept (KIP-1206's acquire modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AcquireMode {
+    /// A soft limit: new records are taken to the end of the batch it ends in (Kafka's
+    /// default, and ShareFetch v1's only mode).
+    #[default]
+    BatchOptimized,
+    /// A hard limit: never more records than asked.
+    RecordLimit,
+}
+
+/// Where an acquisition may take records: available ones from `from`, new ones below `end`,
+/// never the offsets in `skipped` (sorted, disjoint, inclusive ranges), and where the log's
+/// batches end (their last offsets, sorted) when the limit is Kafka's batch-optimized one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds<'a> {
+    pub from: i64,
+    pub end: i64,
+    pub skipped: &'a [(i64, i64)],
+    pub batch_ends: &'a [i64],
 }
 
 /// Why a record was archived without being accepted.
@@ -203,14 +226,29 @@ pub struct Archived {
 }
 
 /// One share-partition's state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SharePartition {
     start_offset: i64,
     /// The offset after the last ever acquired (`start_offset` when nothing is in flight).
     end_offset: i64,
     /// Every offset in `start_offset..end_offset`.
     records: BTreeMap<i64, InFlight>,
+    /// No acquired record's lock expires before this (`i64::MAX` when none is held): lets
+    /// each fetch and acknowledgement skip the walk over every record in flight for expired
+    /// locks. A bound, not the minimum: locks released or renewed since leave it low, and the
+    /// next walk sets it again.
+    locks_from_ms: i64,
 }
+
+/// Two share-partitions are equal when their records are: the lock bound is a cache.
+impl PartialEq for SharePartition {
+    fn eq(&self, other: &SharePartition) -> bool {
+        (self.start_offset, self.end_offset, &self.records)
+            == (other.start_offset, other.end_offset, &other.records)
+    }
+}
+
+impl Eq for SharePartition {}
 
 impl SharePartition {
     /// A share-partition that starts at `start_offset` (from `share.auto.offset.reset`).
@@ -219,6 +257,7 @@ impl SharePartition {
             start_offset,
             end_offset: start_offset,
             records: BTreeMap::new(),
+            locks_from_ms: i64::MAX,
         }
     }
 
@@ -243,6 +282,8 @@ impl SharePartition {
                     (offset, record)
                 })
                 .collect(),
+            // Walked at the first expiry check, which sets it.
+            locks_from_ms: i64::MIN,
         };
         restored.advance_start();
         restored
@@ -288,7 +329,13 @@ impl SharePartition {
         limits: &ShareLimits,
         now_ms: i64,
     ) -> Vec<AcquiredRecords> {
-        self.acquire_between(member, i64::MIN, log_end, max_records, &[], limits, now_ms)
+        let bounds = Bounds {
+            from: i64::MIN,
+            end: log_end,
+            skipped: &[],
+            batch_ends: &[],
+        };
+        self.acquire_between(member, &bounds, max_records, limits, now_ms)
             .0
     }
 
@@ -301,36 +348,40 @@ impl SharePartition {
             .map_or(self.end_offset, |(&offset, _)| offset)
     }
 
-    /// As [`SharePartition::acquire`], taking available records from `from` on only: those a
-    /// fetch read from there holds.
+    /// As [`SharePartition::acquire`], within `bounds`: available records from `bounds.from`
+    /// on only (those a fetch read from there holds), new ones below `bounds.end`.
     ///
-    /// Offsets in `skipped` (sorted, disjoint, inclusive ranges: a read_committed group's
-    /// aborted transactions and control batches) are never handed out: each one the call
-    /// would take is archived instead, uncounted against `max_records`, and returned in the
-    /// second list for the caller to log.
-    #[allow(clippy::too_many_arguments)]
+    /// Offsets in `bounds.skipped` (a read_committed group's aborted transactions and control
+    /// batches) are never handed out: each one the call would take is archived instead,
+    /// uncounted against `max_records`, and returned in the second list for the caller to log.
+    ///
+    /// With `bounds.batch_ends`, `max_records` is the soft limit of Kafka 4.4's
+    /// batch-optimized acquisition (ShareFetch v1's only mode): new records are taken to the
+    /// end of the batch holding the last one the limit allows, so a batch is handed out whole
+    /// to one member rather than sent again with each slice of it.
     pub(crate) fn acquire_between(
         &mut self,
         member: &str,
-        from: i64,
-        log_end: i64,
+        bounds: &Bounds<'_>,
         max_records: usize,
-        skipped: &[(i64, i64)],
         limits: &ShareLimits,
         now_ms: i64,
     ) -> (Vec<AcquiredRecords>, Vec<i64>) {
+        let (from, log_end) = (bounds.from, bounds.end);
+        let skipped = bounds.skipped;
         let is_skipped = |offset: i64| {
             let after = skipped.partition_point(|&(_, last)| last < offset);
             skipped
                 .get(after)
                 .is_some_and(|&(first, _)| first <= offset)
         };
+        let holder: Arc<str> = Arc::from(member);
         let mut dropped = Vec::new();
         let mut acquired: Vec<AcquiredRecords> = Vec::new();
         let take = |offset: i64, record: &mut InFlight, acquired: &mut Vec<AcquiredRecords>| {
             record.state = RecordState::Acquired;
             record.delivery_count = record.delivery_count.saturating_add(1);
-            record.member = Some(member.to_owned());
+            record.member = Some(holder.clone());
             record.until_ms = now_ms.saturating_add(limits.lock_duration_ms);
             match acquired.last_mut() {
                 Some(last)
@@ -364,7 +415,12 @@ impl SharePartition {
         let window_end = self
             .start_offset
             .saturating_add(i64::from(limits.max_record_locks));
-        while count < max_records && self.end_offset < log_end.min(window_end) {
+        // Past the limit, new records up to here: the end of the limit's last batch.
+        let mut batch_end = None;
+        while self.end_offset < log_end.min(window_end) {
+            if count >= max_records && batch_end.is_none_or(|end| self.end_offset > end) {
+                break;
+            }
             let offset = self.end_offset;
             let mut record = InFlight {
                 state: RecordState::Available,
@@ -378,9 +434,17 @@ impl SharePartition {
             } else {
                 take(offset, &mut record, &mut acquired);
                 count += 1;
+                if count == max_records && batch_end.is_none() {
+                    let ends = bounds.batch_ends;
+                    batch_end = ends.get(ends.partition_point(|&end| end < offset)).copied();
+                }
             }
             self.records.insert(offset, record);
             self.end_offset += 1;
+        }
+        if !acquired.is_empty() {
+            let until = now_ms.saturating_add(limits.lock_duration_ms);
+            self.locks_from_ms = self.locks_from_ms.min(until);
         }
         if !dropped.is_empty() {
             dropped.sort_unstable();
@@ -402,7 +466,9 @@ impl SharePartition {
         limits: &ShareLimits,
         now_ms: i64,
     ) -> Result<Vec<Archived>> {
-        let mut changes: BTreeMap<i64, AcknowledgeType> = BTreeMap::new();
+        // Each batch's offsets from the start on (below it, already done), checked whole
+        // before any is applied.
+        let mut spans: Vec<(i64, i64, &[AcknowledgeType], i64)> = Vec::new();
         for (first, last, types) in batches {
             let (first, last) = (*first, *last);
             let length = last.checked_sub(first).and_then(|n| n.checked_add(1));
@@ -422,18 +488,21 @@ impl SharePartition {
                     "batch {first}-{last}: the last offset is past the acquired records"
                 )));
             }
-            for offset in first.max(self.start_offset)..=last {
-                let index = if types.len() == 1 {
+            let from = first.max(self.start_offset);
+            if from > last {
+                continue;
+            }
+            for (&offset, record) in self.records.range(from..=last) {
+                let kind = types[if types.len() == 1 {
                     0
                 } else {
                     (offset - first) as usize
-                };
-                if types[index] == AcknowledgeType::Renew && !limits.renew_enabled {
+                }];
+                if kind == AcknowledgeType::Renew && !limits.renew_enabled {
                     return Err(Error::InvalidRecordState(
                         "Renewing acquisition locks is not enabled for the group.".into(),
                     ));
                 }
-                let record = &self.records[&offset];
                 if record.state != RecordState::Acquired {
                     return Err(Error::InvalidRecordState(format!(
                         "offset {offset} is not acquired"
@@ -444,34 +513,43 @@ impl SharePartition {
                         "member {member} is not the owner of offset {offset}"
                     )));
                 }
-                // A second acknowledgement of an offset in one request finds it no longer
-                // acquired, as Kafka applies batches in turn.
-                if changes.insert(offset, types[index]).is_some() {
-                    return Err(Error::InvalidRecordState(format!(
-                        "offset {offset} is acknowledged twice"
-                    )));
-                }
             }
+            spans.push((from, last, types, first));
+        }
+        // A second acknowledgement of an offset in one request finds it no longer acquired,
+        // as Kafka applies batches in turn.
+        spans.sort_unstable_by_key(|span| span.0);
+        if let Some(pair) = spans.windows(2).find(|pair| pair[1].0 <= pair[0].1) {
+            return Err(Error::InvalidRecordState(format!(
+                "offset {} is acknowledged twice",
+                pair[1].0
+            )));
         }
         let mut archived = Vec::new();
-        for (offset, kind) in changes {
-            let record = self.records.get_mut(&offset).expect("checked above");
-            match kind {
-                AcknowledgeType::Accept => settle(record, RecordState::Acknowledged),
-                AcknowledgeType::Gap => settle(record, RecordState::Archived),
-                AcknowledgeType::Reject => {
-                    settle(record, RecordState::Archived);
-                    archived.push(Archived {
-                        offset,
-                        reason: ArchiveReason::Rejected,
-                        delivery_count: record.delivery_count,
-                    });
-                }
-                AcknowledgeType::Release => {
-                    archived.extend(give_back(offset, record, limits, now_ms));
-                }
-                AcknowledgeType::Renew => {
-                    record.until_ms = now_ms.saturating_add(limits.lock_duration_ms);
+        for (from, last, types, first) in spans {
+            for (&offset, record) in self.records.range_mut(from..=last) {
+                let kind = types[if types.len() == 1 {
+                    0
+                } else {
+                    (offset - first) as usize
+                }];
+                match kind {
+                    AcknowledgeType::Accept => settle(record, RecordState::Acknowledged),
+                    AcknowledgeType::Gap => settle(record, RecordState::Archived),
+                    AcknowledgeType::Reject => {
+                        settle(record, RecordState::Archived);
+                        archived.push(Archived {
+                            offset,
+                            reason: ArchiveReason::Rejected,
+                            delivery_count: record.delivery_count,
+                        });
+                    }
+                    AcknowledgeType::Release => {
+                        archived.extend(give_back(offset, record, limits, now_ms));
+                    }
+                    AcknowledgeType::Renew => {
+                        record.until_ms = now_ms.saturating_add(limits.lock_duration_ms);
+                    }
                 }
             }
         }
@@ -494,7 +572,12 @@ impl SharePartition {
     /// Gives back every acquired record whose lock expired by `now`; returns those archived
     /// at the delivery limit.
     pub fn expire_locks(&mut self, limits: &ShareLimits, now_ms: i64) -> Vec<Archived> {
-        self.give_back_where(limits, now_ms, |r| r.until_ms <= now_ms)
+        if now_ms < self.locks_from_ms {
+            return Vec::new();
+        }
+        let archived = self.give_back_where(limits, now_ms, |r| r.until_ms <= now_ms);
+        self.locks_from_ms = self.next_expiry_ms().unwrap_or(i64::MAX);
+        archived
     }
 
     /// When the next acquired lock expires, if any is held.
@@ -515,6 +598,8 @@ impl SharePartition {
             self.records = self.records.split_off(&offset);
             self.start_offset = offset;
             self.end_offset = self.end_offset.max(offset);
+            // Records settled at the new start are done with too.
+            self.advance_start();
         }
         self.debug_check();
     }
@@ -583,6 +668,10 @@ impl SharePartition {
             let acquired = record.state == RecordState::Acquired;
             debug_assert_eq!(acquired, record.member.is_some(), "record {offset}");
             debug_assert!(!acquired || record.delivery_count > 0, "record {offset}");
+            debug_assert!(
+                !acquired || record.until_ms >= self.locks_from_ms,
+                "record {offset}'s lock is below the bound"
+            );
         }
     }
 

@@ -164,6 +164,25 @@ pub(crate) enum ShareRecord {
     /// These share-partitions' states are gone (DeleteShareGroupOffsets): the group starts
     /// them again from `share.auto.offset.reset`.
     PartitionsDeleted { keys: Vec<ShareKey> },
+    /// As `Settled`, in runs: each `first..=last` is done the one way. What is logged now
+    /// (`Settled` is still read): an acknowledgement of a batch of thousands is one run, a
+    /// few dozen bytes, not a dozen bytes an offset.
+    SettledRuns {
+        key: ShareKey,
+        runs: Vec<(i64, i64, Settled)>,
+    },
+}
+
+/// `offsets` (in offset order) as runs of consecutive offsets settled the same way.
+pub(crate) fn runs(offsets: &[(i64, Settled)]) -> Vec<(i64, i64, Settled)> {
+    let mut runs: Vec<(i64, i64, Settled)> = Vec::new();
+    for &(offset, settled) in offsets {
+        match runs.last_mut() {
+            Some(run) if run.1 + 1 == offset && run.2 == settled => run.1 = offset,
+            _ => runs.push((offset, offset, settled)),
+        }
+    }
+    runs
 }
 
 impl StateMachine for SavedShares {
@@ -190,6 +209,16 @@ impl StateMachine for SavedShares {
                 }
             }
             ShareRecord::Settled { key, offsets } => self.settle(&key, offsets),
+            ShareRecord::SettledRuns { key, runs } => {
+                if let Some(p) = self.partitions.get_mut(&key) {
+                    for (first, last, settled) in runs.into_iter().filter(|r| r.0 <= r.1) {
+                        for (_, record) in p.records.range_mut(first..=last) {
+                            record.1 = Some(settled);
+                        }
+                    }
+                    p.advance_start();
+                }
+            }
             ShareRecord::StartMoved { key, offset } => {
                 if let Some(p) = self.partitions.get_mut(&key)
                     && offset > p.start

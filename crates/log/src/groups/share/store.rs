@@ -17,10 +17,10 @@ use parking_lot::{Mutex, RwLock};
 
 use super::letters::{DeadLetterTarget, PendingLetters};
 use super::partition::{
-    AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, ShareLimits, SharePartition,
+    AcknowledgeType, AcquiredRecords, ArchiveReason, Archived, Bounds, ShareLimits, SharePartition,
 };
 use super::persist::{
-    self, Letter, LetterId, RejectReason, SavedShares, Settled, ShareKey, ShareRecord,
+    self, Letter, LetterId, RejectReason, SavedShares, Settled, ShareKey, ShareRecord, runs,
 };
 use crate::error::{Error, Result};
 
@@ -64,12 +64,27 @@ impl SharePartitionState {
 }
 
 /// What a fetch takes of a share-partition: available records from `from` on, new ones up to
-/// `end`, never the offsets in `skipped` (sorted inclusive ranges), and what the caller read.
+/// `end`, never the offsets in `skipped` (sorted inclusive ranges); with `batch_ends` (the
+/// last offsets of the batches read) the record limit is Kafka's batch-optimized one (see
+/// [`SharePartition::acquire_between`]); and what the caller read.
 pub(crate) struct Window<T> {
     pub from: i64,
     pub end: i64,
     pub skipped: Vec<(i64, i64)>,
+    pub batch_ends: Vec<i64>,
     pub read: T,
+}
+
+impl<T> Window<T> {
+    /// The acquisition's bounds.
+    fn bounds(&self) -> Bounds<'_> {
+        Bounds {
+            from: self.from,
+            end: self.end,
+            skipped: &self.skipped,
+            batch_ends: &self.batch_ends,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -289,10 +304,8 @@ impl ShareStates {
                 Some(partition) => {
                     let (acquired, dropped) = partition.acquire_between(
                         member,
-                        window.from,
-                        window.end,
+                        &window.bounds(),
                         max_records,
-                        &window.skipped,
                         limits,
                         now_ms,
                     );
@@ -348,10 +361,11 @@ impl ShareStates {
             first: run.0,
             last: run.1,
         })?;
-        let offsets = dropped.iter().map(|&o| (o, Settled::Archived)).collect();
-        self.write(ShareRecord::Settled {
+        let offsets: Vec<(i64, Settled)> =
+            dropped.iter().map(|&o| (o, Settled::Archived)).collect();
+        self.write(ShareRecord::SettledRuns {
             key: key.clone(),
-            offsets,
+            runs: runs(&offsets),
         })
         .map(Some)
     }
@@ -443,7 +457,8 @@ impl ShareStates {
             let mut archived = partition.expire_locks(limits, now_ms);
             let start = partition.start_offset();
             let acknowledged = partition.acknowledge(member, batches, limits, now_ms)?;
-            let mut done: BTreeMap<i64, Settled> = archived
+            // In order of precedence, the last word on an offset winning.
+            let mut done: Vec<(i64, Settled)> = archived
                 .iter()
                 .map(|a| (a.offset, Settled::Archived))
                 .collect();
@@ -455,11 +470,9 @@ impl ShareStates {
                         (offset - first) as usize
                     }];
                     match kind {
-                        AcknowledgeType::Accept => {
-                            done.insert(offset, Settled::Acknowledged);
-                        }
+                        AcknowledgeType::Accept => done.push((offset, Settled::Acknowledged)),
                         AcknowledgeType::Gap | AcknowledgeType::Reject => {
-                            done.insert(offset, Settled::Archived);
+                            done.push((offset, Settled::Archived));
                         }
                         // Nothing durable: a record held at a crash is given back anyway.
                         AcknowledgeType::Release | AcknowledgeType::Renew => {}
@@ -470,10 +483,10 @@ impl ShareStates {
                 .iter()
                 .filter(|a| a.reason == ArchiveReason::DeliveryLimit)
             {
-                done.insert(a.offset, Settled::Archived);
+                done.push((a.offset, Settled::Archived));
             }
             archived.extend(acknowledged);
-            let written = self.settle(key, done.into_iter().collect(), &archived, dlq, reasons)?;
+            let written = self.settle(key, done, &archived, dlq, reasons)?;
             (archived, written)
         };
         self.wait(written)?;
@@ -599,10 +612,13 @@ impl ShareStates {
         dlq: &dyn Fn() -> Option<DeadLetterTarget>,
         reasons: &BTreeMap<i64, RejectReason>,
     ) -> Result<Option<Written>> {
-        let mut offsets: BTreeMap<i64, Settled> = offsets.into_iter().collect();
-        for a in archived {
-            offsets.entry(a.offset).or_insert(Settled::Archived);
-        }
+        // `archived` first, so what the caller says of an offset wins.
+        let mut all: Vec<(i64, Settled)> = archived
+            .iter()
+            .map(|a| (a.offset, Settled::Archived))
+            .collect();
+        all.extend(offsets);
+        let offsets = last_word(all);
         if !archived.is_empty() {
             let rejected = archived
                 .iter()
@@ -613,7 +629,6 @@ impl ShareStates {
                 c.at_delivery_limit += archived.len() as u64 - rejected;
             });
         }
-        let offsets: Vec<(i64, Settled)> = offsets.into_iter().collect();
         if offsets.is_empty() {
             return Ok(None);
         }
@@ -622,9 +637,9 @@ impl ShareStates {
         let target = if archived.is_empty() { None } else { dlq() };
         let Some(dlq) = target.as_ref() else {
             return self
-                .write(ShareRecord::Settled {
+                .write(ShareRecord::SettledRuns {
                     key: key.clone(),
-                    offsets,
+                    runs: runs(&offsets),
                 })
                 .map(Some);
         };
@@ -727,4 +742,18 @@ impl ShareStates {
             None => Ok(()),
         }
     }
+}
+
+/// `entries` in offset order, one per offset: the last said of each.
+fn last_word(mut entries: Vec<(i64, Settled)>) -> Vec<(i64, Settled)> {
+    // Stable: entries of one offset stay in the order said.
+    entries.sort_by_key(|&(offset, _)| offset);
+    let mut out: Vec<(i64, Settled)> = Vec::with_capacity(entries.len());
+    for (offset, settled) in entries {
+        match out.last_mut() {
+            Some(last) if last.0 == offset => last.1 = settled,
+            _ => out.push((offset, settled)),
+        }
+    }
+    out
 }

@@ -453,6 +453,8 @@ proptest! {
                     model.records = model.records.split_off(&to);
                     model.start = to;
                     model.end = model.end.max(to);
+                    // Records settled at the new start are done with too.
+                    model.settle_start();
                     sp.move_start(to);
                 }
             }
