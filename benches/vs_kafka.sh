@@ -17,7 +17,8 @@
 # Needs kcat, java and the jars, and the Python clients (one `cargo test --workspace`
 # resolves them into target/).
 # Usage: benches/vs_kafka.sh [N] [ROUNDS] [SECTIONS]   (defaults 1000000, 3 and "produce
-# latency recovery share"; about 15 minutes); figures and their reading in docs/benchmarks.md.
+# latency recovery share"; the share section takes about 2 minutes a round); figures and
+# their reading in docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source benches/kafka_node.sh

@@ -596,11 +596,16 @@ impl ShareApi {
                 .filter(|&n| n > 0)
                 .unwrap_or(DEFAULT_MAX_RECORDS);
             let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0).max(1);
+            let limit = (max_records, max_bytes);
+            let mode = match mode {
+                share_versions::RECORD_LIMIT => AcquireMode::RecordLimit,
+                _ => AcquireMode::BatchOptimized,
+            };
             let deadline =
                 Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
             loop {
                 let seen = self.log.append_count();
-                let limit = (max_records, max_bytes);
+
                 let got = self.fetch_once(group, member, &partitions, limit, mode, peer);
                 let any = got
                     .iter()
@@ -646,13 +651,9 @@ impl ShareApi {
         member: &str,
         partitions: &[([u8; 16], i32)],
         (max_records, max_bytes): (usize, usize),
-        mode: i8,
+        mode: AcquireMode,
         peer: &Peer,
     ) -> Vec<(([u8; 16], i32), PartitionData)> {
-        let mode = match mode {
-            share_versions::RECORD_LIMIT => AcquireMode::RecordLimit,
-            _ => AcquireMode::BatchOptimized,
-        };
         let mut out = Vec::new();
         let mut records_left = max_records;
         let mut bytes_left = max_bytes;

@@ -123,13 +123,7 @@ fn refusals(bootstrap: &str) -> Vec<String> {
         .create_topic(topic, 1, &[])
         .unwrap();
     let mut c = leader(bootstrap, topic, 0);
-    let mut request = MetadataRequest::default();
-    let mut named = kafka_protocol::messages::metadata_request::MetadataRequestTopic::default();
-    named.name = Some(kafka_protocol::messages::TopicName(s(topic)));
-    request.topics = Some(vec![named]);
-    let metadata: MetadataResponse = c.call(ApiKey::Metadata, 12, &request);
-    let mut named = FetchTopic::default();
-    named.topic_id = metadata.topics[0].topic_id;
+    let named = topic_id(&mut c, topic);
     let group = "share-vs-refusals";
     let member = "AAAAAAAAAAAAAAAAAAAAAQ";
     let long = "m".repeat(37);

@@ -173,11 +173,12 @@ impl Log {
             IsolationLevel::ReadUncommitted => i64::MIN,
             _ => sp.next_fetch_offset(now).max(log.log_start_offset().0),
         };
+        let limits = limits(&self.shared.group_configs, group);
         let (acquired, archived, ()) = self.share_acquire_in(
             (group, member),
             (topic, partition),
             &log,
-            max_records,
+            (max_records, &limits),
             plan,
             |from| {
                 let end = isolation.end(&log);
@@ -232,12 +233,13 @@ impl Log {
         let now = self.clock().now_ms();
         let configs = &self.shared.group_configs;
         let isolation = isolation(configs, group);
-        let locks = i64::from(limits(configs, group).max_record_locks);
+        let limits = limits(configs, group);
+        let locks = i64::from(limits.max_record_locks);
         let (acquired, archived, read) = self.share_acquire_in(
             (group, member),
             (topic, partition),
             &log,
-            max_records,
+            (max_records, &limits),
             |sp| sp.next_fetch_offset(now).max(log.log_start_offset().0),
             |from| {
                 let end = isolation.end(&log);
@@ -267,12 +269,11 @@ impl Log {
         (group, member): (&str, &str),
         (topic, partition): (&str, u32),
         log: &logd_storage::PartitionLog,
-        max_records: usize,
+        (max_records, limits): (usize, &ShareLimits),
         plan: impl FnOnce(&super::SharePartition) -> i64,
         read: impl FnOnce(i64) -> Result<Window<T>>,
     ) -> Result<(Vec<AcquiredRecords>, Vec<Archived>, T)> {
         let configs = &self.shared.group_configs;
-        let limits = limits(configs, group);
         let now = self.clock().now_ms();
         let key = (group.to_owned(), topic.to_owned(), partition);
         let start = || {
@@ -296,7 +297,7 @@ impl Log {
             key,
             member,
             max_records,
-            &limits,
+            limits,
             &|| self.dead_letter_target(group),
             now,
             log.log_start_offset().0,
