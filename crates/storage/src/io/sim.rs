@@ -93,6 +93,9 @@ struct SimState {
     ops: u64,
     /// After this many mutating operations the power is off: every later call fails.
     power_cut_after: Option<u64>,
+    /// How long a file's `sync_data` takes, as a disk's flush does: bytes written meanwhile
+    /// are not covered by it.
+    sync_delay: std::time::Duration,
     fault: Option<Fault>,
 }
 
@@ -194,6 +197,12 @@ impl SimFs {
     /// Mutating operations (writes, syncs, creates, renames, removes) performed so far.
     pub fn ops(&self) -> u64 {
         self.state.lock().ops
+    }
+
+    /// Makes every later file `sync_data` take `delay`: it covers the bytes written before it
+    /// began, and fails (covering nothing) if the power is cut before it ends.
+    pub fn set_sync_delay(&self, delay: std::time::Duration) {
+        self.state.lock().sync_delay = delay;
     }
 
     /// Cuts the power after `n` mutating operations in total: that operation and every later
@@ -563,8 +572,17 @@ impl StorageFile for SimFile {
         if let Some(err) = state.fault(FaultKind::Sync) {
             return Err(err);
         }
-        let inode = &mut state.inodes[self.ino];
-        inode.durable = inode.written.clone();
+        let covered = state.inodes[self.ino].written.clone();
+        let delay = state.sync_delay;
+        if !delay.is_zero() {
+            drop(state);
+            std::thread::sleep(delay);
+            state = self.state.lock();
+            if state.power_cut_after.is_some_and(|n| state.ops >= n) {
+                return Err(io::Error::other("simulated power cut during fsync"));
+            }
+        }
+        state.inodes[self.ino].durable = covered;
         Ok(())
     }
 

@@ -2,13 +2,19 @@
 //!
 //! ```text
 //! 4 bytes  length   u32 big-endian, bytes of payload
-//! 4 bytes  crc      u32 big-endian, CRC-32 (IEEE) of the payload
+//! 4 bytes  crc      u32 big-endian, CRC-32C of the payload
 //! length   payload  bincode 1 (little-endian, fixed-width integers, u64 lengths)
 //! ```
+//!
+//! Frames written before logd 0.4 carry CRC-32 (IEEE) instead; reading accepts either, so
+//! state written by an older logd opens, and every frame written now uses the checksum of
+//! every other logd file.
 
 use bincode::Options;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use crate::crc::crc32c;
 
 /// Bytes before a frame's payload.
 pub(crate) const FRAME_HEADER_LEN: usize = 8;
@@ -21,7 +27,7 @@ pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
         bincode::serialize(value).expect("in-memory serialization of plain data cannot fail");
     let mut out = Vec::with_capacity(FRAME_HEADER_LEN + payload.len());
     out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
+    out.extend_from_slice(&crc32c(&payload).to_be_bytes());
     out.extend_from_slice(&payload);
     out
 }
@@ -50,7 +56,7 @@ pub(crate) fn decode<T: DeserializeOwned>(buf: &[u8]) -> Decoded<T> {
     let Some(payload) = rest.get(..len) else {
         return Decoded::Truncated;
     };
-    if crc32fast::hash(payload) != crc {
+    if crc32c(payload) != crc && crc32fast::hash(payload) != crc {
         return Decoded::Invalid("frame checksum mismatch");
     }
     // Limit bincode's allocations to the payload's own size: a valid CRC over hostile bytes
@@ -99,7 +105,7 @@ mod tests {
         ) {
             // Re-frame arbitrary payload with a correct CRC: only bincode stands in the way.
             let mut bytes = (payload.len() as u32).to_be_bytes().to_vec();
-            bytes.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
+            bytes.extend_from_slice(&crc32c(&payload).to_be_bytes());
             bytes.extend_from_slice(&payload);
             let _ = decode::<Vec<(String, i64)>>(&bytes);
         }
@@ -111,7 +117,28 @@ mod tests {
         // payload: 1 as u32 LE, string length 1 as u64 LE, "g".
         let payload = [1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, b'g'];
         assert_eq!(&bytes[0..4], &(payload.len() as u32).to_be_bytes()); // length
-        assert_eq!(&bytes[4..8], &crc32fast::hash(&payload).to_be_bytes()); // crc
+        assert_eq!(&bytes[4..8], &crc32c(&payload).to_be_bytes()); // crc
         assert_eq!(&bytes[8..], &payload); // payload
+    }
+
+    #[test]
+    fn a_frame_written_with_the_old_ieee_crc_still_reads_and_a_wrong_crc_does_not() {
+        let payload = bincode::serialize(&(7u32, "old".to_owned())).unwrap();
+        let frame = |crc: u32| {
+            let mut bytes = (payload.len() as u32).to_be_bytes().to_vec();
+            bytes.extend_from_slice(&crc.to_be_bytes());
+            bytes.extend_from_slice(&payload);
+            bytes
+        };
+        let ieee = crc32fast::hash(&payload);
+        assert_ne!(ieee, crc32c(&payload));
+        assert!(matches!(
+            decode::<(u32, String)>(&frame(ieee)),
+            Decoded::Frame((7, ref s), _) if s == "old"
+        ));
+        assert!(matches!(
+            decode::<(u32, String)>(&frame(ieee ^ 1)),
+            Decoded::Invalid("frame checksum mismatch")
+        ));
     }
 }

@@ -17,7 +17,7 @@ pub(super) fn snapshot_name(name: &str) -> String {
     format!("{name}.snapshot")
 }
 
-fn parse_log_name(name: &str, file: &str) -> Option<u64> {
+pub(super) fn parse_log_name(name: &str, file: &str) -> Option<u64> {
     let digits = file
         .strip_prefix(name)?
         .strip_prefix('-')?
