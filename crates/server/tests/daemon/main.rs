@@ -42,6 +42,7 @@ mod many_partitions;
 mod memory;
 mod metrics;
 mod migration;
+mod offsets_at_load;
 mod old_librdkafka;
 mod produce_errors;
 #[path = "../../../../tests/support/provision.rs"]
