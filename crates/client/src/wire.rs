@@ -180,7 +180,9 @@ impl Wire {
         loop {
             match self.call_to(route, key, version, request).await {
                 Ok(response) => {
-                    if is_stale_route(code_of(&response)) && retry.again().await {
+                    let code = code_of(&response);
+                    let stale = is_stale_route(code) || self.not_yet_known(route, code);
+                    if stale && retry.again().await {
                         self.routes.forget(route);
                         continue;
                     }
@@ -192,6 +194,16 @@ impl Wire {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Whether a leader answered UNKNOWN_TOPIC_OR_PARTITION for a partition another broker's
+    /// metadata gave it: in a cluster, a topic just created (by CreateTopics or on first use)
+    /// reaches each broker a moment after the controller, so Kafka's clients retry this code.
+    /// A single broker answers both from one state, so its answer stands at once.
+    fn not_yet_known(&self, route: Route<'_>, code: i16) -> bool {
+        code == codes::UNKNOWN_TOPIC_OR_PARTITION
+            && matches!(route, Route::Leader(..))
+            && !self.routes.single_broker()
     }
 
     /// Sends `request` once where `route` says. A failed connection to a broker other than

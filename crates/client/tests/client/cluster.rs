@@ -1,7 +1,8 @@
 //! The client against a Kafka cluster of three brokers (librdkafka's mock cluster, in this
 //! process): produce, fetch and offsets go to each partition's leader, group calls to the
 //! group's coordinator, whichever broker the client bootstrapped from; a leader that moves
-//! mid-run is followed; a created topic is waited for until the brokers list it; a broker that
+//! mid-run is followed; a created topic is waited for until the brokers list it, and a leader
+//! that has not yet heard of a listed topic is asked again; a broker that
 //! goes away, or a leader the metadata does not list, ends a call with a clear error within
 //! the client's retry time, never a hang.
 
@@ -18,9 +19,10 @@ use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreateTopicsResponse, MetadataRequest, MetadataResponse, RequestHeader,
-    ResponseHeader, TopicName,
+    ApiKey, BrokerId, CreateTopicsResponse, MetadataRequest, MetadataResponse, ProduceResponse,
+    RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use logd_client::{AsyncClient, Error as ClientError};
@@ -279,10 +281,61 @@ fn a_created_topic_is_usable_when_creation_returns_though_brokers_learn_of_it_la
     assert!(asked.load(Ordering::SeqCst) >= 4, "creation did not wait");
 }
 
+#[test]
+fn a_leader_that_has_not_yet_heard_of_a_listed_topic_is_asked_again() {
+    // Brokers (this listener) whose metadata lists "late" led by broker 2, and whose leader
+    // answers the first three produces UNKNOWN_TOPIC_OR_PARTITION, as a Kafka broker does
+    // between a topic's creation on first use and the controller's record reaching it (seen
+    // by `logd dlq replay` against a Kafka cluster of three).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let produces = Arc::new(AtomicUsize::new(0));
+    let counted = produces.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let produces = counted.clone();
+            std::thread::spawn(move || {
+                serve(stream, |key, _| match key {
+                    ApiKey::Metadata => {
+                        let mut partition = MetadataResponsePartition::default();
+                        partition.leader_id = BrokerId(2);
+                        Answer::Metadata(brokers(port, vec![topic("late", 0, vec![partition])]))
+                    }
+                    ApiKey::Produce => {
+                        let unknown = produces.fetch_add(1, Ordering::SeqCst) < 3;
+                        let mut answer = PartitionProduceResponse::default();
+                        answer.error_code = if unknown { 3 } else { 0 };
+                        answer.base_offset = if unknown { -1 } else { 41 };
+                        let mut t = TopicProduceResponse::default();
+                        t.name = TopicName(StrBytes::from_static_str("late"));
+                        t.partition_responses = vec![answer];
+                        let mut response = ProduceResponse::default();
+                        response.responses = vec![t];
+                        Answer::Produce(response)
+                    }
+                    other => panic!("{other:?} not expected"),
+                })
+            });
+        }
+    });
+    runtime().block_on(async {
+        let mut client = AsyncClient::connect(&format!("127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        assert_eq!(client.produce("late", 0, batch("x")).await.unwrap(), 41);
+    });
+    assert_eq!(
+        produces.load(Ordering::SeqCst),
+        4,
+        "asked once after it knew"
+    );
+}
+
 /// A response the fake brokers send.
 enum Answer {
     Metadata(MetadataResponse),
     CreateTopics(CreateTopicsResponse),
+    Produce(ProduceResponse),
 }
 
 /// Brokers 1 and 2, both on `port`, 1 the controller, with `topics`.
@@ -337,6 +390,7 @@ fn serve(mut stream: TcpStream, answer: impl Fn(ApiKey, Bytes) -> Answer) {
         match answer(key, body) {
             Answer::Metadata(response) => response.encode(&mut out, version).unwrap(),
             Answer::CreateTopics(response) => response.encode(&mut out, version).unwrap(),
+            Answer::Produce(response) => response.encode(&mut out, version).unwrap(),
         }
         let mut frame = (out.len() as i32).to_be_bytes().to_vec();
         frame.extend_from_slice(&out);
