@@ -1,6 +1,6 @@
 //! The engine's own timer: the work a running log needs without anyone calling it. Interval
 //! fsyncs (so `FsyncPolicy::Interval` loses at most its interval), retention, group members whose
-//! session ran out, transactions open past their timeout, and idle idempotent producers; and beside it the cleaner
+//! session ran out, transactions open past their timeout or left half finished, and idle idempotent producers; and beside it the cleaner
 //! (`cleaner.rs`), on a thread of its own so a long cleaning never delays an interval fsync.
 //! One housekeeping thread per engine, started by
 //! [`crate::Log::open`] unless [`Housekeeping::enabled`] is off, stopped (and joined) when the
@@ -65,6 +65,11 @@ fn round(log: &Log, config: &Housekeeping, last_retention: &mut Instant) {
         tracing::error!(error = %e, "periodic fsync failed");
     }
     log.expire_members();
+    match log.finish_interrupted_transactions() {
+        Ok(0) => {}
+        Ok(finished) => tracing::info!(finished, "interrupted transactions finished"),
+        Err(e) => tracing::error!(error = %e, "finishing interrupted transactions failed"),
+    }
     match log.abort_expired_transactions() {
         Ok(0) => {}
         Ok(aborted) => tracing::info!(aborted, "timed-out transactions aborted"),

@@ -109,7 +109,7 @@ impl Log {
             shared,
         };
         log.recover_shares()?;
-        log.recover_transactions()?;
+        log.finish_interrupted_transactions()?;
         let housekeeping = &log.shared.config.housekeeping;
         if housekeeping.enabled {
             *log.shared.housekeeper.lock() = Some(housekeeping::start(

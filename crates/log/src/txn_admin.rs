@@ -1,9 +1,10 @@
 //! The engine's transactional calls (the Kafka APIs' meaning, transaction version 1): the
 //! coordinator (`txn/`) decides and logs, and this carries its decisions out: a commit or
 //! abort marker in every partition of the transaction, then (for a commit) its offsets in the
-//! offset store, then the completion logged. A crash in between leaves the decision logged as
-//! `PrepareCommit`/`PrepareAbort`, finished on the next open; a marker written twice for one
-//! transaction ends nothing the second time.
+//! offset store, then the completion logged, the id's lock held throughout. A crash or a
+//! failed write in between leaves the decision logged as `PrepareCommit`/`PrepareAbort`,
+//! finished on the next open or by the next housekeeping round; a marker written twice for
+//! one transaction ends nothing the second time.
 
 use std::collections::BTreeSet;
 
@@ -12,7 +13,7 @@ use logd_storage::{Marker, Offset};
 
 use crate::engine::Log;
 use crate::error::{Error, Result};
-use crate::txn::{Completion, Init, TxnDescription};
+use crate::txn::{Finishing, Init, TxnDescription};
 
 impl Log {
     /// InitProducerId for `transactional_id`: its producer id and a new epoch, fencing any
@@ -35,9 +36,10 @@ impl Log {
         )?;
         match init {
             Init::Ready(producer_id, epoch) => Ok((producer_id, epoch)),
-            Init::AbortFirst(done) => {
-                self.finish(&done)?;
-                Ok((done.producer_id, done.epoch))
+            Init::AbortFirst(finishing) => {
+                let ready = (finishing.done.producer_id, finishing.done.epoch);
+                self.finish(finishing)?;
+                Ok(ready)
             }
         }
     }
@@ -107,7 +109,7 @@ impl Log {
             .txns
             .end(transactional_id, producer_id, epoch, commit, now)?
         {
-            Some(done) => self.finish(&done),
+            Some(finishing) => self.finish(finishing),
             None => Ok(()),
         }
     }
@@ -120,7 +122,7 @@ impl Log {
             self.shared.producer_ids.allocate()
         })?;
         match done {
-            Some(done) => self.finish(&done),
+            Some(finishing) => self.finish(finishing),
             None => Ok(()),
         }
     }
@@ -137,21 +139,39 @@ impl Log {
 
     /// Aborts (fencing their producers) the transactions open longer than their timeout,
     /// and forgets transactional ids idle past `transactional.id.expiration.ms`. Returns how
-    /// many were aborted. Housekeeping runs it every second.
+    /// many were aborted. Housekeeping runs it every second. Each id is decided under its own
+    /// lock, one at a time; an abort that fails is the next round's to finish.
     pub fn abort_expired_transactions(&self) -> Result<usize> {
         let now = self.shared.clock.now_ms();
-        let expiration = self.shared.config.transactional_id_expiration_ms;
-        let allocate = || self.shared.producer_ids.allocate();
-        let aborts = self.shared.txns.expire(now, expiration, &allocate)?;
-        for done in &aborts {
+        let txns = &self.shared.txns;
+        let mut aborted = 0;
+        let mut failed = None;
+        for id in txns.timed_out(now) {
+            let decided = txns.abort_timed_out(&id, now, || self.shared.producer_ids.allocate());
+            let finishing = match decided {
+                Ok(Some(finishing)) => finishing,
+                Ok(None) => continue,
+                Err(e) => {
+                    failed = Some(e);
+                    continue;
+                }
+            };
             tracing::info!(
-                transactional_id = done.id,
-                producer_id = done.producer_id,
+                transactional_id = id,
+                producer_id = finishing.done.producer_id,
                 "transaction timed out: aborted"
             );
-            self.finish(done)?;
+            match self.finish(finishing) {
+                Ok(()) => aborted += 1,
+                Err(e) => failed = Some(e),
+            }
         }
-        Ok(aborts.len())
+        let expiration = self.shared.config.transactional_id_expiration_ms;
+        txns.forget_idle(now, expiration)?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(aborted),
+        }
     }
 
     /// Every transactional id this engine knows, by id.
@@ -170,23 +190,37 @@ impl Log {
         self.shared.config.transaction_max_timeout_ms
     }
 
-    /// Finishes the transactions a crash left with their markers half written.
-    pub(crate) fn recover_transactions(&self) -> Result<()> {
-        for done in self.shared.txns.preparing() {
+    /// Finishes the transactions whose markers a crash or a failed write left half written
+    /// (on open, and each housekeeping round), skipping any whose finisher is at work; returns
+    /// how many it finished, and the first failure after trying them all.
+    pub(crate) fn finish_interrupted_transactions(&self) -> Result<usize> {
+        let mut finished = 0;
+        let mut failed = None;
+        for id in self.shared.txns.preparing() {
+            let Some(finishing) = self.shared.txns.resume(&id) else {
+                continue;
+            };
             tracing::info!(
-                transactional_id = done.id,
-                commit = done.commit,
-                "finishing a transaction the last stop interrupted"
+                transactional_id = id,
+                commit = finishing.done.commit,
+                "finishing a transaction an earlier attempt or stop interrupted"
             );
-            self.finish(&done)?;
+            match self.finish(finishing) {
+                Ok(()) => finished += 1,
+                Err(e) => failed = Some(e),
+            }
         }
-        Ok(())
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(finished),
+        }
     }
 
-    /// Carries out `done`: a marker in each partition (one deleted since is skipped; a
+    /// Carries out `finishing`: a marker in each partition (one deleted since is skipped; a
     /// partition whose producer state refuses the marker as stale is logged and skipped, as
     /// Kafka's marker writer does), the offsets for a commit, then the completion logged.
-    fn finish(&self, done: &Completion) -> Result<()> {
+    fn finish(&self, finishing: Finishing<'_>) -> Result<()> {
+        let done = &finishing.done;
         let now = self.shared.clock.now_ms();
         let marker = Marker {
             producer_id: done.producer_id,
@@ -225,6 +259,6 @@ impl Log {
                 self.shared.offsets.commit(group, offsets, now)?;
             }
         }
-        self.shared.txns.completed(done, now)
+        self.shared.txns.completed(finishing, now)
     }
 }

@@ -5,16 +5,23 @@
 //! decision to end a transaction is logged as `PrepareCommit`/`PrepareAbort` first, so a crash
 //! before the markers are all written finishes them on the next open.
 //!
-//! One lock orders every decision; each waits for its record's fsync under it, so the next
-//! decision reads the state the last one left.
+//! Each transactional id's decisions are ordered by its own lock (one of [`STRIPES`], by the
+//! id's hash), held while its record is fsynced, so its next decision reads the state the last
+//! one left; ids under different locks decide at once and share the state log's fsyncs. A
+//! decision to end a transaction keeps the lock (a [`Finishing`]) until its markers are
+//! written and its completion logged, so nothing decided for the id meanwhile, and no
+//! second finisher, can race those markers. A finish that fails leaves the id preparing,
+//! and lock-free: housekeeping takes it up again ([`Transactions::resume`]) until it
+//! completes.
 
 use std::collections::BTreeSet;
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::path::Path;
 use std::sync::Arc;
 
 use logd_offsets::OffsetCommit;
 use logd_storage::{StateLog, Storage};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::persist::{self, PendingOffset, SavedTxns, TxnMeta, TxnRecord, TxnState};
 use crate::error::{Error, Result};
@@ -23,6 +30,9 @@ use crate::error::{Error, Result};
 pub const TRANSACTION_MAX_TIMEOUT_MS: i32 = 900_000;
 /// Kafka's `transactional.id.expiration.ms` default: an id idle this long is forgotten.
 pub const TRANSACTIONAL_ID_EXPIRATION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+/// How many locks the transactional ids are spread over: two ids share one with this chance's
+/// inverse, and then only wait for each other's decisions, never deadlock (no call holds two).
+const STRIPES: usize = 256;
 
 /// What finishing a transaction takes: a marker in each partition, and (for a commit) the
 /// offsets it commits.
@@ -36,14 +46,23 @@ pub(crate) struct Completion {
     pub offsets: Vec<(String, Vec<OffsetCommit>)>,
 }
 
+/// A decision to end a transaction, its id's lock held until [`Transactions::completed`]
+/// logs the end (or until dropped, when finishing failed: housekeeping resumes it).
+#[derive(Debug)]
+#[must_use = "a decided end is finished by writing its markers, then `completed`"]
+pub(crate) struct Finishing<'a> {
+    pub done: Completion,
+    _held: MutexGuard<'a, ()>,
+}
+
 /// What InitProducerId decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Init {
+#[derive(Debug)]
+pub(crate) enum Init<'a> {
     /// The producer id and epoch to use.
     Ready(i64, i16),
     /// The id had a transaction open: it is aborted at the new epoch (the old instance is
-    /// fenced) by `Completion`, after which the new instance uses that epoch.
-    AbortFirst(Completion),
+    /// fenced), after which the new instance uses that epoch.
+    AbortFirst(Finishing<'a>),
 }
 
 /// A transactional id as DescribeTransactions shows it.
@@ -71,7 +90,11 @@ pub struct TxnDescription {
 #[derive(Debug)]
 pub(crate) struct Transactions {
     log: StateLog<SavedTxns>,
-    deciding: Mutex<()>,
+    /// Each id's decisions under `stripes[hash(id) % STRIPES]`.
+    stripes: Box<[Mutex<()>]>,
+    /// Completions still to refuse, as a failed write would (the failed-finish tests).
+    #[cfg(test)]
+    pub(crate) fail_completions: std::sync::atomic::AtomicUsize,
 }
 
 /// The checks every call from a transactional producer passes: its id is known, maps to
@@ -131,10 +154,6 @@ fn completion(id: &str, meta: &TxnMeta) -> Completion {
     }
 }
 
-/// `meta` with its epoch raised (a new producer id once epochs run out). The epoch before is
-/// remembered only for a bump a recovering client asked for (`recovering`, KIP-360), so that
-/// its retry gets the same answer; a fenced instance naming it stays fenced (Kafka's
-/// `prepareIncrementProducerEpoch`).
 /// The transaction state machine's rules, checked on every change in debug builds (the model
 /// test's random inits, adds, ends, timeouts and restarts go through them): a move is one of
 /// Kafka's (a new id starts `Empty`; `Empty` or complete to `Ongoing` or, bumped, `Empty`;
@@ -171,6 +190,16 @@ fn debug_check(id: &str, before: Option<&TxnMeta>, next: &TxnMeta) {
     }
 }
 
+/// Whether `meta`'s open transaction has outlived its timeout at `now_ms`.
+fn is_timed_out(meta: &TxnMeta, now_ms: i64) -> bool {
+    meta.state == TxnState::Ongoing
+        && now_ms.saturating_sub(meta.started_ms) >= i64::from(meta.timeout_ms)
+}
+
+/// `meta` with its epoch raised (a new producer id once epochs run out). The epoch before is
+/// remembered only for a bump a recovering client asked for (`recovering`, KIP-360), so that
+/// its retry gets the same answer; a fenced instance naming it stays fenced (Kafka's
+/// `prepareIncrementProducerEpoch`).
 fn fenced(
     meta: &TxnMeta,
     recovering: bool,
@@ -193,8 +222,23 @@ impl Transactions {
     pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path) -> Result<Transactions> {
         Ok(Transactions {
             log: persist::open(storage, dir)?,
-            deciding: Mutex::new(()),
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            #[cfg(test)]
+            fail_completions: Default::default(),
         })
+    }
+
+    /// The lock ordering `id`'s decisions (a fixed hash, so an id keeps its lock).
+    fn stripe(&self, id: &str) -> &Mutex<()> {
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(id);
+        &self.stripes[(hash % STRIPES as u64) as usize]
+    }
+
+    fn finishing<'a>(&self, held: MutexGuard<'a, ()>, id: &str, meta: &TxnMeta) -> Finishing<'a> {
+        Finishing {
+            done: completion(id, meta),
+            _held: held,
+        }
     }
 
     fn put(&self, id: &str, meta: TxnMeta) -> Result<()> {
@@ -219,14 +263,14 @@ impl Transactions {
         expected: Option<(i64, i16)>,
         now_ms: i64,
         allocate: impl FnOnce() -> Result<i64>,
-    ) -> Result<Init> {
+    ) -> Result<Init<'_>> {
         if !(1..=max_timeout_ms).contains(&timeout_ms) {
             return Err(Error::InvalidTransactionTimeout {
                 timeout_ms,
                 max_ms: max_timeout_ms,
             });
         }
-        let _deciding = self.deciding.lock();
+        let held = self.stripe(id).lock();
         let current = self.log.read(|s| s.ids.get(id).cloned());
         let Some(meta) = current else {
             let producer_id = allocate()?;
@@ -267,9 +311,8 @@ impl Transactions {
         next.updated_ms = now_ms;
         if meta.state == TxnState::Ongoing {
             next.state = TxnState::PrepareAbort;
-            let done = completion(id, &next);
-            self.put(id, next)?;
-            return Ok(Init::AbortFirst(done));
+            self.put(id, next.clone())?;
+            return Ok(Init::AbortFirst(self.finishing(held, id, &next)));
         }
         next.state = TxnState::Empty;
         let ready = Init::Ready(next.producer_id, next.epoch);
@@ -287,7 +330,7 @@ impl Transactions {
         now_ms: i64,
         change: impl FnOnce(&mut TxnMeta),
     ) -> Result<()> {
-        let _deciding = self.deciding.lock();
+        let _held = self.stripe(id).lock();
         let meta = self
             .log
             .read(|s| checked(s, id, producer_id, epoch).cloned())?;
@@ -348,7 +391,7 @@ impl Transactions {
         offsets: &[OffsetCommit],
         now_ms: i64,
     ) -> Result<()> {
-        let _deciding = self.deciding.lock();
+        let _held = self.stripe(id).lock();
         let meta = self
             .log
             .read(|s| checked(s, id, producer_id, epoch).cloned())?;
@@ -381,8 +424,8 @@ impl Transactions {
         epoch: i16,
         commit: bool,
         now_ms: i64,
-    ) -> Result<Option<Completion>> {
-        let _deciding = self.deciding.lock();
+    ) -> Result<Option<Finishing<'_>>> {
+        let held = self.stripe(id).lock();
         let meta = self
             .log
             .read(|s| checked(s, id, producer_id, epoch).cloned())?;
@@ -409,16 +452,32 @@ impl Transactions {
             false => TxnState::PrepareAbort,
         };
         next.updated_ms = now_ms;
-        let done = completion(id, &next);
-        self.put(id, next)?;
-        Ok(Some(done))
+        self.put(id, next.clone())?;
+        Ok(Some(self.finishing(held, id, &next)))
     }
 
-    /// Logs that `done`'s markers (and offsets) are all written: the id's transaction is
-    /// complete.
-    pub(crate) fn completed(&self, done: &Completion, now_ms: i64) -> Result<()> {
-        let _deciding = self.deciding.lock();
-        let Some(mut meta) = self.log.read(|s| s.ids.get(&done.id).cloned()) else {
+    /// Logs that the markers (and offsets) `finishing` called for are all written: the id's
+    /// transaction is complete, and its lock free.
+    pub(crate) fn completed(&self, finishing: Finishing<'_>, now_ms: i64) -> Result<()> {
+        let done = &finishing.done;
+        #[cfg(test)]
+        {
+            use std::sync::atomic::Ordering;
+            let due = self.fail_completions.load(Ordering::SeqCst);
+            if due > 0 {
+                self.fail_completions.store(due - 1, Ordering::SeqCst);
+                return Err(Error::InvalidTxnState("an injected failure".into()));
+            }
+        }
+        let meta = self.log.read(|s| s.ids.get(&done.id).cloned());
+        // The lock was held since the decision, so the id is as it left it.
+        debug_assert!(
+            meta.as_ref()
+                .is_some_and(|m| m.state.is_preparing() && m.epoch == done.epoch),
+            "{}: finished {done:?} over {meta:?}",
+            done.id
+        );
+        let Some(mut meta) = meta else {
             return Ok(());
         };
         if !meta.state.is_preparing() || meta.epoch != done.epoch {
@@ -435,51 +494,75 @@ impl Transactions {
         self.put(&done.id, meta)
     }
 
-    /// Fences and aborts every open transaction older than its timeout (Kafka's
-    /// `abortTimedOutTransactions`, at a raised epoch so the producer cannot go on), and
-    /// forgets ids idle for `id_expiration_ms` with nothing open. Returns the aborts to finish.
-    pub(crate) fn expire(
-        &self,
-        now_ms: i64,
-        id_expiration_ms: i64,
-        allocate: &dyn Fn() -> Result<i64>,
-    ) -> Result<Vec<Completion>> {
-        let _deciding = self.deciding.lock();
-        let (timed_out, idle): (Vec<(String, TxnMeta)>, Vec<String>) = self.log.read(|s| {
-            let timed_out = s
-                .ids
+    /// Takes up `id`'s transaction again if it is preparing and no one holds its lock: the
+    /// finish a crash or a failed write interrupted (on open, and each housekeeping round).
+    pub(crate) fn resume(&self, id: &str) -> Option<Finishing<'_>> {
+        let held = self.stripe(id).try_lock()?;
+        let meta = self.log.read(|s| s.ids.get(id).cloned())?;
+        meta.state
+            .is_preparing()
+            .then(|| self.finishing(held, id, &meta))
+    }
+
+    /// The ids whose open transaction is older than its timeout, for
+    /// [`Transactions::abort_timed_out`] (Kafka's `abortTimedOutTransactions`).
+    pub(crate) fn timed_out(&self, now_ms: i64) -> Vec<String> {
+        self.log.read(|s| {
+            s.ids
                 .iter()
-                .filter(|(_, m)| {
-                    m.state == TxnState::Ongoing
-                        && now_ms.saturating_sub(m.started_ms) >= i64::from(m.timeout_ms)
-                })
-                .map(|(id, m)| (id.clone(), m.clone()))
-                .collect();
-            let idle = s
-                .ids
-                .iter()
-                .filter(|(_, m)| {
-                    matches!(
-                        m.state,
-                        TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
-                    ) && now_ms.saturating_sub(m.updated_ms) >= id_expiration_ms
-                })
+                .filter(|(_, m)| is_timed_out(m, now_ms))
                 .map(|(id, _)| id.clone())
-                .collect();
-            (timed_out, idle)
+                .collect()
+        })
+    }
+
+    /// Fences and aborts `id`'s transaction (at a raised epoch, so its producer cannot go on)
+    /// if it is still open past its timeout, as seen under the id's lock.
+    pub(crate) fn abort_timed_out(
+        &self,
+        id: &str,
+        now_ms: i64,
+        allocate: impl FnOnce() -> Result<i64>,
+    ) -> Result<Option<Finishing<'_>>> {
+        let held = self.stripe(id).lock();
+        let Some(meta) = self.log.read(|s| s.ids.get(id).cloned()) else {
+            return Ok(None);
+        };
+        if !is_timed_out(&meta, now_ms) {
+            return Ok(None);
+        }
+        let mut next = fenced(&meta, false, allocate)?;
+        next.state = TxnState::PrepareAbort;
+        next.updated_ms = now_ms;
+        self.put(id, next.clone())?;
+        Ok(Some(self.finishing(held, id, &next)))
+    }
+
+    /// Forgets the ids idle for `id_expiration_ms` with nothing open, each checked again
+    /// under its lock; returns how many.
+    pub(crate) fn forget_idle(&self, now_ms: i64, id_expiration_ms: i64) -> Result<usize> {
+        let is_idle = |m: &TxnMeta| {
+            matches!(
+                m.state,
+                TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
+            ) && now_ms.saturating_sub(m.updated_ms) >= id_expiration_ms
+        };
+        let idle: Vec<String> = self.log.read(|s| {
+            s.ids
+                .iter()
+                .filter(|(_, m)| is_idle(m))
+                .map(|(id, _)| id.clone())
+                .collect()
         });
-        let mut aborts = Vec::new();
-        for (id, meta) in timed_out {
-            let mut next = fenced(&meta, false, allocate)?;
-            next.state = TxnState::PrepareAbort;
-            next.updated_ms = now_ms;
-            aborts.push(completion(&id, &next));
-            self.put(&id, next)?;
-        }
+        let mut forgotten = 0;
         for id in idle {
-            self.log.append(TxnRecord::Remove { id })?;
+            let _held = self.stripe(&id).lock();
+            if self.log.read(|s| s.ids.get(&id).is_some_and(is_idle)) {
+                self.log.append(TxnRecord::Remove { id })?;
+                forgotten += 1;
+            }
         }
-        Ok(aborts)
+        Ok(forgotten)
     }
 
     /// Fences and aborts `id`'s open transaction now (`kafka-transactions.sh`'s abort of a
@@ -489,32 +572,32 @@ impl Transactions {
         id: &str,
         now_ms: i64,
         allocate: impl FnOnce() -> Result<i64>,
-    ) -> Result<Option<Completion>> {
-        let _deciding = self.deciding.lock();
+    ) -> Result<Option<Finishing<'_>>> {
+        let held = self.stripe(id).lock();
         let meta = self
             .log
             .read(|s| s.ids.get(id).cloned())
             .ok_or_else(|| Error::TransactionalIdNotFound(id.to_owned()))?;
         match meta.state {
             TxnState::Ongoing => {}
-            state if state.is_preparing() => return Ok(Some(completion(id, &meta))),
+            state if state.is_preparing() => return Ok(Some(self.finishing(held, id, &meta))),
             _ => return Ok(None),
         }
         let mut next = fenced(&meta, false, allocate)?;
         next.state = TxnState::PrepareAbort;
         next.updated_ms = now_ms;
-        let done = completion(id, &next);
-        self.put(id, next)?;
-        Ok(Some(done))
+        self.put(id, next.clone())?;
+        Ok(Some(self.finishing(held, id, &next)))
     }
 
-    /// The transactions whose markers a crash interrupted.
-    pub(crate) fn preparing(&self) -> Vec<Completion> {
+    /// The ids whose markers are still to write (a crash or a failed write interrupted them,
+    /// or a finisher holds them now), for [`Transactions::resume`].
+    pub(crate) fn preparing(&self) -> Vec<String> {
         self.log.read(|s| {
             s.ids
                 .iter()
                 .filter(|(_, m)| m.state.is_preparing())
-                .map(|(id, m)| completion(id, m))
+                .map(|(id, _)| id.clone())
                 .collect()
         })
     }

@@ -10,6 +10,6 @@ mod persist;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use coordinator::{Completion, Init, Transactions};
+pub(crate) use coordinator::{Finishing, Init, Transactions};
 pub use coordinator::{TRANSACTION_MAX_TIMEOUT_MS, TRANSACTIONAL_ID_EXPIRATION_MS, TxnDescription};
 pub use persist::{PendingOffset, TxnState};

@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use logd_offsets::OffsetCommit;
 use logd_storage::batch::{BatchBuilder, BatchIter, Compression};
@@ -314,6 +316,7 @@ fn markers_a_crash_interrupted_are_written_on_the_next_open() {
     // The decision is logged, and the process dies before any marker.
     let decided = log.shared.txns.end("t", pid, epoch, true, 0).unwrap();
     assert!(decided.is_some());
+    drop(decided);
     drop(log);
     let log = open(dir.path(), clock);
     assert_eq!(state(&log, "t"), TxnState::CompleteCommit);
@@ -322,6 +325,128 @@ fn markers_a_crash_interrupted_are_written_on_the_next_open() {
     // The client's retry of its EndTxn is answered, and writes nothing.
     log.end_txn("t", pid, epoch, true).unwrap();
     assert_eq!(log.partition("out", 0).unwrap().end_offset(), Offset(2));
+}
+
+#[test]
+fn a_finish_that_fails_is_taken_up_again_by_housekeeping_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(0));
+    let config = Config {
+        housekeeping: Housekeeping {
+            enabled: true,
+            ..Housekeeping::default()
+        },
+        ..Config::default()
+    };
+    let storage = Arc::new(logd_storage::RealFs);
+    let log = Log::open_with(storage, clock.clone(), dir.path(), config).unwrap();
+    log.create_topic(
+        "out",
+        TopicConfig {
+            partitions: 2,
+            ..TopicConfig::default()
+        },
+    )
+    .unwrap();
+    let (pid, epoch) = log.init_transactional_producer("t", 60_000, None).unwrap();
+    log.add_partitions_to_txn("t", pid, epoch, &[("out".into(), 0), ("out".into(), 1)])
+        .unwrap();
+    send(&log, 0, (pid, epoch), 0, &["a"]).unwrap();
+    send(&log, 1, (pid, epoch), 0, &["b"]).unwrap();
+    log.shared.txns.fail_completions.store(1, Ordering::SeqCst);
+    assert!(log.end_txn("t", pid, epoch, true).is_err());
+    assert_eq!(state(&log, "t"), TxnState::PrepareCommit);
+    // The producer's retry waits, as on Kafka, while the finish is outstanding...
+    let started = std::time::Instant::now();
+    loop {
+        match log.end_txn("t", pid, epoch, true) {
+            Err(Error::ConcurrentTransactions(_)) => {}
+            Ok(()) => break,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never finished"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // ...and housekeeping finishes it: complete, every marker written once, the stable
+    // offsets at the ends, and the id usable again.
+    assert_eq!(state(&log, "t"), TxnState::CompleteCommit);
+    for partition in 0..2 {
+        let p = log.partition("out", partition).unwrap();
+        assert_eq!(p.last_stable_offset(), p.end_offset());
+    }
+    assert_eq!(committed(&log, 0), ["a"]);
+    assert_eq!(committed(&log, 1), ["b"]);
+    log.add_partitions_to_txn("t", pid, epoch, &[("out".into(), 0)])
+        .unwrap();
+    send(&log, 0, (pid, epoch), 1, &["c"]).unwrap();
+    log.end_txn("t", pid, epoch, true).unwrap();
+    assert_eq!(committed(&log, 0), ["a", "c"]);
+
+    // A timed-out transaction whose abort fails part-way is finished the same way.
+    log.add_partitions_to_txn("t", pid, epoch, &[("out".into(), 1)])
+        .unwrap();
+    send(&log, 1, (pid, epoch), 1, &["late"]).unwrap();
+    log.shared.txns.fail_completions.store(1, Ordering::SeqCst);
+    clock.advance(60_000);
+    let started = std::time::Instant::now();
+    while state(&log, "t") != TxnState::CompleteAbort {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "abort never finished"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(log.shared.txns.fail_completions.load(Ordering::SeqCst), 0);
+    let p = log.partition("out", 1).unwrap();
+    assert_eq!(p.last_stable_offset(), p.end_offset());
+    assert_eq!(committed(&log, 1), ["b"]);
+}
+
+#[test]
+fn ids_decide_in_parallel_and_share_the_coordinators_fsyncs() {
+    // Every fsync takes 10 ms. Sixteen ids each run five transactions; under one coordinator
+    // lock their decisions (three logged records a transaction) would queue one fsync after
+    // another: 16 x 5 x 3 x 10 ms = 2.4 s at least.
+    let fs = SimFs::new();
+    let clock = Arc::new(ManualClock::new(0));
+    let log = open_on(Arc::new(fs.clone()), Path::new("/e"), clock).unwrap();
+    fs.set_sync_delay(Duration::from_millis(10));
+    let ops_before = fs.ops();
+    let (ids, rounds) = (16, 5);
+    let serial = Duration::from_millis(10) * (ids * rounds * 3) as u32;
+    let started = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for i in 0..ids {
+            let log = &log;
+            s.spawn(move || {
+                let id = format!("t{i}");
+                let (pid, epoch) = log.init_transactional_producer(&id, 60_000, None).unwrap();
+                let partition = (i % 2) as u32;
+                for round in 0..rounds {
+                    log.add_partitions_to_txn(&id, pid, epoch, &[("out".into(), partition)])
+                        .unwrap();
+                    send(log, partition, (pid, epoch), round as i32, &[&id]).unwrap();
+                    log.end_txn(&id, pid, epoch, true).unwrap();
+                }
+            });
+        }
+    });
+    let took = started.elapsed();
+    assert!(
+        took < serial / 3,
+        "{took:?} for what one lock makes at least {serial:?}"
+    );
+    for partition in 0..2 {
+        assert_eq!(committed(&log, partition).len(), ids / 2 * rounds);
+    }
+    eprintln!(
+        "{} transactions of {ids} ids in {took:?} ({} file operations; one lock: >= {serial:?})",
+        ids * rounds,
+        fs.ops() - ops_before
+    );
 }
 
 /// One thing a transactional client, its coordinator, the clock or the machine does.
@@ -344,7 +469,13 @@ enum Op {
         id: usize,
         commit: bool,
     },
-    /// Time passes and housekeeping aborts timed-out transactions.
+    /// An EndTxn whose markers are written but whose completion fails to log: the id stays
+    /// preparing until housekeeping or a restart finishes it.
+    FailedEnd {
+        id: usize,
+        commit: bool,
+    },
+    /// Time passes; housekeeping finishes interrupted transactions and aborts timed-out ones.
     Tick {
         ms: i64,
     },
@@ -358,6 +489,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0..2usize, 0..2u32).prop_map(|(id, partition)| Op::Add { id, partition }),
         5 => (0..2usize, 0..2u32, 1..3usize).prop_map(|(id, partition, records)| Op::Send { id, partition, records }),
         3 => (0..2usize, any::<bool>()).prop_map(|(id, commit)| Op::End { id, commit }),
+        2 => (0..2usize, any::<bool>()).prop_map(|(id, commit)| Op::FailedEnd { id, commit }),
         1 => (1..4_000i64).prop_map(|ms| Op::Tick { ms }),
         1 => Just(Op::Restart),
     ]
@@ -372,6 +504,8 @@ struct Client {
     open: BTreeMap<u32, Vec<String>>,
     started: Option<i64>,
     sequences: [i32; 2],
+    /// A failed end is still to finish: every call of the id is CONCURRENT_TRANSACTIONS.
+    finishing: bool,
 }
 
 /// A record in the reference: its offset, value, the id that sent it, and whether its
@@ -419,7 +553,12 @@ proptest! {
         for (step, op) in ops.into_iter().enumerate() {
             match op {
                 Op::Init { id } => {
-                    let got = log.init_transactional_producer(ids[id], timeout, None).unwrap();
+                    let got = log.init_transactional_producer(ids[id], timeout, None);
+                    if clients[id].finishing {
+                        prop_assert!(matches!(got, Err(Error::ConcurrentTransactions(_))), "init: {got:?}");
+                        continue;
+                    }
+                    let got = got.unwrap();
                     decide(&mut records, id, false);
                     let c = &mut clients[id];
                     c.producer = Some(got);
@@ -431,6 +570,7 @@ proptest! {
                     let c = &mut clients[id];
                     let Some((pid, epoch)) = c.producer else { continue };
                     match log.add_partitions_to_txn(ids[id], pid, epoch, &[("out".into(), partition)]) {
+                        Err(Error::ConcurrentTransactions(_)) if c.finishing => {}
                         Ok(()) => {
                             c.started.get_or_insert(clock.now_ms());
                             c.open.entry(partition).or_default();
@@ -456,6 +596,7 @@ proptest! {
                             c.sequences[partition as usize] += count as i32;
                         }
                         (Err(Error::InvalidTxnState(_)), None) => {}
+                        (Err(Error::ConcurrentTransactions(_)), _) if c.finishing => {}
                         (Err(Error::ProducerFenced { .. }), _) => c.producer = None,
                         (other, open) => prop_assert!(false, "send: {other:?} with {open:?}"),
                     }
@@ -464,6 +605,7 @@ proptest! {
                     let c = &mut clients[id];
                     let Some((pid, epoch)) = c.producer else { continue };
                     match log.end_txn(ids[id], pid, epoch, commit) {
+                        Err(Error::ConcurrentTransactions(_)) if c.finishing => {}
                         Ok(()) => {
                             decide(&mut records, id, commit);
                             c.open.clear();
@@ -474,8 +616,34 @@ proptest! {
                         Err(e) => prop_assert!(false, "end: {e}"),
                     }
                 }
+                Op::FailedEnd { id, commit } => {
+                    let c = &mut clients[id];
+                    let Some((pid, epoch)) = c.producer else { continue };
+                    let fail = &log.shared.txns.fail_completions;
+                    fail.store(1, std::sync::atomic::Ordering::SeqCst);
+                    let ended = log.end_txn(ids[id], pid, epoch, commit);
+                    let injected = fail.swap(0, std::sync::atomic::Ordering::SeqCst) == 0;
+                    match ended {
+                        Err(Error::InvalidTxnState(_)) if injected => {
+                            // The markers are written: readers see the decision at once.
+                            prop_assert!(state(&log, ids[id]).is_preparing());
+                            decide(&mut records, id, commit);
+                            c.open.clear();
+                            c.started = None;
+                            c.finishing = true;
+                        }
+                        Err(Error::ConcurrentTransactions(_)) if c.finishing => {}
+                        Ok(()) | Err(Error::InvalidTxnState(_)) => prop_assert!(c.open.is_empty()),
+                        Err(Error::ProducerFenced { .. }) => c.producer = None,
+                        Err(e) => prop_assert!(false, "failed end: {e}"),
+                    }
+                }
                 Op::Tick { ms } => {
                     clock.advance(ms);
+                    log.finish_interrupted_transactions().unwrap();
+                    for c in &mut clients {
+                        c.finishing = false;
+                    }
                     log.abort_expired_transactions().unwrap();
                     let now = clock.now_ms();
                     for (id, c) in clients.iter_mut().enumerate() {
@@ -490,6 +658,9 @@ proptest! {
                 Op::Restart => {
                     drop(log);
                     log = open(dir.path(), clock.clone());
+                    for c in &mut clients {
+                        c.finishing = false;
+                    }
                 }
             }
             for partition in 0..2u32 {
