@@ -228,14 +228,16 @@ impl Log {
             coordinator_epoch: 0,
             commit: done.commit,
         };
+        // Every marker is written first, then all wait for their fsyncs together.
+        let mut written = Vec::with_capacity(done.partitions.len());
         for (topic, partition) in &done.partitions {
             let log = match self.partition(topic, *partition) {
                 Ok(log) => log,
                 Err(Error::UnknownTopic(_) | Error::UnknownPartition { .. }) => continue,
                 Err(e) => return Err(e),
             };
-            match log.append_marker(&marker, now) {
-                Ok(_) => {}
+            match log.append_marker_deferred(&marker, now) {
+                Ok(offset) => written.push((log, offset.0 + 1)),
                 Err(
                     e @ (logd_storage::Error::InvalidProducerEpoch { .. }
                     | logd_storage::Error::TransactionCoordinatorFenced { .. }),
@@ -251,6 +253,8 @@ impl Log {
                 Err(e) => return Err(e.into()),
             }
         }
+        let waits: Vec<_> = written.iter().map(|(log, end)| (&**log, *end)).collect();
+        logd_storage::await_durable(&waits)?;
         if !done.partitions.is_empty() {
             self.shared.appends.notify();
         }

@@ -57,7 +57,7 @@ pub use io::{
 };
 pub use log::PartitionLog;
 pub use log::clean::{CleanOptions, CleanReport, Dirtiness};
-pub use log::sync_many::sync_logs;
+pub use log::sync_many::{await_durable, sync_logs};
 pub use log::txn::OpenTxn;
 pub use offset::Offset;
 pub use producer::{

@@ -449,6 +449,48 @@ fn ids_decide_in_parallel_and_share_the_coordinators_fsyncs() {
     );
 }
 
+#[test]
+fn one_transactions_markers_wait_for_their_fsyncs_together() {
+    // Every fsync takes 40 ms. An EndTxn over six partitions logs its decision, writes six
+    // markers and logs its completion: 8 x 40 ms one after another, 3 x 40 ms with the
+    // markers' fsyncs at once.
+    let fs = SimFs::new();
+    let clock = Arc::new(ManualClock::new(0));
+    let log = open_on(Arc::new(fs.clone()), Path::new("/e"), clock).unwrap();
+    let wide = TopicConfig {
+        partitions: 6,
+        ..TopicConfig::default()
+    };
+    log.create_topic("wide", wide).unwrap();
+    let (pid, epoch) = log.init_transactional_producer("t", 60_000, None).unwrap();
+    let partitions: Vec<(String, u32)> = (0..6).map(|p| ("wide".to_owned(), p)).collect();
+    log.add_partitions_to_txn("t", pid, epoch, &partitions)
+        .unwrap();
+    for p in 0..6 {
+        let mut builder = BatchBuilder::new(Compression::None)
+            .producer(pid, epoch, 0)
+            .transactional();
+        builder.push(0, None, Some(b"v"), &[]);
+        log.append("wide", p, &mut builder.build(0).unwrap())
+            .unwrap();
+    }
+    let fsync = Duration::from_millis(40);
+    fs.set_sync_delay(fsync);
+    let started = std::time::Instant::now();
+    log.end_txn("t", pid, epoch, true).unwrap();
+    let took = started.elapsed();
+    assert!(took >= fsync * 3, "{took:?}: not every fsync waited for");
+    assert!(
+        took < fsync * 6,
+        "{took:?}: the markers' fsyncs ran one after another"
+    );
+    for p in 0..6 {
+        let log = log.partition("wide", p).unwrap();
+        assert_eq!(log.last_stable_offset(), Offset(2), "wide-{p}");
+        assert_eq!(log.high_watermark(), Offset(2), "wide-{p}");
+    }
+}
+
 /// One thing a transactional client, its coordinator, the clock or the machine does.
 #[derive(Debug, Clone)]
 enum Op {

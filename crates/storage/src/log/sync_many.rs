@@ -1,7 +1,8 @@
 //! Syncing many logs with one call: under `interval`, a node with thousands of partitions
 //! would otherwise `fdatasync` each of them every interval (10,000 device flushes a second for
 //! 10,000 partitions written to), where one `syncfs` of their file system makes every appended
-//! byte durable at the cost of one.
+//! byte durable at the cost of one. And waiting for a few logs' own fsyncs at once (a
+//! transaction's markers), where one after another would add their latencies.
 
 use std::io;
 use std::path::Path;
@@ -101,4 +102,39 @@ pub fn sync_logs(storage: &dyn Storage, root: &Path, logs: &[Arc<PartitionLog>])
             })
         }
     }
+}
+
+/// How many fsyncs [`await_durable`] runs at once: a device's queue is deep, but a
+/// transaction over thousands of partitions must not start a thread for each.
+const AT_ONCE: usize = 16;
+
+/// Waits until each log's records below its end (`(log, end)`) are as durable as its fsync
+/// policy promises, up to [`AT_ONCE`] logs' `fdatasync`s running at once (on threads beside
+/// the caller's: a device flushes them together, where one after another would add their
+/// latencies). Every log is waited for; the first failure is returned.
+pub fn await_durable(writes: &[(&PartitionLog, i64)]) -> Result<()> {
+    let wait = |chunk: &[(&PartitionLog, i64)]| {
+        chunk
+            .iter()
+            .map(|&(log, end)| log.wait_durable(end))
+            .fold(Ok(()), Result::and)
+    };
+    if writes.len() <= 1 {
+        return wait(writes);
+    }
+    let mut chunks = writes.chunks(writes.len().div_ceil(AT_ONCE));
+    let first = chunks.next().unwrap_or_default();
+    std::thread::scope(|scope| {
+        let others: Vec<_> = chunks
+            .map(|chunk| scope.spawn(move || wait(chunk)))
+            .collect();
+        let mut result = wait(first);
+        for other in others {
+            let waited = other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            result = result.and(waited);
+        }
+        result
+    })
 }

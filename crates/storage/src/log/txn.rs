@@ -30,6 +30,16 @@ impl PartitionLog {
     /// [`crate::Error::TransactionCoordinatorFenced`] for a stale coordinator epoch. Returns
     /// the marker's offset once it is as durable as the fsync policy promises.
     pub fn append_marker(&self, marker: &Marker, now_ms: i64) -> Result<Offset> {
+        let offset = self.append_marker_deferred(marker, now_ms)?;
+        self.wait_durable(offset.0 + 1)?;
+        Ok(offset)
+    }
+
+    /// [`PartitionLog::append_marker`] without waiting for the fsync policy: the caller makes
+    /// it durable with [`crate::await_durable`], so one transaction's markers in many
+    /// partitions wait for their fsyncs together. Under `fsync = always` readers see it only
+    /// once it is durable, as any record.
+    pub fn append_marker_deferred(&self, marker: &Marker, now_ms: i64) -> Result<Offset> {
         let mut bytes = marker.batch(now_ms);
         let mut header = BatchHeader::parse(&bytes, 0)?;
         let offset = {
@@ -52,7 +62,6 @@ impl PartitionLog {
             self.end_offset.store(offset + 1, Ordering::Release);
             offset
         };
-        self.wait_durable(offset + 1)?;
         Ok(Offset(offset))
     }
 
