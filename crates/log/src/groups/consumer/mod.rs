@@ -17,6 +17,8 @@
 //! partitions and rejoins.
 
 pub mod assignors;
+#[cfg(test)]
+mod durability_tests;
 mod persist;
 pub mod reconcile;
 pub(crate) mod service;
@@ -82,8 +84,12 @@ pub struct HeartbeatAnswer {
 }
 
 /// One consumer group's protocol state. It is saved without what follows from the rest
-/// (`holders`, `instances`): [`ConsumerGroup::restored`] rebuilds that.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// (`holders`, `instances`, `subscribers`): [`ConsumerGroup::restored`] rebuilds that. A
+/// heartbeat costs what the member's own change costs, not the group's size: what spans the
+/// members is kept up to date as they change (who holds what, who subscribes to what), and
+/// what changed is noted for the caller to persist ([`ConsumerGroup::take_changes`]); only a
+/// new target assignment looks at every member.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ConsumerGroup {
     group_epoch: i32,
     assignment_epoch: i32,
@@ -97,7 +103,52 @@ pub struct ConsumerGroup {
     /// The member holding each static instance id.
     #[serde(skip)]
     instances: BTreeMap<String, String>,
+    /// How many members subscribe to each topic.
+    #[serde(skip)]
+    subscribers: BTreeMap<String, usize>,
+    /// What changed since the caller last took the changes.
+    #[serde(skip)]
+    changes: Changes,
 }
+
+/// The members and targets that changed (joined, left, moved on, or given a new target): the
+/// records a caller persists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Members changed or gone.
+    pub members: BTreeSet<String>,
+    /// Members whose target changed or went.
+    pub targets: BTreeSet<String>,
+}
+
+/// What a group keeps beside its members and targets: its epochs and the partition counts it
+/// assigned from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupMeta {
+    /// The group epoch.
+    pub group_epoch: i32,
+    /// The epoch of the targets.
+    pub assignment_epoch: i32,
+    /// The partition counts of the subscribed topics at the last look.
+    pub partitions: BTreeMap<String, u32>,
+}
+
+/// Two groups are the same when what they keep and what follows from it are (what is noted
+/// as changed is the caller's bookkeeping, not the group's state).
+impl PartialEq for ConsumerGroup {
+    fn eq(&self, other: &ConsumerGroup) -> bool {
+        self.group_epoch == other.group_epoch
+            && self.assignment_epoch == other.assignment_epoch
+            && self.members == other.members
+            && self.targets == other.targets
+            && self.partitions == other.partitions
+            && self.holders == other.holders
+            && self.instances == other.instances
+            && self.subscribers == other.subscribers
+    }
+}
+
+impl Eq for ConsumerGroup {}
 
 impl ConsumerGroup {
     /// The group as saved, made whole again: who holds each partition and each instance id
@@ -106,7 +157,12 @@ impl ConsumerGroup {
     pub fn restored(mut self) -> std::result::Result<ConsumerGroup, String> {
         self.holders.clear();
         self.instances.clear();
+        self.subscribers.clear();
+        self.changes = Changes::default();
         for (id, member) in &self.members {
+            for topic in &member.subscribed {
+                *self.subscribers.entry(topic.clone()).or_default() += 1;
+            }
             for held in member.reconciled.held() {
                 if let Some(other) = self.holders.insert(held.clone(), id.clone()) {
                     return Err(format!("{}-{} held by {other} and {id}", held.0, held.1));
@@ -122,6 +178,56 @@ impl ConsumerGroup {
             return Err(format!("a target for {stray}, who is no member"));
         }
         Ok(self)
+    }
+
+    /// The members and targets changed since the last call, for the caller to persist.
+    pub fn take_changes(&mut self) -> Changes {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// Notes member `id` as changed by what the caller keeps beside it (its client, its
+    /// pattern), so that it is persisted with the rest.
+    pub fn note_changed(&mut self, id: &str) {
+        self.changes.members.insert(id.to_owned());
+    }
+
+    /// Its epochs and the partition counts it assigned from.
+    pub fn meta(&self) -> GroupMeta {
+        GroupMeta {
+            group_epoch: self.group_epoch,
+            assignment_epoch: self.assignment_epoch,
+            partitions: self.partitions.clone(),
+        }
+    }
+
+    /// Every topic a member subscribes to.
+    pub fn subscribed_topics(&self) -> impl Iterator<Item = &String> {
+        self.subscribers.keys()
+    }
+
+    /// A saved group's member set to `member` (`None`: gone), as a state log replays its
+    /// records; nothing else is kept up to date (the saved form's [`ConsumerGroup::restored`]
+    /// rebuilds it).
+    pub(crate) fn replay_member(&mut self, id: String, member: Option<ConsumerMember>) {
+        match member {
+            Some(member) => self.members.insert(id, member),
+            None => self.members.remove(&id),
+        };
+    }
+
+    /// A saved group's target of `id` set to `target` (`None`: gone), as replayed.
+    pub(crate) fn replay_target(&mut self, id: String, target: Option<Assignment>) {
+        match target {
+            Some(target) => self.targets.insert(id, target),
+            None => self.targets.remove(&id),
+        };
+    }
+
+    /// A saved group's epochs and partition counts set to `meta`, as replayed.
+    pub(crate) fn replay_meta(&mut self, meta: GroupMeta) {
+        self.group_epoch = meta.group_epoch;
+        self.assignment_epoch = meta.assignment_epoch;
+        self.partitions = meta.partitions;
     }
 
     /// The group epoch.
@@ -183,8 +289,11 @@ impl ConsumerGroup {
                 .get(&id)
                 .is_some_and(|m| m.instance_id.is_some()) =>
             {
-                if let Some(member) = self.members.get_mut(&id) {
+                if let Some(member) = self.members.get_mut(&id)
+                    && !member.away
+                {
                     member.away = true;
+                    self.changes.members.insert(id);
                 }
                 self.debug_check();
                 return Ok(HeartbeatAnswer {
@@ -203,11 +312,16 @@ impl ConsumerGroup {
             0 => self.join(&id, beat.instance_id.as_deref())?,
             epoch => self.check_epoch(&id, epoch, beat.owned.as_ref())?,
         }
+        let before = self.members.get(&id).cloned();
         let member = self.members.get_mut(&id).expect("joined or checked above");
         if let Some(subscribed) = beat.subscribed
             && subscribed != member.subscribed
         {
-            member.subscribed = subscribed;
+            let old = std::mem::replace(&mut member.subscribed, subscribed);
+            for topic in &member.subscribed {
+                *self.subscribers.entry(topic.clone()).or_default() += 1;
+            }
+            unsubscribe(&mut self.subscribers, &old);
             self.group_epoch += 1;
         }
         if beat.assignor.is_some() && beat.assignor != member.assignor {
@@ -232,6 +346,9 @@ impl ConsumerGroup {
             }
         };
         let member_epoch = member.reconciled.member_epoch;
+        if before.as_ref() != Some(&*member) {
+            self.changes.members.insert(id);
+        }
         self.debug_check();
         Ok(HeartbeatAnswer {
             member_epoch,
@@ -268,6 +385,11 @@ impl ConsumerGroup {
             .filter_map(|(id, m)| Some((m.instance_id.clone()?, id.clone())))
             .collect();
         debug_assert_eq!(instances, self.instances, "the holders of instance ids");
+        let mut subscribers: BTreeMap<String, usize> = BTreeMap::new();
+        for topic in self.members.values().flat_map(|m| &m.subscribed) {
+            *subscribers.entry(topic.clone()).or_default() += 1;
+        }
+        debug_assert_eq!(subscribers, self.subscribers, "the subscribers of topics");
         debug_assert!(
             self.targets.keys().all(|t| self.members.contains_key(t)),
             "a target for a non-member"
@@ -294,7 +416,9 @@ impl ConsumerGroup {
                 self.members.insert(id.to_owned(), member);
                 if let Some(target) = self.targets.remove(&holder) {
                     self.targets.insert(id.to_owned(), target);
+                    self.changes.targets.extend([holder.clone(), id.to_owned()]);
                 }
+                self.changes.members.extend([holder.clone(), id.to_owned()]);
                 for held in self.holders.values_mut().filter(|h| **h == holder) {
                     *held = id.to_owned();
                 }
@@ -309,6 +433,7 @@ impl ConsumerGroup {
                     ..ConsumerMember::default()
                 };
                 self.members.insert(id.to_owned(), member);
+                self.changes.members.insert(id.to_owned());
                 if let Some(instance) = instance_id {
                     self.instances.insert(instance.to_owned(), id.to_owned());
                 }
@@ -327,8 +452,14 @@ impl ConsumerGroup {
         if let Some(instance) = gone.instance_id {
             self.instances.remove(&instance);
         }
-        self.targets.remove(member);
-        self.holders.retain(|_, holder| holder != member);
+        unsubscribe(&mut self.subscribers, &gone.subscribed);
+        self.changes.members.insert(member.to_owned());
+        if self.targets.remove(member).is_some() {
+            self.changes.targets.insert(member.to_owned());
+        }
+        for held in gone.reconciled.held() {
+            self.holders.remove(&held);
+        }
         self.group_epoch += 1;
         self.debug_check();
         true
@@ -364,10 +495,9 @@ impl ConsumerGroup {
 
     /// A change in the partition counts of the subscribed topics moves the group epoch.
     fn look_at_topics(&mut self, topics: &BTreeMap<String, u32>) {
-        let subscribed: BTreeSet<&String> =
-            self.members.values().flat_map(|m| &m.subscribed).collect();
-        let now: BTreeMap<String, u32> = subscribed
-            .into_iter()
+        let now: BTreeMap<String, u32> = self
+            .subscribers
+            .keys()
             .filter_map(|t| topics.get(t).map(|&n| (t.clone(), n)))
             .collect();
         if now != self.partitions {
@@ -394,9 +524,16 @@ impl ConsumerGroup {
             .iter()
             .map(|(id, m)| (id.clone(), m.subscribed.clone()))
             .collect();
-        self.targets = self
+        let targets = self
             .assignor()
             .assign(&subscriptions, &self.partitions, &self.targets);
+        let old = std::mem::replace(&mut self.targets, targets);
+        let changed = old
+            .keys()
+            .chain(self.targets.keys())
+            .filter(|id| old.get(*id) != self.targets.get(*id))
+            .cloned();
+        self.changes.targets.extend(changed);
         self.assignment_epoch = self.group_epoch;
     }
 
@@ -424,6 +561,18 @@ impl ConsumerGroup {
         }
         for came in after.difference(&before) {
             self.holders.insert(came.clone(), id.to_owned());
+        }
+    }
+}
+
+/// One member fewer subscribes to each of `topics`.
+fn unsubscribe(subscribers: &mut BTreeMap<String, usize>, topics: &BTreeSet<String>) {
+    for topic in topics {
+        if let Some(count) = subscribers.get_mut(topic) {
+            *count -= 1;
+            if *count == 0 {
+                subscribers.remove(topic);
+            }
         }
     }
 }

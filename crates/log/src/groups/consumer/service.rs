@@ -4,9 +4,12 @@
 //! housekeeping), and the commit rule of such groups: a member commits with its current member
 //! epoch (STALE_MEMBER_EPOCH otherwise), anyone else only while the group has no members. A
 //! group id is one protocol's at a time: a classic group with members refuses consumer-protocol
-//! members. Membership is durable (`persist.rs`: every change logged under the lock, waited
-//! for outside it, before the heartbeat is answered); on open each member's session starts
-//! anew. Committed offsets are in the offset store.
+//! members. Membership is durable (`persist.rs`: each changed member, target and the epochs
+//! logged under the lock, waited for outside it, before the heartbeat is answered); on open
+//! each member's session starts anew. Committed offsets are in the offset store. A heartbeat's
+//! cost is its member's change: sessions are ordered by when each member was last heard from,
+//! so expiry looks only at those past their timeout, and only what changed is compared and
+//! logged.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -15,11 +18,13 @@ use std::sync::Arc;
 use logd_storage::{StateLog, Storage, Written};
 use parking_lot::Mutex;
 
-use super::persist::{self, ConsumerGroupRecord, SavedGroup, SavedGroups, SavedMember};
+use super::persist::{
+    self, ConsumerGroupRecord, GroupChange, SavedGroup, SavedGroups, SavedMember,
+};
 use crate::engine::Log;
 use crate::error::{Error, Result};
 use crate::groups::classic::GroupError;
-use crate::groups::consumer::{ConsumerGroup, Heartbeat, HeartbeatAnswer};
+use crate::groups::consumer::{ConsumerGroup, GroupMeta, Heartbeat, HeartbeatAnswer};
 use crate::groups::protocol::GroupProtocol;
 
 /// Every consumer-protocol group.
@@ -67,6 +72,8 @@ struct Entry {
     group: ConsumerGroup,
     /// Per member: when it was last heard from (ms), its client id and host.
     heard: BTreeMap<String, (i64, String, String)>,
+    /// The members by when they were last heard from, oldest first: who expires next.
+    by_heard: BTreeSet<(i64, String)>,
     /// Per member: the topic names and the regular expression it subscribed with; what it
     /// subscribes to is the names and every topic the expression matches whole.
     subscriptions: BTreeMap<String, Subscription>,
@@ -80,28 +87,60 @@ struct Subscription {
 }
 
 impl Entry {
-    /// The entry as saved.
-    fn saved(&self) -> SavedGroup {
-        let members = self
-            .group
-            .members()
-            .keys()
-            .map(|id| {
-                let (_, client_id, client_host) = self.heard.get(id).cloned().unwrap_or_default();
-                let subscription = self.subscriptions.get(id).cloned().unwrap_or_default();
-                let member = SavedMember {
-                    client_id,
-                    client_host,
-                    names: subscription.names,
-                    regex: subscription.regex.map(|(pattern, _)| pattern),
-                };
-                (id.clone(), member)
-            })
-            .collect();
-        SavedGroup {
-            group: self.group.clone(),
-            members,
+    /// Member `id` heard from at `now` by `client` (client id, host).
+    fn hear(&mut self, id: &str, now: i64, client: (String, String)) {
+        if let Some((at, _, _)) = self.heard.get(id) {
+            self.by_heard.remove(&(*at, id.to_owned()));
         }
+        self.by_heard.insert((now, id.to_owned()));
+        self.heard.insert(id.to_owned(), (now, client.0, client.1));
+    }
+
+    /// Forgets what the engine keeps beside the group of member `id`, which is gone.
+    fn forget(&mut self, id: &str) {
+        if let Some((at, _, _)) = self.heard.remove(id) {
+            self.by_heard.remove(&(at, id.to_owned()));
+        }
+        self.subscriptions.remove(id);
+    }
+
+    /// Member `id`'s client and subscription as saved.
+    fn saved_member(&self, id: &str) -> SavedMember {
+        let (_, client_id, client_host) = self.heard.get(id).cloned().unwrap_or_default();
+        let subscription = self.subscriptions.get(id).cloned().unwrap_or_default();
+        SavedMember {
+            client_id,
+            client_host,
+            names: subscription.names,
+            regex: subscription.regex.map(|(pattern, _)| pattern),
+        }
+    }
+
+    /// The record of what changed in group `id` since its epochs were `meta_before` (each
+    /// changed member and target, then the epochs if they moved), `None` for nothing. Members
+    /// gone are forgotten.
+    fn record(&mut self, id: &str, meta_before: &GroupMeta) -> Option<ConsumerGroupRecord> {
+        let changes = self.group.take_changes();
+        let mut changed = Vec::new();
+        for member_id in changes.members {
+            let member = match self.group.members().get(&member_id) {
+                Some(member) => Some(Box::new((member.clone(), self.saved_member(&member_id)))),
+                None => {
+                    self.forget(&member_id);
+                    None
+                }
+            };
+            changed.push(GroupChange::Member(member_id, member));
+        }
+        for member_id in changes.targets {
+            let target = self.group.target(&member_id).cloned();
+            changed.push(GroupChange::Target(member_id, target));
+        }
+        let meta = self.group.meta();
+        if meta != *meta_before {
+            changed.push(GroupChange::Meta(meta));
+        }
+        (!changed.is_empty()).then(|| ConsumerGroupRecord::Changed(id.to_owned(), changed))
     }
 
     /// The entry saved as `saved`, each member last heard from at `now`.
@@ -119,8 +158,7 @@ impl Entry {
                 None => None,
                 Some(pattern) => Some((pattern.clone(), compile(&pattern)?)),
             };
-            let heard = (now, member.client_id, member.client_host);
-            entry.heard.insert(id.clone(), heard);
+            entry.hear(&id, now, (member.client_id, member.client_host));
             let subscription = Subscription {
                 names: member.names,
                 regex,
@@ -244,8 +282,11 @@ impl Log {
         let consumer_groups = &self.shared.consumer_groups;
         let (answer, written) = {
             let mut groups = consumer_groups.groups.lock();
-            let before = groups.get(group).map(Entry::saved);
+            let is_new = !groups.contains_key(group);
             let entry = groups.entry(group.to_owned()).or_default();
+            let meta_before = entry.group.meta();
+            let member_id = beat.member_id.clone();
+            let saved_before = entry.saved_member(&member_id);
             let run = || -> Result<HeartbeatAnswer> {
                 expire(group, entry, now, timeout);
                 if beat.member_epoch >= 0 {
@@ -265,12 +306,8 @@ impl Log {
                         beat.subscribed = Some(mine.topics(&existing));
                     }
                 }
-                let mut subscribed: BTreeSet<String> = entry
-                    .group
-                    .members()
-                    .values()
-                    .flat_map(|m| m.subscribed.iter().cloned())
-                    .collect();
+                let mut subscribed: BTreeSet<String> =
+                    entry.group.subscribed_topics().cloned().collect();
                 subscribed.extend(beat.subscribed.iter().flatten().cloned());
                 let topics: BTreeMap<String, u32> = subscribed
                     .into_iter()
@@ -279,27 +316,31 @@ impl Log {
                 let (member, epoch) = (beat.member_id.clone(), beat.member_epoch);
                 let answer = entry.group.heartbeat(beat, &topics)?;
                 if epoch >= 0 {
-                    let (client_id, host) = (client.0.to_owned(), client.1.to_owned());
-                    entry.heard.insert(member, (now, client_id, host));
+                    entry.hear(&member, now, (client.0.to_owned(), client.1.to_owned()));
+                    // Its client or its pattern changed with nothing else: still a change.
+                    if entry.saved_member(&member) != saved_before
+                        && entry.group.members().contains_key(&member)
+                    {
+                        entry.group.note_changed(&member);
+                    }
                 }
-                // Members that left, or that a static member's successor replaced. A static member
-                // away (-2) stays, last heard when it left, until its session is over.
-                let members = entry.group.members();
-                entry.heard.retain(|id, _| members.contains_key(id));
-                entry.subscriptions.retain(|id, _| members.contains_key(id));
                 Ok(answer)
             };
             let answer = run();
-            let after = entry.saved();
-            let written = match before {
+            let written = match is_new && entry.group.members().is_empty() {
                 // A heartbeat that created nothing leaves nothing behind.
-                None if entry.group.members().is_empty() => {
+                true => {
                     groups.remove(group);
                     None
                 }
-                Some(before) if before == after => None,
-                _ => {
-                    Some(consumer_groups.write(ConsumerGroupRecord::Saved(group.to_owned(), after)))
+                false => {
+                    // A refused heartbeat leaves no trace of a member it would have added
+                    // (a join refused UNRELEASED_INSTANCE_ID).
+                    if !entry.group.members().contains_key(&member_id) {
+                        entry.forget(&member_id);
+                    }
+                    let record = entry.record(group, &meta_before);
+                    record.map(|record| consumer_groups.write(record))
                 }
             };
             (answer, written)
@@ -321,8 +362,10 @@ impl Log {
                     .shared
                     .group_configs
                     .int(group, "consumer.session.timeout.ms");
-                if expire(group, entry, now, timeout) {
-                    let record = ConsumerGroupRecord::Saved(group.clone(), entry.saved());
+                let meta_before = entry.group.meta();
+                if expire(group, entry, now, timeout)
+                    && let Some(record) = entry.record(group, &meta_before)
+                {
                     written.push(consumer_groups.write(record));
                 }
             }
@@ -474,22 +517,20 @@ impl Log {
 }
 
 /// Removes the members of `group` silent for longer than `timeout_ms`; whether there were any.
+/// It looks only at those: the members are ordered by when they were last heard from.
 fn expire(group: &str, entry: &mut Entry, now: i64, timeout_ms: i64) -> bool {
-    let silent: Vec<String> = entry
-        .heard
-        .iter()
-        .filter(|(_, (at, _, _))| now - at > timeout_ms)
-        .map(|(id, _)| id.clone())
-        .collect();
-    let expired = !silent.is_empty();
-    for member in silent {
+    let mut expired = false;
+    while let Some((at, member)) = entry.by_heard.first().cloned() {
+        if now - at <= timeout_ms {
+            break;
+        }
+        expired = true;
         tracing::info!(
             group,
             member = member.as_str(),
             "consumer-group member's session expired"
         );
-        entry.heard.remove(&member);
-        entry.subscriptions.remove(&member);
+        entry.forget(&member);
         entry.group.remove(&member);
     }
     expired
