@@ -152,7 +152,7 @@ impl Log {
                 Ok(Some(finishing)) => finishing,
                 Ok(None) => continue,
                 Err(e) => {
-                    failed = Some(e);
+                    failed.get_or_insert(e);
                     continue;
                 }
             };
@@ -163,7 +163,9 @@ impl Log {
             );
             match self.finish(finishing) {
                 Ok(()) => aborted += 1,
-                Err(e) => failed = Some(e),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
             }
         }
         let expiration = self.shared.config.transactional_id_expiration_ms;
@@ -207,7 +209,9 @@ impl Log {
             );
             match self.finish(finishing) {
                 Ok(()) => finished += 1,
-                Err(e) => failed = Some(e),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
             }
         }
         match failed {
