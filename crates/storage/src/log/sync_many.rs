@@ -109,7 +109,7 @@ pub fn sync_logs(storage: &dyn Storage, root: &Path, logs: &[Arc<PartitionLog>])
 const AT_ONCE: usize = 16;
 
 /// Waits until each log's records below its end (`(log, end)`) are as durable as its fsync
-/// policy promises, up to [`AT_ONCE`] logs' `fdatasync`s running at once (on threads beside
+/// policy promises, up to 16 logs' `fdatasync`s running at once (on threads beside
 /// the caller's: a device flushes them together, where one after another would add their
 /// latencies). Every log is waited for; the first failure is returned.
 pub fn await_durable(writes: &[(&PartitionLog, i64)]) -> Result<()> {
